@@ -1,0 +1,3 @@
+module github.com/kernfsim/kernfsim
+
+go 1.26
