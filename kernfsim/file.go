@@ -1,0 +1,233 @@
+package kernfsim
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"io/fs"
+	"os"
+	"sync"
+	"sync/atomic"
+	"syscall"
+)
+
+// Source is an attribute's contents: Show writes the current value (at
+// most PageSize bytes are kept, as sysfs's one-page buffer).
+type Source interface {
+	Show(ctx context.Context, buf *bytes.Buffer) error
+}
+
+// Storer is a Source that accepts writes. Store gets the whole write (at
+// most PageSize bytes). To remove its own node it passes ctx to Tree.Remove.
+type Storer interface {
+	Store(ctx context.Context, data []byte) error
+}
+
+// Static is a read-only attribute with fixed contents.
+type Static string
+
+func (s Static) Show(_ context.Context, buf *bytes.Buffer) error {
+	buf.WriteString(string(s))
+	return nil
+}
+
+// Value is a writable attribute holding the last value stored (initially
+// the value given to NewValue).
+type Value struct {
+	v atomic.Pointer[string]
+}
+
+// NewValue returns a Value holding s.
+func NewValue(s string) *Value {
+	v := &Value{}
+	v.v.Store(&s)
+	return v
+}
+
+func (v *Value) Show(_ context.Context, buf *bytes.Buffer) error {
+	buf.WriteString(*v.v.Load())
+	return nil
+}
+
+func (v *Value) Store(_ context.Context, data []byte) error {
+	s := string(data)
+	v.v.Store(&s)
+	return nil
+}
+
+// Func is a dynamic attribute: Show calls the function each time, except
+// while the tree is frozen (Tree.Freeze), when it repeats the last value.
+type Func struct {
+	fn   func() string
+	last atomic.Pointer[string]
+}
+
+// NewFunc returns a dynamic attribute computed by fn.
+func NewFunc(fn func() string) *Func { return &Func{fn: fn} }
+
+func (f *Func) Show(ctx context.Context, buf *bytes.Buffer) error {
+	if last := f.last.Load(); last != nil && isFrozen(ctx) {
+		buf.WriteString(*last)
+		return nil
+	}
+	s := f.fn()
+	f.last.Store(&s)
+	buf.WriteString(s)
+	return nil
+}
+
+type treeKey struct{}
+
+func isFrozen(ctx context.Context) bool {
+	t, _ := ctx.Value(treeKey{}).(*Tree)
+	return t != nil && t.frozen.Load()
+}
+
+// File is an open node (kernfs_open_file). Reads take an active reference
+// for their duration, so they fail with ENODEV once the node is removed.
+// A File is used by one goroutine at a time.
+type File struct {
+	t     *Tree
+	n     *Node
+	flags int
+	buf   bytes.Buffer // the show() snapshot, taken by a read at offset 0
+	shown bool
+}
+
+var filePool = sync.Pool{New: func() any { return new(File) }}
+
+// Open opens n with os.O_RDONLY, O_WRONLY or O_RDWR for c, checking
+// permission as may_open does: EACCES without permission or when the
+// attribute cannot show (read) or store (write), EISDIR for writing a
+// directory, ELOOP for a symlink, ENODEV if n was removed.
+func (t *Tree) Open(n *Node, flags int, c Cred) (*File, error) {
+	if e := t.mayOpen(n, flags, c); e != 0 {
+		return nil, &fs.PathError{Op: "open", Path: n.Path(), Err: e}
+	}
+	f := filePool.Get().(*File)
+	f.t, f.n, f.flags, f.shown = t, n, flags, false
+	return f, nil
+}
+
+func (t *Tree) mayOpen(n *Node, flags int, c Cred) syscall.Errno {
+	var mask Access
+	switch flags & (os.O_WRONLY | os.O_RDWR) {
+	case os.O_RDONLY:
+		mask = MayRead
+	case os.O_WRONLY:
+		mask = MayWrite
+	default:
+		mask = MayRead | MayWrite
+	}
+	switch {
+	case n.kind == KindSymlink:
+		return syscall.ELOOP
+	case n.kind == KindDir && mask&MayWrite != 0:
+		return syscall.EISDIR
+	}
+	r := t.rlock()
+	e := permissionLocked(n, mask, c)
+	t.runlock(r)
+	if e != 0 {
+		return e
+	}
+	if !n.tryGetActive() {
+		return syscall.ENODEV
+	}
+	defer t.putActive(n)
+	if _, ok := n.source.(Storer); n.kind == KindAttr && mask&MayWrite != 0 && !ok {
+		return syscall.EACCES
+	}
+	return 0
+}
+
+// Node is the open node.
+func (f *File) Node() *Node { return f.n }
+
+// Read reads the show() snapshot at off. A read at offset 0 takes a fresh
+// snapshot, as seq_file does; later offsets read the same snapshot, so a
+// reader sees one whole value.
+func (f *File) Read(p []byte, off int64) (int, error) {
+	if f.n.kind != KindAttr {
+		return 0, &fs.PathError{Op: "read", Path: f.n.Path(), Err: syscall.EISDIR}
+	}
+	if f.flags&(os.O_WRONLY|os.O_RDWR) == os.O_WRONLY {
+		return 0, &fs.PathError{Op: "read", Path: f.n.Path(), Err: syscall.EBADF}
+	}
+	if !f.n.tryGetActive() {
+		return 0, &fs.PathError{Op: "read", Path: f.n.Path(), Err: syscall.ENODEV}
+	}
+	defer f.t.putActive(f.n)
+	if off == 0 || !f.shown {
+		f.buf.Reset()
+		if err := f.n.source.Show(f.t.readCtx, &f.buf); err != nil {
+			return 0, &fs.PathError{Op: "read", Path: f.n.Path(), Err: err}
+		}
+		f.buf.Truncate(min(f.buf.Len(), PageSize))
+		f.shown = true
+	}
+	if off >= int64(f.buf.Len()) {
+		return 0, io.EOF
+	}
+	return copy(p, f.buf.Bytes()[off:]), nil
+}
+
+// Write passes p whole to the attribute's Store: EFBIG over PageSize bytes,
+// ENODEV once the node is removed, and Store's own error otherwise.
+func (f *File) Write(ctx context.Context, p []byte) (int, error) {
+	fail := func(e error) (int, error) { return 0, &fs.PathError{Op: "write", Path: f.n.Path(), Err: e} }
+	st, ok := f.n.source.(Storer)
+	switch {
+	case f.flags&(os.O_WRONLY|os.O_RDWR) == 0 || !ok:
+		return fail(syscall.EBADF)
+	case len(p) > PageSize:
+		return fail(syscall.EFBIG)
+	case !f.n.tryGetActive():
+		return fail(syscall.ENODEV)
+	}
+	held := &heldRef{node: f.n}
+	err := st.Store(context.WithValue(ctx, heldRefKey{}, held), p)
+	if !held.released {
+		f.t.putActive(f.n)
+	}
+	if err != nil {
+		return fail(err)
+	}
+	return len(p), nil
+}
+
+// Release closes f. It must not be used afterwards.
+func (f *File) Release() {
+	*f = File{buf: f.buf}
+	f.buf.Reset()
+	filePool.Put(f)
+}
+
+// heldRef records the active reference a Store call runs under, so Remove
+// can give it up when the store removes its own node.
+type heldRef struct {
+	node     *Node
+	released bool // set by the Store's goroutine only
+}
+
+type heldRefKey struct{}
+
+// breakActiveProtection drops the active reference ctx's Store holds if its
+// node is inside the subtree at top, so the removal's drain does
+// not wait for the caller itself (kernfs_break_active_protection).
+func breakActiveProtection(ctx context.Context, t *Tree, top *Node) {
+	if ctx == nil {
+		return
+	}
+	h, _ := ctx.Value(heldRefKey{}).(*heldRef)
+	if h == nil || h.released {
+		return
+	}
+	for p := h.node; p != nil; p = p.Parent() {
+		if p == top {
+			t.putActive(h.node)
+			h.released = true
+			return
+		}
+	}
+}

@@ -1,0 +1,239 @@
+package kernfsim
+
+import (
+	"context"
+	"io/fs"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/kernfsim/kernfsim/locking"
+)
+
+// Tree is a kernfs-like tree under one locking strategy.
+type Tree struct {
+	strategy locking.Strategy // immutable
+	scoped   bool             // immutable: one read section serves a whole walk (rcu, none)
+	root     *Node            // immutable
+	now      func() time.Time // immutable
+	readCtx  context.Context  // immutable: passed to Show, carries the tree
+
+	nextIno atomic.Uint64 // accessed atomically
+	nodes   atomic.Int64  // live (linked) nodes, root included; accessed atomically
+	frozen  atomic.Bool   // dynamic sources repeat their last value while set
+
+	drainMu sync.Mutex
+	drained sync.Cond // broadcast when a deactivated node's last user leaves; L is drainMu
+
+	subMu sync.Mutex                     // serialises Subscribe/cancel
+	subs  atomic.Pointer[[]*subscription] // copy-on-write under subMu
+}
+
+// Options tune a tree.
+type Options struct {
+	// Now is the clock for attribute times; nil means time.Now.
+	Now func() time.Time
+	// RootMode is the root directory's mode; 0 means 0755.
+	RootMode fs.FileMode
+}
+
+// New returns an empty tree (a root directory only) under strategy s.
+func New(s locking.Strategy, opts Options) *Tree {
+	t := &Tree{strategy: s, now: opts.Now}
+	if t.now == nil {
+		t.now = time.Now
+	}
+	_, isNone := s.(*locking.None)
+	t.scoped = s.Grace() != nil || isNone
+	t.drained.L = &t.drainMu
+	t.readCtx = context.WithValue(context.Background(), treeKey{}, t)
+	mode := opts.RootMode
+	if mode == 0 {
+		mode = 0o755
+	}
+	t.root = t.newNode(KindDir, &Attr{Mode: mode, Mtime: t.now(), Ctime: t.now()})
+	t.root.ident.Store(&identity{})
+	t.nodes.Store(1)
+	return t
+}
+
+// Strategy is the tree's lock strategy.
+func (t *Tree) Strategy() locking.Strategy { return t.strategy }
+
+// Root is the tree's root directory.
+func (t *Tree) Root() *Node { return t.root }
+
+// Nodes is the number of nodes linked into the tree, the root included.
+func (t *Tree) Nodes() int64 { return t.nodes.Load() }
+
+// Seal ends construction: under strategy none, every later writer fails.
+func (t *Tree) Seal() { t.strategy.Seal() }
+
+// Freeze makes dynamic sources (Func) repeat their last value while on, so
+// a conformance checker sees stable contents.
+func (t *Tree) Freeze(on bool) { t.frozen.Store(on) }
+
+func (t *Tree) newNode(k Kind, a *Attr) *Node {
+	n := &Node{kind: k, ino: t.nextIno.Add(1)}
+	if k == KindDir {
+		n.dir = &dirData{}
+	}
+	n.attr.Store(a)
+	return n
+}
+
+func (t *Tree) rlock() locking.ReadToken    { return t.strategy.RLock() }
+func (t *Tree) runlock(r locking.ReadToken) { t.strategy.RUnlock(r) }
+
+// lookupLocked finds the active child name of dir. It also returns dir's
+// revision read before the children, so a negative result can be cached
+// and revalidated: writers publish children before bumping the revision.
+//
+// Preconditions: the read or write side is held.
+func lookupLocked(dir *Node, name string, hash uint64) (*Node, uint64, syscall.Errno) {
+	if dir.kind != KindDir {
+		return nil, 0, syscall.ENOTDIR
+	}
+	rev := dir.dir.rev.Load()
+	if !dir.IsActive() {
+		return nil, rev, syscall.ENOENT
+	}
+	c := dir.dir.children.Load().find(hash, name)
+	if c == nil || !c.node.IsActive() {
+		return nil, rev, syscall.ENOENT
+	}
+	return c.node, rev, 0
+}
+
+// Lookup returns the active child called name of dir (kernfs_iop_lookup).
+func (t *Tree) Lookup(dir *Node, name string) (*Node, error) {
+	n, _, err := t.LookupRev(dir, name)
+	return n, err
+}
+
+// LookupRev is Lookup that also returns dir's revision as seen by the
+// lookup, for caching a negative result (see Revalidate).
+func (t *Tree) LookupRev(dir *Node, name string) (*Node, uint64, error) {
+	r := t.rlock()
+	n, rev, e := lookupLocked(dir, name, nameHash(name))
+	t.runlock(r)
+	if e != 0 {
+		return nil, rev, &fs.PathError{Op: "lookup", Path: joinPath(dir, name), Err: e}
+	}
+	return n, rev, nil
+}
+
+// revalidateLocked is kernfs_dop_revalidate. A positive entry (n != nil) is
+// valid while n is active and still called name in dir; a negative entry
+// while dir's revision is still rev.
+//
+// Preconditions: the read side is held.
+func revalidateLocked(dir *Node, name string, n *Node, rev uint64) bool {
+	if n == nil {
+		return dir.IsActive() && dir.dir != nil && dir.dir.rev.Load() == rev
+	}
+	if !n.IsActive() {
+		return false
+	}
+	id := n.ident.Load()
+	return id.parent == dir && id.name == name
+}
+
+// Revalidate reports whether a cached lookup result is still true: n found
+// as name in dir, or (n == nil) name missing from dir at revision rev.
+func (t *Tree) Revalidate(dir *Node, name string, n *Node, rev uint64) bool {
+	r := t.rlock()
+	ok := revalidateLocked(dir, name, n, rev)
+	t.runlock(r)
+	return ok
+}
+
+// permissionLocked is kernfs_iop_permission: generic_permission on the
+// node's current attributes.
+//
+// Preconditions: the read side is held.
+func permissionLocked(n *Node, mask Access, c Cred) syscall.Errno {
+	if !permitted(n.attr.Load(), n.kind == KindDir, mask, c) {
+		return syscall.EACCES
+	}
+	return 0
+}
+
+// Permission checks mask (MayRead|MayWrite|MayExec) for c on n.
+func (t *Tree) Permission(n *Node, mask Access, c Cred) error {
+	r := t.rlock()
+	e := permissionLocked(n, mask, c)
+	t.runlock(r)
+	if e != 0 {
+		return &fs.PathError{Op: "access", Path: n.Path(), Err: e}
+	}
+	return nil
+}
+
+// getattrLocked copies n's attributes.
+//
+// Preconditions: the read side is held.
+func getattrLocked(n *Node) Stat {
+	st := Stat{Attr: *n.attr.Load(), Ino: n.ino, Kind: n.kind, Nlink: 1}
+	switch n.kind {
+	case KindDir:
+		st.Nlink = 2 + uint32(n.dir.subdirs.Load())
+	case KindAttr:
+		st.Size = PageSize
+	case KindSymlink:
+		st.Size = int64(len(n.link))
+	}
+	return st
+}
+
+// Getattr returns n's attributes (kernfs_iop_getattr). A removed node still
+// has attributes until its last reference goes, as an inode does.
+func (t *Tree) Getattr(n *Node) Stat {
+	r := t.rlock()
+	st := getattrLocked(n)
+	t.runlock(r)
+	return st
+}
+
+// Dirent is one directory entry. Off is its position: pass it back to
+// Readdir to continue after it. Offsets are name hashes, so they stay valid
+// while the directory changes.
+type Dirent struct {
+	Name string
+	Ino  uint64
+	Kind Kind
+	Off  uint64
+}
+
+// Readdir calls fn for each active child of dir after offset off (0 starts
+// at the beginning), in offset order, until fn returns false. It snapshots
+// the children under the read side and calls fn without any lock, as
+// kernfs_fop_readdir drops its lock around dir_emit.
+func (t *Tree) Readdir(dir *Node, off uint64, fn func(Dirent) bool) error {
+	if dir.kind != KindDir {
+		return &fs.PathError{Op: "readdir", Path: dir.Path(), Err: syscall.ENOTDIR}
+	}
+	r := t.rlock()
+	snap, active := dir.dir.children.Load(), dir.IsActive()
+	t.runlock(r)
+	if !active {
+		return &fs.PathError{Op: "readdir", Path: dir.Path(), Err: syscall.ENOENT}
+	}
+	snap.each(off, func(c *child) bool {
+		if !c.node.IsActive() {
+			return true
+		}
+		return fn(Dirent{Name: c.name, Ino: c.node.ino, Kind: c.node.kind, Off: c.hash})
+	})
+	return nil
+}
+
+// joinPath is dir's path joined with name, for error messages.
+func joinPath(dir *Node, name string) string {
+	p := dir.Path()
+	if p == "" {
+		return name
+	}
+	return p + "/" + name
+}

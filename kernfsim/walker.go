@@ -1,0 +1,229 @@
+package kernfsim
+
+import (
+	"io"
+	"io/fs"
+	"os"
+	"syscall"
+
+	"github.com/kernfsim/kernfsim/locking"
+)
+
+// maxSymlinks is how many symlinks one walk follows before ELOOP (the
+// kernel's MAXSYMLINKS).
+const maxSymlinks = 40
+
+// WalkerOptions tune a Walker.
+type WalkerOptions struct {
+	// Negatives caches missing names (validated by the parent's revision).
+	// nil chooses per era: never under mutex (kernfs before 5.15), always
+	// otherwise.
+	Negatives *bool
+	// Buckets is the dentry hash table size; 0 means 1<<16.
+	Buckets int
+}
+
+// Walker resolves paths against a Tree the way the kernel's path walk does
+// against kernfs: per component, an exec permission check on the directory,
+// then revalidate the cached dentry or look the name up. It keeps its own
+// dentry cache. It is safe for concurrent use.
+//
+// Under mutex and rwsem every lookup, revalidate and permission call takes
+// the read side on its own (ref-walk, as kernfs took its lock per call);
+// under rcu and none one read section covers the whole walk (rcu-walk).
+type Walker struct {
+	t         *Tree   // immutable
+	negatives bool    // immutable
+	cache     *dcache // immutable pointer
+	root      *dentry // immutable
+}
+
+// NewWalker returns a walker over t.
+func NewWalker(t *Tree, opts WalkerOptions) *Walker {
+	neg := t.strategy.Name() != "mutex"
+	if opts.Negatives != nil {
+		neg = *opts.Negatives
+	}
+	if opts.Buckets == 0 {
+		opts.Buckets = 1 << 16
+	}
+	return &Walker{t: t, negatives: neg, cache: newDcache(opts.Buckets), root: &dentry{node: t.root}}
+}
+
+// Tree is the tree the walker resolves in.
+func (w *Walker) Tree() *Tree { return w.t }
+
+// CachedDentries is the number of dentries cached, negatives included.
+func (w *Walker) CachedDentries() int64 { return w.cache.size.Load() }
+
+// Resolve returns the node at path (relative to the root; a leading '/' is
+// ignored), following symlinks, checking exec permission on every
+// directory for c. Errors are *fs.PathError with op "lookup".
+func (w *Walker) Resolve(c Cred, path string) (*Node, error) {
+	return w.resolve(c, path, true)
+}
+
+// Lresolve is Resolve that does not follow a final symlink.
+func (w *Walker) Lresolve(c Cred, path string) (*Node, error) {
+	return w.resolve(c, path, false)
+}
+
+func (w *Walker) resolve(c Cred, path string, follow bool) (*Node, error) {
+	var r locking.ReadToken
+	if w.t.scoped {
+		r = w.t.rlock()
+	}
+	links := 0
+	d, e := w.walk(c, w.root, path, follow, &links)
+	if w.t.scoped {
+		w.t.runlock(r)
+	}
+	if e != 0 {
+		return nil, &fs.PathError{Op: "lookup", Path: path, Err: e}
+	}
+	return d.node, nil
+}
+
+// walk resolves path from start and returns its dentry.
+func (w *Walker) walk(c Cred, start *dentry, path string, follow bool, links *int) (*dentry, syscall.Errno) {
+	cur := start
+	for path != "" {
+		var name string
+		name, path = nextComponent(path)
+		if name == "" || name == "." {
+			continue
+		}
+		if e := w.permission(cur.node, MayExec, c); e != 0 {
+			return nil, e
+		}
+		if name == ".." {
+			if cur.parent != nil {
+				cur = cur.parent
+			}
+			continue
+		}
+		next, e := w.step(cur, name)
+		if e != 0 {
+			return nil, e
+		}
+		if next.node.kind == KindSymlink && (path != "" || follow) {
+			if *links++; *links > maxSymlinks {
+				return nil, syscall.ELOOP
+			}
+			from := cur
+			if len(next.node.link) > 0 && next.node.link[0] == '/' {
+				from = w.root
+			}
+			if next, e = w.walk(c, from, next.node.link, true, links); e != 0 {
+				return nil, e
+			}
+		}
+		cur = next
+	}
+	return cur, 0
+}
+
+// nextComponent splits the first component off path.
+func nextComponent(path string) (name, rest string) {
+	for i := 0; i < len(path); i++ {
+		if path[i] == '/' {
+			return path[:i], path[i+1:]
+		}
+	}
+	return path, ""
+}
+
+// step is one lookup_fast/lookup_slow: revalidate a cached dentry for name
+// under dir, or look name up and cache the result.
+func (w *Walker) step(dir *dentry, name string) (*dentry, syscall.Errno) {
+	if dir.node.kind != KindDir {
+		return nil, syscall.ENOTDIR
+	}
+	h := nameHash(name)
+	if d := w.cache.get(dir, name, h); d != nil {
+		if w.revalidate(dir.node, name, d.node, d.rev) {
+			if d.node == nil {
+				return nil, syscall.ENOENT
+			}
+			return d, 0
+		}
+		w.cache.drop(d)
+	}
+	n, rev, e := w.lookup(dir.node, name, h)
+	switch {
+	case e == syscall.ENOENT && w.negatives:
+		w.cache.put(&dentry{parent: dir, name: name, hash: h, rev: rev})
+		return nil, e
+	case e != 0:
+		return nil, e
+	}
+	return w.cache.put(&dentry{parent: dir, name: name, hash: h, node: n}), 0
+}
+
+func (w *Walker) permission(n *Node, mask Access, c Cred) syscall.Errno {
+	if w.t.scoped {
+		return permissionLocked(n, mask, c)
+	}
+	r := w.t.rlock()
+	e := permissionLocked(n, mask, c)
+	w.t.runlock(r)
+	return e
+}
+
+func (w *Walker) revalidate(dir *Node, name string, n *Node, rev uint64) bool {
+	if w.t.scoped {
+		return revalidateLocked(dir, name, n, rev)
+	}
+	r := w.t.rlock()
+	ok := revalidateLocked(dir, name, n, rev)
+	w.t.runlock(r)
+	return ok
+}
+
+func (w *Walker) lookup(dir *Node, name string, h uint64) (*Node, uint64, syscall.Errno) {
+	if w.t.scoped {
+		return lookupLocked(dir, name, h)
+	}
+	r := w.t.rlock()
+	n, rev, e := lookupLocked(dir, name, h)
+	w.t.runlock(r)
+	return n, rev, e
+}
+
+// Stat resolves path and returns its attributes (stat(2): LOOKUP then
+// GETATTR).
+func (w *Walker) Stat(c Cred, path string) (Stat, error) {
+	n, err := w.Resolve(c, path)
+	if err != nil {
+		return Stat{}, err
+	}
+	return w.t.Getattr(n), nil
+}
+
+// Open resolves path and opens it with flags (os.O_RDONLY etc.) for c.
+func (w *Walker) Open(c Cred, path string, flags int) (*File, error) {
+	n, err := w.Resolve(c, path)
+	if err != nil {
+		return nil, err
+	}
+	f, err := w.t.Open(n, flags, c)
+	if err != nil {
+		return nil, &fs.PathError{Op: "open", Path: path, Err: err.(*fs.PathError).Err}
+	}
+	return f, nil
+}
+
+// ReadFile is the benchmark's operation: open, one read of len(buf) bytes
+// at offset 0, release. It returns the bytes read.
+func (w *Walker) ReadFile(c Cred, path string, buf []byte) (int, error) {
+	f, err := w.Open(c, path, os.O_RDONLY)
+	if err != nil {
+		return 0, err
+	}
+	n, err := f.Read(buf, 0)
+	f.Release()
+	if err == io.EOF {
+		err = nil
+	}
+	return n, err
+}

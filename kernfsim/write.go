@@ -1,0 +1,262 @@
+package kernfsim
+
+import (
+	"context"
+	"io/fs"
+	"strings"
+	"syscall"
+)
+
+// NodeSpec describes a node to add.
+type NodeSpec struct {
+	Kind   Kind
+	Mode   fs.FileMode // permission bits; 0 means 0755 for dirs, 0444 for attributes, 0777 for symlinks
+	Uid    uint32
+	Gid    uint32
+	Source Source // attributes: the contents
+	Target string // symlinks: the target
+	// Attr, if set, is shared as the node's attributes instead of one made
+	// from Mode/Uid/Gid (builders share one per template; it must not be
+	// modified afterwards).
+	Attr *Attr
+}
+
+// MaxNameLen is the longest name a node may have, in bytes (NAME_MAX).
+const MaxNameLen = 255
+
+// ValidateName checks a node name the way sysfs callers must: not empty,
+// not "." or "..", no '/', no NUL or other control character, at most
+// MaxNameLen bytes. It returns EINVAL or ENAMETOOLONG.
+func ValidateName(name string) syscall.Errno {
+	switch {
+	case name == "" || name == "." || name == "..":
+		return syscall.EINVAL
+	case len(name) > MaxNameLen:
+		return syscall.ENAMETOOLONG
+	case strings.IndexFunc(name, func(r rune) bool { return r == '/' || r < 0x20 || r == 0x7f }) >= 0:
+		return syscall.EINVAL
+	}
+	return 0
+}
+
+func (t *Tree) attrFor(spec NodeSpec) *Attr {
+	if spec.Attr != nil {
+		return spec.Attr
+	}
+	mode := spec.Mode
+	if mode == 0 {
+		mode = map[Kind]fs.FileMode{KindDir: 0o755, KindAttr: 0o444, KindSymlink: 0o777}[spec.Kind]
+	}
+	now := t.now()
+	return &Attr{Mode: mode & fs.ModePerm, Uid: spec.Uid, Gid: spec.Gid, Mtime: now, Ctime: now}
+}
+
+// Add creates name in parent as spec describes (kernfs_add_one). It fails
+// with EEXIST if the name is taken, ENOENT if parent was removed.
+func (t *Tree) Add(parent *Node, name string, spec NodeSpec) (*Node, error) {
+	fail := func(e error) (*Node, error) {
+		return nil, &fs.PathError{Op: "add", Path: joinPath(parent, name), Err: e}
+	}
+	if e := ValidateName(name); e != 0 {
+		return fail(e)
+	}
+	if spec.Kind < KindDir || spec.Kind > KindSymlink || (spec.Kind == KindAttr) != (spec.Source != nil) {
+		return fail(syscall.EINVAL)
+	}
+	n := t.newNode(spec.Kind, t.attrFor(spec))
+	n.source, n.link = spec.Source, spec.Target
+	n.ident.Store(&identity{parent: parent, name: name})
+	if err := t.strategy.Lock(); err != nil {
+		return fail(err)
+	}
+	e := t.linkLocked(parent, name, n)
+	t.strategy.Unlock()
+	if e != 0 {
+		return fail(e)
+	}
+	t.notify(Event{Op: OpAdd, Node: n, Parent: parent, Name: name})
+	return n, nil
+}
+
+// Mkdir adds a directory.
+func (t *Tree) Mkdir(parent *Node, name string, mode fs.FileMode) (*Node, error) {
+	return t.Add(parent, name, NodeSpec{Kind: KindDir, Mode: mode})
+}
+
+// AddAttr adds an attribute file whose contents come from src.
+func (t *Tree) AddAttr(parent *Node, name string, mode fs.FileMode, src Source) (*Node, error) {
+	return t.Add(parent, name, NodeSpec{Kind: KindAttr, Mode: mode, Source: src})
+}
+
+// Symlink adds a symlink to target.
+func (t *Tree) Symlink(parent *Node, name, target string) (*Node, error) {
+	return t.Add(parent, name, NodeSpec{Kind: KindSymlink, Target: target})
+}
+
+// linkLocked publishes n as name in parent, then bumps parent's revision.
+//
+// Preconditions: the write side is held; n is not linked anywhere.
+func (t *Tree) linkLocked(parent *Node, name string, n *Node) syscall.Errno {
+	if parent.kind != KindDir {
+		return syscall.ENOTDIR
+	}
+	if !parent.IsActive() {
+		return syscall.ENOENT
+	}
+	h := nameHash(name)
+	d := parent.dir
+	old := d.children.Load()
+	if old.find(h, name) != nil {
+		return syscall.EEXIST
+	}
+	d.children.Store(old.insert(&child{hash: h, name: name, node: n}))
+	d.rev.Add(1)
+	if n.kind == KindDir {
+		d.subdirs.Add(1)
+	}
+	t.nodes.Add(1)
+	return 0
+}
+
+// unlinkLocked takes n out of the parent and name of id and bumps the
+// parent's revision.
+//
+// Preconditions: the write side is held; n is linked as id says.
+func (t *Tree) unlinkLocked(n *Node, id *identity) {
+	d := id.parent.dir
+	d.children.Store(d.children.Load().remove(nameHash(id.name), id.name))
+	d.rev.Add(1)
+	if n.kind == KindDir {
+		d.subdirs.Add(-1)
+	}
+	t.nodes.Add(-1)
+}
+
+// Setattr changes n's mode, owner, group or mtime as root or the owner may
+// (kernfs_iop_setattr). A size on a writable attribute is accepted and
+// ignored, as sysfs does for O_TRUNC.
+func (t *Tree) Setattr(n *Node, args SetattrArgs, c Cred) error {
+	if err := t.strategy.Lock(); err != nil {
+		return &fs.PathError{Op: "setattr", Path: n.Path(), Err: err}
+	}
+	e := syscall.Errno(0)
+	if !n.IsActive() {
+		e = syscall.ENOENT
+	} else if e = setattrPrepare(n, n.attr.Load(), args, c); e == 0 {
+		n.attr.Store(applySetattr(n.attr.Load(), args, t.now()))
+	}
+	t.strategy.Unlock()
+	if e != 0 {
+		return &fs.PathError{Op: "setattr", Path: n.Path(), Err: e}
+	}
+	t.notify(Event{Op: OpSetattr, Node: n})
+	return nil
+}
+
+// Rename moves n to newName in newParent (kernfs_rename_ns). It fails with
+// EEXIST if the target name is taken and EINVAL if newParent is inside n.
+// Under rcu a concurrent reader may briefly find n under both names; it
+// never finds it under neither.
+func (t *Tree) Rename(n, newParent *Node, newName string) error {
+	fail := func(e error) error {
+		return &fs.PathError{Op: "rename", Path: n.Path(), Err: e}
+	}
+	if e := ValidateName(newName); e != 0 {
+		return fail(e)
+	}
+	if err := t.strategy.Lock(); err != nil {
+		return fail(err)
+	}
+	old := n.ident.Load()
+	e := t.renameLocked(n, newParent, newName)
+	t.strategy.Unlock()
+	if e != 0 {
+		return fail(e)
+	}
+	t.notify(Event{Op: OpRename, Node: n, Parent: newParent, Name: newName, OldParent: old.parent, OldName: old.name})
+	return nil
+}
+
+// renameLocked links n under its new name before unlinking the old one.
+//
+// Preconditions: the write side is held.
+func (t *Tree) renameLocked(n, newParent *Node, newName string) syscall.Errno {
+	old := n.ident.Load()
+	switch {
+	case n == t.root || !n.IsActive():
+		return syscall.ENOENT
+	case old.parent == newParent && old.name == newName:
+		return 0
+	}
+	for p := newParent; p != nil; p = p.Parent() {
+		if p == n {
+			return syscall.EINVAL
+		}
+	}
+	if e := t.linkLocked(newParent, newName, n); e != 0 {
+		return e
+	}
+	n.ident.Store(&identity{parent: newParent, name: newName})
+	t.unlinkLocked(n, old)
+	return 0
+}
+
+// Remove removes n and everything below it (kernfs_remove): deactivate the
+// subtree so new opens fail with ENODEV and lookups find nothing, drain
+// in-flight users without holding the tree lock, unlink, bump the parent's
+// revision; under rcu, wait for a grace period; then tell subscribers.
+// Remove returns after every in-flight read or write of the removed nodes
+// has ended. A store handler may remove its own node: pass it the ctx its
+// Store was given, and its own active reference is given up first
+// (kernfs_remove_self).
+func (t *Tree) Remove(ctx context.Context, n *Node) error {
+	fail := func(e error) error {
+		return &fs.PathError{Op: "remove", Path: n.Path(), Err: e}
+	}
+	if n == t.root {
+		return fail(syscall.EBUSY)
+	}
+	if err := t.strategy.Lock(); err != nil {
+		return fail(err)
+	}
+	id := n.ident.Load()
+	var removed []*Node
+	if deactivateLocked(n) {
+		removed = deactivateSubtreeLocked(n, []*Node{n})
+	}
+	t.strategy.Unlock()
+	if removed == nil {
+		return fail(syscall.ENOENT)
+	}
+	breakActiveProtection(ctx, t, n)
+	for _, r := range removed {
+		t.drain(r)
+	}
+	t.strategy.Lock() // cannot fail: it succeeded above and Seal only applies to none
+	t.unlinkLocked(n, id)
+	t.nodes.Add(-int64(len(removed) - 1))
+	t.strategy.Unlock()
+	if g := t.strategy.Grace(); g != nil {
+		g.Synchronize()
+	}
+	t.notify(Event{Op: OpRemove, Node: n, Parent: id.parent, Name: id.name})
+	return nil
+}
+
+// deactivateSubtreeLocked deactivates every node below dir and returns them
+// appended to acc.
+//
+// Preconditions: the write side is held.
+func deactivateSubtreeLocked(dir *Node, acc []*Node) []*Node {
+	if dir.dir == nil {
+		return acc
+	}
+	dir.dir.children.Load().each(0, func(c *child) bool {
+		if deactivateLocked(c.node) {
+			acc = append(acc, c.node)
+		}
+		acc = deactivateSubtreeLocked(c.node, acc)
+		return true
+	})
+	return acc
+}

@@ -1,0 +1,184 @@
+package locking
+
+import (
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// lockStats counts acquisitions of one lock side pair. The uncontended path
+// costs one sharded add (a cache line of its own per shard); the contended
+// path also reads the clock twice. Wait time is only counted for contended
+// acquisitions.
+type lockStats struct {
+	on bool // immutable
+
+	readAcq, readCont, readWaitNs    *ShardedCounter // accessed atomically
+	writeAcq, writeCont, writeWaitNs atomic.Int64    // written under the write side
+}
+
+func newLockStats(on bool) *lockStats {
+	s := &lockStats{on: on}
+	if on {
+		s.readAcq, s.readCont, s.readWaitNs = NewShardedCounter(), NewShardedCounter(), NewShardedCounter()
+	}
+	return s
+}
+
+// read takes a read lock through try and wait, counting it.
+func (s *lockStats) read(try func() bool, wait func()) {
+	if !s.on {
+		wait()
+		return
+	}
+	if try() {
+		s.readAcq.Add(1)
+		return
+	}
+	start := time.Now()
+	wait()
+	s.readWaitNs.Add(int64(time.Since(start)))
+	s.readCont.Add(1)
+	s.readAcq.Add(1)
+}
+
+// write takes a write lock through try and wait, counting it.
+func (s *lockStats) write(try func() bool, wait func()) {
+	if !s.on {
+		wait()
+		return
+	}
+	if try() {
+		s.writeAcq.Add(1)
+		return
+	}
+	start := time.Now()
+	wait()
+	s.writeWaitNs.Add(int64(time.Since(start)))
+	s.writeCont.Add(1)
+	s.writeAcq.Add(1)
+}
+
+func (s *lockStats) snapshot() Stats {
+	if !s.on {
+		return Stats{}
+	}
+	return Stats{
+		ReadAcquisitions:   s.readAcq.Load(),
+		ReadContended:      s.readCont.Load(),
+		ReadWait:           time.Duration(s.readWaitNs.Load()),
+		WriteAcquisitions:  s.writeAcq.Load(),
+		WriteContended:     s.writeCont.Load(),
+		WriteWait:          time.Duration(s.writeWaitNs.Load()),
+		CountersSwitchedOn: true,
+	}
+}
+
+// Mutex is one global mutex for readers and writers, like kernfs_mutex up
+// to Linux 5.14.
+//
+// Reader cost: one mutex acquisition; readers serialise with each other.
+// Writer cost: the same mutex. Allocation: none. Staleness: none, readers
+// see every completed write.
+type Mutex struct {
+	mu    sync.Mutex
+	stats *lockStats // immutable pointer
+}
+
+func (m *Mutex) Name() string      { return "mutex" }
+func (m *Mutex) RLock() ReadToken  { m.stats.read(m.mu.TryLock, m.mu.Lock); return 0 }
+func (m *Mutex) RUnlock(ReadToken) { m.mu.Unlock() }
+func (m *Mutex) Lock() error       { m.stats.write(m.mu.TryLock, m.mu.Lock); return nil }
+func (m *Mutex) Unlock()           { m.mu.Unlock() }
+func (m *Mutex) Seal()             {}
+func (m *Mutex) Grace() *Grace     { return nil }
+func (m *Mutex) Stats() Stats      { return m.stats.snapshot() }
+
+// RWSem is a reader-writer lock with writer preference (a waiting writer
+// blocks new readers), like kernfs_rwsem from Linux 5.15 and Go's
+// sync.RWMutex, which it is.
+//
+// Reader cost: one atomic add on the lock's shared reader count, so readers
+// on different CPUs bounce one cache line. Writer cost: exclusive, waits for
+// readers to drain. Allocation: none. Staleness: none.
+type RWSem struct {
+	mu    sync.RWMutex
+	stats *lockStats // immutable pointer
+}
+
+func (r *RWSem) Name() string      { return "rwsem" }
+func (r *RWSem) RLock() ReadToken  { r.stats.read(r.mu.TryRLock, r.mu.RLock); return 0 }
+func (r *RWSem) RUnlock(ReadToken) { r.mu.RUnlock() }
+func (r *RWSem) Lock() error       { r.stats.write(r.mu.TryLock, r.mu.Lock); return nil }
+func (r *RWSem) Unlock()           { r.mu.Unlock() }
+func (r *RWSem) Seal()             {}
+func (r *RWSem) Grace() *Grace     { return nil }
+func (r *RWSem) Stats() Stats      { return r.stats.snapshot() }
+
+// RCU lets readers run without a lock: the read side only marks a sharded,
+// padded grace-period counter, so no cache line is shared between readers
+// on different CPUs. Writers serialise on one writer mutex and publish
+// copy-on-write with atomic pointers; teardown of what readers may still
+// see is ordered after a grace period (Grace).
+//
+// Reader cost: two atomic adds on a per-shard line. Writer cost: the writer
+// mutex plus copying the O(log n) path of the changed structure, and a
+// grace period before teardown. Allocation: writers allocate the copies;
+// readers allocate nothing. Staleness: a reader may see the tree as it was
+// when its read side began; it never sees a half-made change.
+type RCU struct {
+	writer sync.Mutex
+	grace  *Grace     // immutable pointer
+	stats  *lockStats // immutable pointer
+}
+
+func (r *RCU) Name() string        { return "rcu" }
+func (r *RCU) RLock() ReadToken    { return r.grace.ReadLock() }
+func (r *RCU) RUnlock(t ReadToken) { r.grace.ReadUnlock(t) }
+func (r *RCU) Lock() error         { r.stats.write(r.writer.TryLock, r.writer.Lock); return nil }
+func (r *RCU) Unlock()             { r.writer.Unlock() }
+func (r *RCU) Seal()               {}
+func (r *RCU) Grace() *Grace       { return r.grace }
+
+// Stats reports writer acquisitions and the grace-period counters.
+func (r *RCU) Stats() Stats {
+	s := r.stats.snapshot()
+	s.Grace = r.grace.Stats()
+	return s
+}
+
+// None takes no lock at all: the baseline a read-only tree could reach.
+// Until Seal, writers (the tree's builder) serialise on a build mutex; after
+// Seal every Lock fails with ErrReadOnly.
+//
+// Reader cost: nothing. Writer cost: refused once sealed. Allocation: none.
+// Staleness: undefined if anything wrote concurrently, which is why writers
+// are refused.
+type None struct {
+	build  sync.Mutex  // serialises writers until sealed
+	sealed atomic.Bool // set once by Seal
+	stats  *lockStats  // immutable pointer
+}
+
+func (n *None) Name() string      { return "none" }
+func (n *None) RLock() ReadToken  { return 0 }
+func (n *None) RUnlock(ReadToken) {}
+func (n *None) Seal()             { n.sealed.Store(true) }
+func (n *None) Grace() *Grace     { return nil }
+func (n *None) Stats() Stats      { return n.stats.snapshot() }
+
+// Lock serialises builders until the strategy is sealed, then refuses.
+func (n *None) Lock() error {
+	if n.sealed.Load() {
+		return ErrReadOnly
+	}
+	n.build.Lock()
+	if n.sealed.Load() {
+		n.build.Unlock()
+		return ErrReadOnly
+	}
+	return nil
+}
+
+// Unlock leaves the build side.
+func (n *None) Unlock() { n.build.Unlock() }

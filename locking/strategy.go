@@ -1,0 +1,100 @@
+// Package locking provides the lock strategies that kernfsim's tree runs
+// under, and the grace-period engine the rcu strategy uses.
+//
+// A Strategy has a read side (lookup, revalidate, permission, getattr,
+// readdir) and a write side (add, remove, rename, setattr). The four
+// strategies model four eras of Linux kernfs:
+//
+//	mutex  one global mutex for readers and writers (kernfs <= 5.14)
+//	rwsem  readers share, writers exclude, writer preference (kernfs 5.15+)
+//	rcu    readers take no lock; writers serialise on one writer mutex and
+//	       publish copy-on-write; teardown waits for a grace period
+//	none   no synchronisation; writers are refused once the tree is sealed
+//
+// Lock ordering (outer to inner):
+//
+//	Strategy write side (mutex.mu / rwsem.mu / rcu.writer / none.build)
+//	  Grace.gpMu (only through Grace methods, never while a read side is held)
+//
+// A read side is never held while taking the write side.
+package locking
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// Strategy is the synchronisation a tree runs under.
+type Strategy interface {
+	// Name is the strategy's name as accepted by New.
+	Name() string
+	// RLock enters the read side; pass the token to RUnlock.
+	RLock() ReadToken
+	// RUnlock leaves the read side entered with t.
+	RUnlock(t ReadToken)
+	// Lock enters the write side. It fails only for strategies that refuse
+	// writers (none, once sealed).
+	Lock() error
+	// Unlock leaves the write side.
+	Unlock()
+	// Seal marks the end of construction: none refuses writers from now on.
+	Seal()
+	// Grace returns the grace-period engine, or nil if the strategy has none.
+	Grace() *Grace
+	// Stats returns the acquisition counters so far.
+	Stats() Stats
+}
+
+// Names lists the valid strategy names in the order of their era.
+var Names = []string{"mutex", "rwsem", "rcu", "none"}
+
+// ErrReadOnly is returned by Lock under none once the tree is sealed.
+var ErrReadOnly = errors.New("lock strategy none is read-only: writers need mutex, rwsem or rcu")
+
+// Options tune a strategy.
+type Options struct {
+	// NoStats turns the acquisition counters off (they are on by default).
+	NoStats bool
+	// Grace configures the rcu strategy's grace-period engine.
+	Grace GraceConfig
+}
+
+// New returns the strategy called name.
+func New(name string, opts Options) (Strategy, error) {
+	st := newLockStats(!opts.NoStats)
+	switch name {
+	case "mutex":
+		return &Mutex{stats: st}, nil
+	case "rwsem":
+		return &RWSem{stats: st}, nil
+	case "rcu":
+		return &RCU{stats: st, grace: NewGrace(opts.Grace)}, nil
+	case "none":
+		return &None{stats: st}, nil
+	}
+	return nil, fmt.Errorf("unknown lock strategy %q: valid strategies are %s", name, strings.Join(Names, ", "))
+}
+
+// MustNew is New for names known to be valid, such as those in Names.
+func MustNew(name string) Strategy {
+	s, err := New(name, Options{})
+	if err != nil {
+		panic(err)
+	}
+	return s
+}
+
+// Stats are a strategy's lock counters. Read acquisitions are not counted
+// for rcu and none, whose readers take no lock.
+type Stats struct {
+	ReadAcquisitions   int64
+	ReadContended      int64
+	ReadWait           time.Duration
+	WriteAcquisitions  int64
+	WriteContended     int64
+	WriteWait          time.Duration
+	Grace              GraceStats // zero unless the strategy has a Grace
+	CountersSwitchedOn bool
+}
