@@ -93,6 +93,9 @@ func (w *Walker) walk(c Cred, start *dentry, path string, follow bool, links *in
 		if name == "" || name == "." {
 			continue
 		}
+		if cur.node.kind != KindDir {
+			return nil, syscall.ENOTDIR
+		}
 		if e := w.permission(cur.node, MayExec, c); e != 0 {
 			return nil, e
 		}
@@ -135,10 +138,9 @@ func nextComponent(path string) (name, rest string) {
 
 // step is one lookup_fast/lookup_slow: revalidate a cached dentry for name
 // under dir, or look name up and cache the result.
+//
+// Preconditions: dir is a directory.
 func (w *Walker) step(dir *dentry, name string) (*dentry, syscall.Errno) {
-	if dir.node.kind != KindDir {
-		return nil, syscall.ENOTDIR
-	}
 	h := nameHash(name)
 	if d := w.cache.get(dir, name, h); d != nil {
 		if w.revalidate(dir.node, name, d.node, d.rev) {

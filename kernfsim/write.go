@@ -149,7 +149,8 @@ func (t *Tree) Setattr(n *Node, args SetattrArgs, c Cred) error {
 	if e != 0 {
 		return &fs.PathError{Op: "setattr", Path: n.Path(), Err: e}
 	}
-	t.notify(Event{Op: OpSetattr, Node: n})
+	id := n.ident.Load()
+	t.notify(Event{Op: OpSetattr, Node: n, Parent: id.parent, Name: id.name})
 	return nil
 }
 

@@ -1,0 +1,129 @@
+package kernfsim
+
+import (
+	"context"
+	"errors"
+	"io/fs"
+	"strconv"
+	"syscall"
+	"testing"
+	"testing/fstest"
+)
+
+// newNetTree builds a small sysfs-like fixture: a netdev with a class/net
+// symlink, a root-only directory and a dynamic attribute.
+func newNetTree(t *testing.T, lock string) *Tree {
+	tr := newTestTree(t, lock)
+	lo := mkpath(t, tr, "devices", "virtual", "net", "lo")
+	must(tr.AddAttr(lo, "mtu", 0o644, NewValue("65536\n")))(t)
+	must(tr.AddAttr(lo, "operstate", 0o444, Static("unknown\n")))(t)
+	net := mkpath(t, tr, "class", "net")
+	must(tr.Symlink(net, "lo", "../../devices/virtual/net/lo"))(t)
+	secret := must(tr.Mkdir(tr.Root(), "secret", 0o700))(t)
+	must(tr.AddAttr(secret, "key", 0o444, Static("k\n")))(t)
+	n := 0
+	must(tr.AddAttr(tr.Root(), "counter", 0o444, NewFunc(func() string { n++; return strconv.Itoa(n) + "\n" })))(t)
+	return tr
+}
+
+func TestWalkerResolve(t *testing.T) {
+	user := Cred{Uid: 1000, Gid: 1000}
+	forEachLock(t, writers, func(t *testing.T, lock string) {
+		tr := newNetTree(t, lock)
+		loop := mkpath(t, tr, "loop")
+		must(tr.Symlink(loop, "a", "b"))(t)
+		must(tr.Symlink(loop, "b", "a"))(t)
+		w := NewWalker(tr, WalkerOptions{})
+		for _, c := range []struct {
+			path string
+			cred Cred
+			want syscall.Errno
+		}{
+			{"class/net/lo/mtu", user, 0},
+			{"/devices/virtual/net/lo/../lo/./operstate", user, 0},
+			{"class/net/lo", user, 0},
+			{"class/net/eth0/mtu", user, syscall.ENOENT},
+			{"class/net/lo/mtu/x", user, syscall.ENOTDIR},
+			{"secret/key", user, syscall.EACCES},
+			{"secret/key", RootCred, 0},
+			{"loop/a", user, syscall.ELOOP},
+		} {
+			_, err := w.Resolve(c.cred, c.path)
+			var pe *fs.PathError
+			switch {
+			case c.want == 0 && err != nil:
+				t.Errorf("Resolve(%q): got %v, want success", c.path, err)
+			case c.want != 0 && (!errors.As(err, &pe) || pe.Path != c.path || !errors.Is(err, c.want)):
+				t.Errorf("Resolve(%q): got %v, want *fs.PathError for that path with %v", c.path, err, c.want)
+			}
+		}
+		if n := must(w.Lresolve(user, "class/net/lo"))(t); n.Kind() != KindSymlink {
+			t.Errorf("Lresolve of a symlink: got %v, want the symlink", n.Kind())
+		}
+		buf := make([]byte, 32)
+		if k := must(w.ReadFile(user, "class/net/lo/mtu", buf))(t); string(buf[:k]) != "65536\n" {
+			t.Errorf("ReadFile: got %q, want %q", buf[:k], "65536\n")
+		}
+	})
+}
+
+func TestWalkerNegativeCachePerEra(t *testing.T) {
+	want := map[string]int64{"mutex": 0, "rwsem": 1, "rcu": 1}
+	forEachLock(t, writers, func(t *testing.T, lock string) {
+		tr := newTestTree(t, lock)
+		cpu := mkpath(t, tr, "devices", "system", "cpu")
+		w := NewWalker(tr, WalkerOptions{})
+		must(w.Resolve(RootCred, "devices/system/cpu"))(t)
+		before := w.CachedDentries()
+		for range 3 {
+			_, err := w.Resolve(RootCred, "devices/system/cpu/does_not_exist")
+			wantErrno(t, err, syscall.ENOENT)
+		}
+		if got := w.CachedDentries() - before; got != want[lock] {
+			t.Fatalf("negative dentries cached: got %d, want %d", got, want[lock])
+		}
+		// A cached negative never survives creation of the name.
+		n := must(tr.Mkdir(cpu, "does_not_exist", 0o755))(t)
+		if got := must(w.Resolve(RootCred, "devices/system/cpu/does_not_exist"))(t); got != n {
+			t.Fatal("resolve after creation did not find the new node")
+		}
+		// A cached positive never survives removal or rename.
+		noErr(t, tr.Rename(n, cpu, "renamed"))
+		_, err := w.Resolve(RootCred, "devices/system/cpu/does_not_exist")
+		wantErrno(t, err, syscall.ENOENT)
+		noErr(t, tr.Remove(context.Background(), n))
+		_, err = w.Resolve(RootCred, "devices/system/cpu/renamed")
+		wantErrno(t, err, syscall.ENOENT)
+	})
+}
+
+func TestWalkerNoAllocs(t *testing.T) {
+	forEachLock(t, []string{"mutex", "rwsem", "rcu", "none"}, func(t *testing.T, lock string) {
+		tr := newNetTree(t, lock)
+		tr.Seal()
+		w := NewWalker(tr, WalkerOptions{})
+		user := Cred{Uid: 1000, Gid: 1000}
+		must(w.Resolve(user, "class/net/lo/mtu"))(t)
+		allocs := testing.AllocsPerRun(100, func() {
+			if _, err := w.Resolve(user, "class/net/lo/mtu"); err != nil {
+				t.Fatal(err)
+			}
+		})
+		if allocs != 0 {
+			t.Fatalf("Resolve of a cached existing path: got %v allocations, want 0", allocs)
+		}
+	})
+}
+
+func TestFSConformance(t *testing.T) {
+	forEachLock(t, []string{"mutex", "rwsem", "rcu", "none"}, func(t *testing.T, lock string) {
+		tr := newNetTree(t, lock)
+		tr.Seal()
+		tr.Freeze(true)
+		defer tr.Freeze(false)
+		err := fstest.TestFS(tr.FS(RootCred), "devices/virtual/net/lo/mtu", "class/net/lo", "counter", "secret/key")
+		if err != nil {
+			t.Fatal(err)
+		}
+	})
+}
