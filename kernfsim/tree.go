@@ -26,7 +26,7 @@ type Tree struct {
 	drainMu sync.Mutex
 	drained sync.Cond // broadcast when a deactivated node's last user leaves; L is drainMu
 
-	subMu sync.Mutex                     // serialises Subscribe/cancel
+	subMu sync.Mutex                      // serialises Subscribe/cancel
 	subs  atomic.Pointer[[]*subscription] // copy-on-write under subMu
 }
 
