@@ -63,16 +63,23 @@ type Options struct {
 
 // New returns the strategy called name.
 func New(name string, opts Options) (Strategy, error) {
-	st := newLockStats(!opts.NoStats)
 	switch name {
 	case "mutex":
-		return &Mutex{stats: st}, nil
+		m := &Mutex{}
+		m.stats.off = opts.NoStats
+		return m, nil
 	case "rwsem":
-		return &RWSem{stats: st}, nil
+		r := &RWSem{}
+		r.stats.off = opts.NoStats
+		return r, nil
 	case "rcu":
-		return &RCU{stats: st, grace: NewGrace(opts.Grace)}, nil
+		r := &RCU{grace: NewGrace(opts.Grace)}
+		r.stats.off = opts.NoStats
+		return r, nil
 	case "none":
-		return &None{stats: st}, nil
+		n := &None{}
+		n.stats.off = opts.NoStats
+		return n, nil
 	}
 	return nil, fmt.Errorf("unknown lock strategy %q: valid strategies are %s", name, strings.Join(Names, ", "))
 }

@@ -1,0 +1,116 @@
+package kernfsim
+
+import (
+	"fmt"
+	"runtime"
+	"sync/atomic"
+	"testing"
+
+	"github.com/kernfsim/kernfsim/locking"
+)
+
+// benchCPUs is how many cpuN directories the benchmark tree has; workers
+// use cpu(i mod benchCPUs), like the seed's N/2 distinct files.
+const benchCPUs = 64
+
+// newBenchTree builds devices/system/cpu/cpuN/topology/{core_id,...} under
+// lock, sealed, with attribute templates shared as the builders do.
+func newBenchTree(b *testing.B, lock string) *Tree {
+	s, err := locking.New(lock, locking.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	tr := New(s, Options{})
+	cpu := mkpath(b, tr, "devices", "system", "cpu")
+	ro := &Attr{Mode: 0o444}
+	for i := range benchCPUs {
+		d := must(tr.Mkdir(cpu, fmt.Sprintf("cpu%d", i), 0o755))(b)
+		topo := must(tr.Mkdir(d, "topology", 0o755))(b)
+		for _, name := range []string{"core_id", "physical_package_id", "thread_siblings_list"} {
+			must(tr.Add(topo, name, NodeSpec{Kind: KindAttr, Attr: ro, Source: Static(fmt.Sprintf("%d\n", i))}))(b)
+		}
+	}
+	tr.Seal()
+	return tr
+}
+
+// benchOps are the walker operations, as the seed benchmarks name them.
+var benchOps = []struct {
+	name string
+	run  func(w *Walker, c Cred, i int, buf []byte) error
+}{
+	// files: open, read 32 bytes, close a file of one's own.
+	{"files", func(w *Walker, c Cred, i int, buf []byte) error {
+		_, err := w.ReadFile(c, benchPaths[i%benchCPUs], buf)
+		return err
+	}},
+	// missing: look up one name that does not exist (ENOENT is the op).
+	{"missing", func(w *Walker, c Cred, i int, buf []byte) error {
+		if _, err := w.Resolve(c, "devices/system/cpu/does_not_exist"); err == nil {
+			return fmt.Errorf("missing path resolved")
+		}
+		return nil
+	}},
+	// resolve: lookup/revalidate/permission of an existing path, no open.
+	{"resolve", func(w *Walker, c Cred, i int, buf []byte) error {
+		_, err := w.Resolve(c, benchPaths[i%benchCPUs])
+		return err
+	}},
+}
+
+var benchPaths = func() []string {
+	p := make([]string, benchCPUs)
+	for i := range p {
+		p[i] = fmt.Sprintf("devices/system/cpu/cpu%d/topology/core_id", i)
+	}
+	return p
+}()
+
+// BenchmarkWalk runs every walker operation under every strategy, serially
+// and in parallel. The parallel/goroutines=48 variant reproduces the
+// seed's 48 threads on however many CPUs -cpu gives.
+//
+//	go test -run x -bench Walk -cpu 1,2 ./kernfsim/ | benchstat -col /lock -
+func BenchmarkWalk(b *testing.B) {
+	user := Cred{Uid: 1000, Gid: 1000}
+	for _, lock := range locking.Names {
+		tr := newBenchTree(b, lock)
+		for _, op := range benchOps {
+			b.Run(fmt.Sprintf("lock=%s/op=%s", lock, op.name), func(b *testing.B) {
+				w, buf := NewWalker(tr, WalkerOptions{}), make([]byte, 32)
+				b.ReportAllocs()
+				for i := 0; b.Loop(); i++ {
+					if err := op.run(w, user, i, buf); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+			for _, g := range []int{0, 48} {
+				name := fmt.Sprintf("lock=%s/op=%s/parallel", lock, op.name)
+				if g > 0 {
+					name += fmt.Sprintf("/goroutines=%d", g)
+				}
+				b.Run(name, func(b *testing.B) { benchParallel(b, tr, op.run, user, g) })
+			}
+		}
+	}
+}
+
+func benchParallel(b *testing.B, tr *Tree, op func(*Walker, Cred, int, []byte) error, c Cred, goroutines int) {
+	w := NewWalker(tr, WalkerOptions{})
+	var worker atomic.Int64
+	if goroutines > 0 {
+		b.SetParallelism(max(1, goroutines/runtime.GOMAXPROCS(0))) // p x GOMAXPROCS goroutines
+	}
+	b.ReportAllocs()
+	b.ResetTimer() // the walker's dentry hash table is setup, not the op
+	b.RunParallel(func(pb *testing.PB) {
+		i, buf := int(worker.Add(1)), make([]byte, 32)
+		for pb.Next() {
+			if err := op(w, c, i, buf); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+}
