@@ -255,7 +255,7 @@ func checkRename(t *testing.T, tr *Tree) {
 func checkReaddirStableOffsets(t *testing.T, tr *Tree) {
 	dir := mkpath(t, tr, "memory")
 	for i := range 50 {
-		must(tr.Mkdir(dir, "memory"+itoa(i), 0o755))(t)
+		must(tr.Mkdir(dir, "memory"+strconv.Itoa(i), 0o755))(t)
 	}
 	var seen []string
 	var off uint64
@@ -272,8 +272,8 @@ func checkReaddirStableOffsets(t *testing.T, tr *Tree) {
 		if got == 0 {
 			break
 		}
-		must(tr.Mkdir(dir, "new"+itoa(batch), 0o755))(t)
-		if n, err := tr.Lookup(dir, "new"+itoa(batch-1)); err == nil {
+		must(tr.Mkdir(dir, "new"+strconv.Itoa(batch), 0o755))(t)
+		if n, err := tr.Lookup(dir, "new"+strconv.Itoa(batch-1)); err == nil {
 			noErr(t, tr.Remove(context.Background(), n))
 		}
 	}
@@ -282,7 +282,7 @@ func checkReaddirStableOffsets(t *testing.T, tr *Tree) {
 		count[s]++
 	}
 	for i := range 50 {
-		if c := count["memory"+itoa(i)]; c != 1 {
+		if c := count["memory"+strconv.Itoa(i)]; c != 1 {
 			t.Fatalf("memory%d listed %d times, want once", i, c)
 		}
 	}
@@ -377,7 +377,6 @@ func errnoName(err error) string {
 	return err.Error()
 }
 
-func itoa(i int) string { return strconv.Itoa(i) }
 
 func TestPermission(t *testing.T) {
 	a := &Attr{Mode: 0o640, Uid: 1000, Gid: 100}
