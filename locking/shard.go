@@ -12,7 +12,7 @@ import (
 // some arm64 parts).
 const cacheLine = 128
 
-// paddedCounter is one shard of a ShardedCounter, alone on its cache line.
+// paddedCounter is one shard of a sharded counter, alone on its cache line.
 type paddedCounter struct {
 	n atomic.Int64
 	_ [cacheLine - 8]byte
@@ -32,34 +32,4 @@ func defaultShards() int {
 // per-thread random source: no shared state is written, nothing allocates.
 func pickShard(mask uint32) uint32 {
 	return rand.Uint32() & mask
-}
-
-// ShardedCounter is a counter whose increments write one of several padded
-// cache lines, so concurrent writers on different CPUs do not share a line.
-// Reading it sums the shards and is meant for statistics, not hot paths.
-// The zero value is not usable; call NewShardedCounter.
-type ShardedCounter struct {
-	shards []paddedCounter // each shard accessed atomically
-	mask   uint32          // immutable
-}
-
-// NewShardedCounter returns a counter with the default number of shards.
-func NewShardedCounter() *ShardedCounter {
-	n := defaultShards()
-	return &ShardedCounter{shards: make([]paddedCounter, n), mask: uint32(n - 1)}
-}
-
-// Add adds d to a randomly chosen shard.
-func (c *ShardedCounter) Add(d int64) {
-	c.shards[pickShard(c.mask)].n.Add(d)
-}
-
-// Load returns the sum of all shards. It is not a snapshot: adds that race
-// with it may or may not be counted.
-func (c *ShardedCounter) Load() int64 {
-	var sum int64
-	for i := range c.shards {
-		sum += c.shards[i].n.Load()
-	}
-	return sum
 }
