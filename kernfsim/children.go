@@ -5,16 +5,22 @@ import (
 	"math"
 )
 
+// FirstOffset is the lowest offset Readdir gives an entry: a listing that
+// emits "." and ".." first can give them offsets 1 and 2 and resume with
+// Readdir(dir, 2, ...).
+const FirstOffset = 3
+
 // nameSeed keys the name hash. Directory offsets are name hashes, so they
 // are stable for the life of the process, not across processes.
 var nameSeed = maphash.MakeSeed()
 
 // nameHash is a directory offset for name, as kernfs_name_hash: positive,
-// never 0 or 1 (reserved for the start of a listing and "."), below MaxInt64.
+// never 0, 1 or 2 (reserved for the start of a listing, "." and ".."),
+// below MaxInt64.
 func nameHash(name string) uint64 {
 	h := maphash.String(nameSeed, name) >> 1
-	if h < 2 {
-		h += 2
+	if h < FirstOffset {
+		h += FirstOffset
 	}
 	if h == math.MaxInt64 {
 		h--

@@ -112,6 +112,29 @@ func (t *Tree) Lookup(dir *Node, name string) (*Node, error) {
 	return n, err
 }
 
+// LookupErrno is Lookup for servers that map errors to an errno anyway: it
+// allocates nothing, also when the name is missing.
+func (t *Tree) LookupErrno(dir *Node, name string) (*Node, syscall.Errno) {
+	r := t.rlock()
+	n, _, e := lookupLocked(dir, name, nameHash(name))
+	t.runlock(r)
+	return n, e
+}
+
+// LookupAttr is LookupErrno that also returns the node's attributes, read
+// in the same read-side section (kernfs_iop_lookup refreshes the new
+// inode under the lock it looked up with).
+func (t *Tree) LookupAttr(dir *Node, name string) (*Node, Stat, syscall.Errno) {
+	r := t.rlock()
+	n, _, e := lookupLocked(dir, name, nameHash(name))
+	var st Stat
+	if e == 0 {
+		st = getattrLocked(n)
+	}
+	t.runlock(r)
+	return n, st, e
+}
+
 // LookupRev is Lookup that also returns dir's revision as seen by the
 // lookup, for caching a negative result (see Revalidate).
 func (t *Tree) LookupRev(dir *Node, name string) (*Node, uint64, error) {

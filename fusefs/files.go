@@ -1,0 +1,140 @@
+package fusefs
+
+import (
+	"context"
+	"io"
+	"syscall"
+
+	"github.com/hanwen/go-fuse/v2/fuse"
+
+	"github.com/kernfsim/kernfsim/kernfsim"
+)
+
+// Open is OPEN: kernfs_fop_open. The file reads a show() snapshot per
+// open (seq_file), so it is opened FOPEN_DIRECT_IO (no page cache) and
+// FOPEN_NOFLUSH (no FLUSH on close). Under default_permissions the kernel
+// has checked the caller already; the tree checks again for the server
+// mode and refuses writes to attributes without a store in both.
+func (s *Server) Open(_ <-chan struct{}, in *fuse.OpenIn, out *fuse.OpenOut) fuse.Status {
+	s.stats.count(opOpen)
+	n := s.node(in.NodeId)
+	if n == nil {
+		return fuse.Status(syscall.ESTALE)
+	}
+	c := kernfsim.RootCred
+	if s.opts.Permissions == PermServer {
+		c = cred(&in.InHeader)
+	}
+	f, err := s.tree.Open(n, int(in.Flags&syscall.O_ACCMODE), c)
+	if err != nil {
+		return status(err)
+	}
+	out.Fh = s.handles.add(f).fh
+	out.OpenFlags = fuse.FOPEN_DIRECT_IO | fuse.FOPEN_NOFLUSH
+	return fuse.OK
+}
+
+// Read is READ of an open attribute.
+func (s *Server) Read(_ <-chan struct{}, in *fuse.ReadIn, buf []byte) (fuse.ReadResult, fuse.Status) {
+	s.stats.count(opRead)
+	h := s.handles.get(in.Fh)
+	if h == nil {
+		return nil, fuse.EBADF
+	}
+	h.mu.Lock()
+	n, err := h.f.Read(buf[:min(len(buf), int(in.Size))], int64(in.Offset))
+	h.mu.Unlock()
+	if err != nil && err != io.EOF {
+		return nil, status(err)
+	}
+	return fuse.ReadResultData(buf[:n]), fuse.OK
+}
+
+// Write is WRITE: the whole buffer goes to the attribute's store.
+func (s *Server) Write(_ <-chan struct{}, in *fuse.WriteIn, data []byte) (uint32, fuse.Status) {
+	s.stats.count(opWrite)
+	h := s.handles.get(in.Fh)
+	if h == nil {
+		return 0, fuse.EBADF
+	}
+	h.mu.Lock()
+	n, err := h.f.Write(context.Background(), data)
+	h.mu.Unlock()
+	return uint32(n), status(err)
+}
+
+// Release is RELEASE.
+func (s *Server) Release(_ <-chan struct{}, in *fuse.ReleaseIn) {
+	s.stats.count(opRelease)
+	if h := s.handles.remove(in.Fh); h != nil {
+		h.mu.Lock()
+		h.f.Release()
+		h.mu.Unlock()
+	}
+}
+
+// Flush is FLUSH: nothing to flush (and FOPEN_NOFLUSH asks not to be sent).
+func (s *Server) Flush(_ <-chan struct{}, _ *fuse.FlushIn) fuse.Status {
+	s.stats.count(opFlush)
+	return fuse.ENOSYS
+}
+
+// OpenDir is OPENDIR. Listings are stateless: READDIR resumes from the
+// offset the kernel passes back, a name hash, stable while the directory
+// changes.
+func (s *Server) OpenDir(_ <-chan struct{}, in *fuse.OpenIn, out *fuse.OpenOut) fuse.Status {
+	s.stats.count(opOpendir)
+	n := s.node(in.NodeId)
+	switch {
+	case n == nil:
+		return fuse.Status(syscall.ESTALE)
+	case n.Kind() != kernfsim.KindDir:
+		return fuse.ENOTDIR
+	case s.opts.Permissions == PermServer:
+		return status(s.tree.Permission(n, kernfsim.MayRead, cred(&in.InHeader)))
+	}
+	return fuse.OK
+}
+
+// ReadDir is READDIR: ".", "..", then the children in offset order.
+func (s *Server) ReadDir(_ <-chan struct{}, in *fuse.ReadIn, out *fuse.DirEntryList) fuse.Status {
+	s.stats.count(opReaddir)
+	dir := s.node(in.NodeId)
+	if dir == nil {
+		return fuse.Status(syscall.ESTALE)
+	}
+	off := in.Offset
+	dots := []fuse.DirEntry{
+		{Name: ".", Mode: syscall.S_IFDIR, Ino: dir.Ino(), Off: 1},
+		{Name: "..", Mode: syscall.S_IFDIR, Ino: parentIno(dir), Off: 2},
+	}
+	for _, d := range dots[min(off, 2):] {
+		if !out.AddDirEntry(d) {
+			return fuse.OK
+		}
+	}
+	err := s.tree.Readdir(dir, max(off, 2), func(e kernfsim.Dirent) bool {
+		return out.AddDirEntry(fuse.DirEntry{Name: e.Name, Ino: e.Ino, Mode: typeBits(e.Kind), Off: e.Off})
+	})
+	return status(err)
+}
+
+// ReleaseDir is RELEASEDIR: listings hold no state.
+func (s *Server) ReleaseDir(_ *fuse.ReleaseIn) { s.stats.count(opReleasedir) }
+
+func parentIno(n *kernfsim.Node) uint64 {
+	if p := n.Parent(); p != nil {
+		return p.Ino()
+	}
+	return n.Ino()
+}
+
+func typeBits(k kernfsim.Kind) uint32 {
+	switch k {
+	case kernfsim.KindDir:
+		return syscall.S_IFDIR
+	case kernfsim.KindSymlink:
+		return syscall.S_IFLNK
+	}
+	return syscall.S_IFREG
+}

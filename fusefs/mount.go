@@ -1,0 +1,203 @@
+package fusefs
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/hanwen/go-fuse/v2/fuse"
+	"golang.org/x/sys/unix"
+
+	"github.com/kernfsim/kernfsim/kernfsim"
+)
+
+// MountOptions configure Mount.
+type MountOptions struct {
+	Options
+	AllowOther    bool // let other users in (needs user_allow_other for non-root)
+	Force         bool // recover a mountpoint left stale by a killed server
+	MaxBackground int  // kernel's limit of background requests; 0 means 64
+	Debug         bool // log every request (go-fuse's debug output)
+}
+
+// UsageError is a problem with what the user asked for (a bad mountpoint,
+// no /dev/fuse): the command should say so and exit 2.
+type UsageError struct{ Msg string }
+
+func (e *UsageError) Error() string { return e.Msg }
+
+func usage(format string, args ...any) error {
+	return &UsageError{Msg: fmt.Sprintf(format, args...)}
+}
+
+// Mount is a mounted tree.
+type Mount struct {
+	Server     *Server
+	Mountpoint string
+	fuse       *fuse.Server
+	conn       uint32 // /sys/fs/fuse/connections/<conn>
+	done       chan struct{}
+}
+
+// MountTree checks mountpoint, mounts tree on it and serves it in the
+// background until Unmount.
+func MountTree(tree *kernfsim.Tree, mountpoint string, opts MountOptions) (*Mount, error) {
+	mnt, err := filepath.Abs(mountpoint)
+	if err != nil {
+		return nil, usage("mountpoint %q: %v", mountpoint, err)
+	}
+	if err := CheckMountpoint(mnt, opts.Force); err != nil {
+		return nil, err
+	}
+	if opts.MaxBackground == 0 {
+		opts.MaxBackground = 64
+	}
+	fs := NewServer(tree, opts.Options)
+	srv, err := fuse.NewServer(fs, mnt, fuseOptions(opts))
+	if err != nil {
+		fs.Close()
+		return nil, fmt.Errorf("mount %s: %w", mnt, err)
+	}
+	m := &Mount{Server: fs, Mountpoint: mnt, fuse: srv, done: make(chan struct{})}
+	go func() { srv.Serve(); close(m.done) }()
+	if err := srv.WaitMount(); err != nil {
+		m.Unmount()
+		return nil, fmt.Errorf("mount %s: %w", mnt, err)
+	}
+	var st unix.Stat_t
+	if unix.Stat(mnt, &st) == nil {
+		m.conn = unix.Minor(st.Dev)
+	}
+	return m, nil
+}
+
+func fuseOptions(o MountOptions) *fuse.MountOptions {
+	mo := &fuse.MountOptions{
+		FsName: "kernfsim", Name: "kernfsim",
+		DirectMount: true, DisableXAttrs: true, DisableReadDirPlus: true,
+		MaxBackground: o.MaxBackground, AllowOther: o.AllowOther, Debug: o.Debug,
+	}
+	if o.Permissions != PermServer {
+		mo.Options = append(mo.Options, "default_permissions")
+	}
+	return mo
+}
+
+// Done is closed when the server has stopped serving.
+func (m *Mount) Done() <-chan struct{} { return m.done }
+
+// Unmount unmounts and waits until the server has stopped. If the mount
+// is busy (open files, a process's cwd) it detaches it lazily and aborts
+// the connection, so it returns promptly even under load: clients then
+// get ENOTCONN.
+func (m *Mount) Unmount() error {
+	defer m.Server.Close()
+	errc := make(chan error, 1)
+	go func() { errc <- m.fuse.Unmount() }()
+	select {
+	case err := <-errc:
+		if err == nil {
+			<-m.done
+			return nil
+		}
+	case <-time.After(time.Second):
+	}
+	unix.Unmount(m.Mountpoint, unix.MNT_DETACH)
+	m.abort()
+	select {
+	case <-m.done:
+		return nil
+	case <-time.After(2 * time.Second):
+		return fmt.Errorf("unmount %s: the server did not stop", m.Mountpoint)
+	}
+}
+
+// abort cuts the FUSE connection, failing every request in flight.
+func (m *Mount) abort() {
+	if m.conn != 0 {
+		os.WriteFile(fmt.Sprintf("/sys/fs/fuse/connections/%d/abort", m.conn), []byte("1"), 0)
+	}
+}
+
+// CheckMountpoint says what is wrong with mnt as a mountpoint, as a
+// *UsageError: missing, not a directory, not empty, already mounted, or a
+// dead FUSE mount (recovered with force). It also checks that FUSE can be
+// mounted at all: /dev/fuse, and fusermount3 for non-root users.
+func CheckMountpoint(mnt string, force bool) error {
+	if _, err := os.Stat("/dev/fuse"); err != nil {
+		return usage("no /dev/fuse (%v): load the fuse module (modprobe fuse) or give the container the device", err)
+	}
+	if os.Geteuid() != 0 {
+		if _, err := exec.LookPath("fusermount3"); err != nil {
+			return usage("not root and fusermount3 not found: install the Debian package fuse3, or run as root")
+		}
+	}
+	fi, err := os.Stat(mnt)
+	switch {
+	case errors.Is(err, syscall.ENOTCONN) && force:
+		if err := unix.Unmount(mnt, unix.MNT_DETACH); err != nil {
+			return usage("mountpoint %s is a dead FUSE mount and --force could not detach it: %v", mnt, err)
+		}
+		return CheckMountpoint(mnt, false)
+	case errors.Is(err, syscall.ENOTCONN):
+		return usage("mountpoint %s is a dead FUSE mount (transport endpoint is not connected, its server was killed): add --force to recover it, or run umount -l %s", mnt, mnt)
+	case errors.Is(err, os.ErrNotExist):
+		return usage("mountpoint %s does not exist: create it with mkdir -p %s", mnt, mnt)
+	case err != nil:
+		return usage("mountpoint %s: %v", mnt, err)
+	case !fi.IsDir():
+		return usage("mountpoint %s is not a directory", mnt)
+	}
+	if mounted, err := isMountpoint(mnt); err == nil && mounted {
+		return usage("mountpoint %s is already a mount: unmount it first (umount %s) or choose another directory", mnt, mnt)
+	}
+	entries, err := os.ReadDir(mnt)
+	if err != nil {
+		return usage("mountpoint %s: %v", mnt, err)
+	}
+	if len(entries) > 0 {
+		return usage("mountpoint %s is not empty (%d entries, e.g. %s): mount on an empty directory", mnt, len(entries), entries[0].Name())
+	}
+	return nil
+}
+
+// isMountpoint reports whether mnt is a mount point in this mount
+// namespace, from /proc/self/mountinfo.
+func isMountpoint(mnt string) (bool, error) {
+	f, err := os.Open("/proc/self/mountinfo")
+	if err != nil {
+		return false, err
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		fields := strings.Fields(sc.Text())
+		if len(fields) > 4 && unescapeMountinfo(fields[4]) == mnt {
+			return true, nil
+		}
+	}
+	return false, sc.Err()
+}
+
+// unescapeMountinfo undoes mountinfo's octal escapes (\040 for space).
+func unescapeMountinfo(s string) string {
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+3 < len(s) {
+			if v, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
+				b.WriteByte(byte(v))
+				i += 3
+				continue
+			}
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}
