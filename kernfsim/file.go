@@ -172,7 +172,8 @@ func (f *File) Read(p []byte, off int64) (int, error) {
 	return copy(p, f.buf.Bytes()[off:]), nil
 }
 
-// Write passes p whole to the attribute's Store: EFBIG over PageSize bytes,
+// Write passes p whole to the attribute's Store: EINVAL over PageSize bytes (a sysfs
+// store takes one page),
 // ENODEV once the node is removed, and Store's own error otherwise.
 func (f *File) Write(ctx context.Context, p []byte) (int, error) {
 	fail := func(e error) (int, error) { return 0, &fs.PathError{Op: "write", Path: f.n.Path(), Err: e} }
@@ -181,7 +182,7 @@ func (f *File) Write(ctx context.Context, p []byte) (int, error) {
 	case f.flags&(os.O_WRONLY|os.O_RDWR) == 0 || !ok:
 		return fail(syscall.EBADF)
 	case len(p) > PageSize:
-		return fail(syscall.EFBIG)
+		return fail(syscall.EINVAL)
 	case !f.n.tryGetActive():
 		return fail(syscall.ENODEV)
 	}

@@ -1,0 +1,155 @@
+package kernfsim
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io/fs"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"syscall"
+)
+
+// MaxDeviceAttrs is the most extra attributes new_device creates.
+const MaxDeviceAttrs = 64
+
+// ABI is the in-tree control interface, like a real sysfs bus:
+//
+//	bus/kernfsim/new_device     (0200) write "NAME [NATTRS]" to create a device
+//	bus/kernfsim/delete_device  (0200) write "NAME" to remove it
+//	devices/kernfsim/NAME/      uevent, value (0644), counter (changes on every read), attrN
+//	class/kernfsim/NAME         -> ../../devices/kernfsim/NAME
+//	kernel/kernfsim/stats       (0444) live counters, from the stats source given
+//
+// Bad input gets EINVAL, an existing name EEXIST, an unknown name ENODEV,
+// and nothing changes on error.
+type ABI struct {
+	t       *Tree
+	devices *Node // devices/kernfsim
+	class   *Node // class/kernfsim
+}
+
+// AddABI adds the control files and directories to t. stats, if not nil,
+// is the contents of kernel/kernfsim/stats.
+func AddABI(t *Tree, stats Source) (*ABI, error) {
+	a := &ABI{t: t}
+	mk := func(path ...string) *Node {
+		d := t.Root()
+		for _, p := range path {
+			if n, err := t.Lookup(d, p); err == nil {
+				d = n
+			} else if d, err = t.Mkdir(d, p, 0o755); err != nil {
+				panic(fmt.Sprintf("kernfsim: building the ABI on a fresh path: %v", err)) // broken invariant
+			}
+		}
+		return d
+	}
+	bus := mk("bus", "kernfsim")
+	a.devices, a.class = mk("devices", "kernfsim"), mk("class", "kernfsim")
+	for name, src := range map[string]Source{"new_device": &newDevice{a}, "delete_device": &deleteDevice{a}} {
+		if _, err := t.AddAttr(bus, name, 0o200, src); err != nil {
+			return nil, err
+		}
+	}
+	if stats != nil {
+		if _, err := t.AddAttr(mk("kernel", "kernfsim"), "stats", 0o444, stats); err != nil {
+			return nil, err
+		}
+	}
+	return a, nil
+}
+
+// parseDeviceName checks one device name the way ValidateName does.
+func parseDeviceName(s string) (string, syscall.Errno) {
+	if e := ValidateName(s); e != 0 {
+		return "", syscall.EINVAL
+	}
+	return s, 0
+}
+
+// parseNewDevice parses "NAME [NATTRS]" (one trailing newline allowed).
+func parseNewDevice(data []byte) (name string, nattrs int, e syscall.Errno) {
+	fields := strings.Fields(strings.TrimSuffix(string(data), "\n"))
+	if len(fields) == 0 || len(fields) > 2 || strings.ContainsAny(string(data), "\x00") {
+		return "", 0, syscall.EINVAL
+	}
+	if name, e = parseDeviceName(fields[0]); e != 0 {
+		return "", 0, e
+	}
+	if len(fields) == 2 {
+		n, err := strconv.Atoi(fields[1])
+		if err != nil || n < 0 || n > MaxDeviceAttrs {
+			return "", 0, syscall.EINVAL
+		}
+		nattrs = n
+	}
+	return name, nattrs, 0
+}
+
+// Create makes device name with nattrs extra attributes.
+func (a *ABI) Create(name string, nattrs int) error {
+	d, err := a.t.Mkdir(a.devices, name, 0o755)
+	if err != nil {
+		return err
+	}
+	var reads atomic.Uint64
+	attrs := map[string]NodeSpec{
+		"uevent":  {Kind: KindAttr, Mode: 0o644, Source: Static("DEVNAME=" + name + "\n")},
+		"value":   {Kind: KindAttr, Mode: 0o644, Source: NewValue("0\n")},
+		"counter": {Kind: KindAttr, Mode: 0o444, Source: NewFunc(func() string { return strconv.FormatUint(reads.Add(1), 10) + "\n" })},
+	}
+	for i := range nattrs {
+		attrs["attr"+strconv.Itoa(i)] = NodeSpec{Kind: KindAttr, Mode: 0o444, Source: Static(strconv.Itoa(i) + "\n")}
+	}
+	for n, spec := range attrs {
+		if _, err := a.t.Add(d, n, spec); err != nil {
+			return err
+		}
+	}
+	_, err = a.t.Symlink(a.class, name, "../../devices/kernfsim/"+name)
+	return err
+}
+
+// Delete removes device name and its class symlink. ctx is the Store's,
+// so deleting from a store handler does not wait for itself.
+func (a *ABI) Delete(ctx context.Context, name string) error {
+	d, e := a.t.LookupErrno(a.devices, name)
+	if e != 0 {
+		return &fs.PathError{Op: "delete_device", Path: name, Err: syscall.ENODEV}
+	}
+	if l, e := a.t.LookupErrno(a.class, name); e == 0 {
+		a.t.Remove(ctx, l) // a concurrent delete may have taken it: fine
+	}
+	return a.t.Remove(ctx, d)
+}
+
+// newDevice is bus/kernfsim/new_device.
+type newDevice struct{ a *ABI }
+
+func (n *newDevice) Show(context.Context, *bytes.Buffer) error { return syscall.EACCES }
+
+func (n *newDevice) Store(_ context.Context, data []byte) error {
+	name, nattrs, e := parseNewDevice(data)
+	if e != 0 {
+		return e
+	}
+	return n.a.Create(name, nattrs)
+}
+
+// deleteDevice is bus/kernfsim/delete_device.
+type deleteDevice struct{ a *ABI }
+
+func (d *deleteDevice) Show(context.Context, *bytes.Buffer) error { return syscall.EACCES }
+
+func (d *deleteDevice) Store(ctx context.Context, data []byte) error {
+	fields := strings.Fields(strings.TrimSuffix(string(data), "\n"))
+	if len(fields) != 1 {
+		return syscall.EINVAL
+	}
+	name, e := parseDeviceName(fields[0])
+	if e != 0 {
+		return e
+	}
+	return d.a.Delete(ctx, name)
+}

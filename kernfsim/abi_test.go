@@ -1,0 +1,93 @@
+package kernfsim
+
+import (
+	"context"
+	"errors"
+	"os"
+	"strings"
+	"syscall"
+	"testing"
+)
+
+// writeCtl writes data to a control file as root, the way a shell's echo
+// would, and returns the write's error.
+func writeCtl(t *testing.T, w *Walker, path, data string) error {
+	t.Helper()
+	f, err := w.Open(RootCred, path, os.O_WRONLY)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Release()
+	_, err = f.Write(context.Background(), []byte(data))
+	return err
+}
+
+func TestABI(t *testing.T) {
+	forEachLock(t, writers, func(t *testing.T, lock string) {
+		tr := newTestTree(t, lock)
+		must(AddABI(tr, Static("ok\n")))(t)
+		w := NewWalker(tr, WalkerOptions{})
+		noErr(t, writeCtl(t, w, "bus/kernfsim/new_device", "dev0 2\n"))
+		buf := make([]byte, 64)
+		for path, want := range map[string]string{
+			"class/kernfsim/dev0/value":    "0\n",
+			"devices/kernfsim/dev0/attr1":  "1\n",
+			"devices/kernfsim/dev0/uevent": "DEVNAME=dev0\n",
+			"kernel/kernfsim/stats":        "ok\n",
+		} {
+			if k := must(w.ReadFile(RootCred, path, buf))(t); string(buf[:k]) != want {
+				t.Errorf("%s: got %q, want %q", path, buf[:k], want)
+			}
+		}
+		first := must(w.ReadFile(RootCred, "devices/kernfsim/dev0/counter", buf))(t)
+		c1 := string(buf[:first])
+		second := must(w.ReadFile(RootCred, "devices/kernfsim/dev0/counter", buf))(t)
+		if c1 == string(buf[:second]) {
+			t.Errorf("counter did not change between reads: %q", c1)
+		}
+		noErr(t, writeCtl(t, w, "bus/kernfsim/delete_device", "dev0\n"))
+		for _, p := range []string{"devices/kernfsim/dev0", "class/kernfsim/dev0"} {
+			_, err := w.Lresolve(RootCred, p)
+			wantErrno(t, err, syscall.ENOENT)
+		}
+	})
+}
+
+func TestABIBadInput(t *testing.T) {
+	tr := newTestTree(t, "rwsem")
+	must(AddABI(tr, nil))(t)
+	w := NewWalker(tr, WalkerOptions{})
+	noErr(t, writeCtl(t, w, "bus/kernfsim/new_device", "keep"))
+	before := tr.Nodes()
+	for _, c := range []struct {
+		file, data string
+		want       syscall.Errno
+	}{
+		{"new_device", "", syscall.EINVAL},
+		{"new_device", "\n", syscall.EINVAL},
+		{"new_device", "a/b", syscall.EINVAL},
+		{"new_device", ".", syscall.EINVAL},
+		{"new_device", "..", syscall.EINVAL},
+		{"new_device", strings.Repeat("x", 256), syscall.EINVAL},
+		{"new_device", "bad\x01name", syscall.EINVAL},
+		{"new_device", "x 1 2", syscall.EINVAL},
+		{"new_device", "x -1", syscall.EINVAL},
+		{"new_device", "x 65", syscall.EINVAL},
+		{"new_device", "x two", syscall.EINVAL},
+		{"new_device", strings.Repeat("x", PageSize+1), syscall.EINVAL},
+		{"new_device", "keep", syscall.EEXIST},
+		{"delete_device", "nosuch", syscall.ENODEV},
+		{"delete_device", "a b", syscall.EINVAL},
+		{"delete_device", "", syscall.EINVAL},
+	} {
+		err := writeCtl(t, w, "bus/kernfsim/"+c.file, c.data)
+		if !errors.Is(err, c.want) {
+			t.Errorf("%s %q: got %v, want %v", c.file, c.data, err, c.want)
+		}
+	}
+	if got := tr.Nodes(); got != before {
+		t.Fatalf("nodes after rejected writes: got %d, want %d (nothing may change)", got, before)
+	}
+	_, err := w.Open(Cred{Uid: 1000}, "bus/kernfsim/new_device", os.O_WRONLY)
+	wantErrno(t, err, syscall.EACCES)
+}
