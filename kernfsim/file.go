@@ -98,7 +98,8 @@ var filePool = sync.Pool{New: func() any { return new(File) }}
 
 // Open opens n with os.O_RDONLY, O_WRONLY or O_RDWR for c, checking
 // permission as may_open does: EACCES without permission or when the
-// attribute cannot show (read) or store (write), EISDIR for writing a
+// attribute's mode has no read (write) bit at all or it cannot store, as
+// kernfs_fop_open refuses even root, EISDIR for writing a
 // directory, ELOOP for a symlink, ENODEV if n was removed.
 func (t *Tree) Open(n *Node, flags int, c Cred) (*File, error) {
 	if e := t.mayOpen(n, flags, c); e != 0 {
@@ -135,7 +136,21 @@ func (t *Tree) mayOpen(n *Node, flags int, c Cred) syscall.Errno {
 		return syscall.ENODEV
 	}
 	defer t.putActive(n)
-	if _, ok := n.source.(Storer); n.kind == KindAttr && mask&MayWrite != 0 && !ok {
+	return attrOpenable(n, mask)
+}
+
+// attrOpenable is kernfs_fop_open's own check, which applies to root too:
+// reading needs a read bit in the mode, writing a write bit and a store.
+func attrOpenable(n *Node, mask Access) syscall.Errno {
+	if n.kind != KindAttr {
+		return 0
+	}
+	mode := n.attr.Load().Mode
+	_, canStore := n.source.(Storer)
+	switch {
+	case mask&MayRead != 0 && mode&0o444 == 0:
+		return syscall.EACCES
+	case mask&MayWrite != 0 && (mode&0o222 == 0 || !canStore):
 		return syscall.EACCES
 	}
 	return 0

@@ -316,6 +316,8 @@ func checkOpenReadWrite(t *testing.T, tr *Tree) {
 	wantErrno(t, err, syscall.EACCES) // no store: even root cannot write
 	_, err = tr.Open(wo, os.O_RDONLY, user)
 	wantErrno(t, err, syscall.EACCES)
+	_, err = tr.Open(wo, os.O_RDONLY, RootCred)
+	wantErrno(t, err, syscall.EACCES) // no read bit: kernfs refuses root too
 	f := must(tr.Open(n, os.O_RDWR, RootCred))(t)
 	defer f.Release()
 	must(f.Write(context.Background(), []byte("42\n")))(t)

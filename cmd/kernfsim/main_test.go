@@ -1,0 +1,161 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"flag"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
+
+// runArgs runs the command line and returns its exit status and output.
+func runArgs(ctx context.Context, args ...string) (code int, stdout, stderr string) {
+	var out, errOut bytes.Buffer
+	code = run(ctx, args, &out, &errOut)
+	return code, out.String(), errOut.String()
+}
+
+var smallTree = []string{"--cpus", "2", "--sockets", "1", "--threads-per-core", "1",
+	"--mem-blocks", "2", "--netdevs", "1", "--disks", "1"}
+
+func TestTreeGolden(t *testing.T) {
+	golden := filepath.Join("testdata", "tree_small.golden")
+	for _, lock := range []string{"mutex", "rwsem", "rcu", "none"} {
+		t.Run("lock="+lock, func(t *testing.T) {
+			code, out, errOut := runArgs(context.Background(), append([]string{"tree", "--lock", lock}, smallTree...)...)
+			if code != exitOK || errOut != "" {
+				t.Fatalf("exit %d, stderr %q", code, errOut)
+			}
+			if *update && lock == "rwsem" {
+				if err := os.WriteFile(golden, []byte(out), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			want, err := os.ReadFile(golden)
+			if err != nil {
+				t.Fatalf("%v (run go test -update to create it)", err)
+			}
+			if out != string(want) {
+				t.Errorf("output differs from %s (run go test -update to accept it):\n%s", golden, firstDiff(out, string(want)))
+			}
+		})
+	}
+}
+
+// firstDiff describes the first line where got and want differ.
+func firstDiff(got, want string) string {
+	g, w := strings.Split(got, "\n"), strings.Split(want, "\n")
+	for i := range min(len(g), len(w)) {
+		if g[i] != w[i] {
+			return "line " + strconv.Itoa(i+1) + ": got  " + g[i] + "\n          want " + w[i]
+		}
+	}
+	return "got " + strconv.Itoa(len(g)) + " lines, want " + strconv.Itoa(len(w))
+}
+
+func TestTreeLines(t *testing.T) {
+	code, out, _ := runArgs(context.Background(), append([]string{"tree"}, smallTree...)...)
+	if code != exitOK {
+		t.Fatalf("exit %d", code)
+	}
+	for _, want := range []string{
+		"d 0755 devices\n",
+		"f 0444 devices/system/cpu/cpu0/topology/core_id\n",
+		"f 0644 devices/system/cpu/cpu1/online\n",
+		"f 0200 devices/system/node/node0/compact\n",
+		"l 0777 class/net/lo -> ../../devices/virtual/net/lo\n",
+		"l 0777 devices/system/cpu/cpu0/node0 -> ../../node/node0\n",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q", want)
+		}
+	}
+	if strings.Contains(out, "cpu0/online") {
+		t.Errorf("cpu0 has an online file; x86 has none")
+	}
+}
+
+func TestUsageErrors(t *testing.T) {
+	tests := []struct {
+		args []string
+		want []string // substrings of stderr
+	}{
+		{[]string{"tree", "--cpus", "x"}, []string{`"--cpus"`}},
+		{[]string{"tree", "--cpus", "0"}, []string{"--cpus", "1..8192"}},
+		{[]string{"tree", "--cpus", "6"}, []string{"--cpus", "multiple of --sockets x --threads-per-core = 4"}},
+		{[]string{"tree", "--numa-nodes", "3"}, []string{"--numa-nodes"}},
+		{[]string{"tree", "--mem-blocks", "2000000"}, []string{"--mem-blocks", "0..1048576"}},
+		{[]string{"tree", "--netdevs", "-1"}, []string{"--netdevs"}},
+		{[]string{"tree", "--lock", "spin"}, []string{`"--lock"`, "mutex, rwsem, rcu, none"}},
+		{[]string{"tree", "--tree", "host"}, []string{`"--tree"`, "not yet supported"}},
+		{[]string{"tree", "--tree", "host:/sys"}, []string{"not yet supported"}},
+		{[]string{"tree", "--tree", "forest"}, []string{`"--tree"`, "synthetic"}},
+		{[]string{"tree", "--frobnicate"}, []string{"unknown flag: --frobnicate", "kernfsim tree --help"}},
+		{[]string{"tree", "extra"}, []string{`"extra"`}},
+		{[]string{"nosuchcommand"}, []string{`unknown command "nosuchcommand"`}},
+	}
+	for _, tt := range tests {
+		code, out, errOut := runArgs(context.Background(), tt.args...)
+		if code != exitUsage {
+			t.Errorf("%q: exit %d, want %d (stderr %q)", tt.args, code, exitUsage, errOut)
+		}
+		if out != "" {
+			t.Errorf("%q: wrote %d bytes to stdout, want none", tt.args, len(out))
+		}
+		for _, w := range tt.want {
+			if !strings.Contains(errOut, w) {
+				t.Errorf("%q: stderr %q lacks %q", tt.args, errOut, w)
+			}
+		}
+	}
+}
+
+func TestFlagsAnywhere(t *testing.T) {
+	// Flags may come before or after the subcommand, in any order.
+	_, want, _ := runArgs(context.Background(), append([]string{"tree"}, smallTree...)...)
+	for _, args := range [][]string{
+		append(append([]string{}, smallTree[4:]...), append([]string{"tree"}, smallTree[:4]...)...),
+		{"tree", "--disks=1", "--netdevs=1", "--mem-blocks=2", "--threads-per-core=1", "--sockets=1", "--cpus=2"},
+	} {
+		if code, out, errOut := runArgs(context.Background(), args...); code != exitOK || out != want {
+			t.Errorf("%q: exit %d, stderr %q, same output as in order: %v", args, code, errOut, out == want)
+		}
+	}
+}
+
+func TestVersionAndHelp(t *testing.T) {
+	code, out, _ := runArgs(context.Background(), "--version")
+	if code != exitOK || !strings.HasPrefix(out, "kernfsim ") {
+		t.Errorf("--version: exit %d, %q", code, out)
+	}
+	code, out, _ = runArgs(context.Background(), "tree", "--help")
+	for _, w := range []string{"Examples:", "kernfsim tree --cpus 8", "--lock name", "--numa-nodes"} {
+		if code != exitOK || !strings.Contains(out, w) {
+			t.Errorf("tree --help: exit %d, output lacks %q", code, w)
+		}
+	}
+}
+
+func TestRuntimeErrors(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	code, _, errOut := runArgs(ctx, "tree", "--cpus", "2", "--sockets", "1")
+	if code != exitRuntime || !strings.Contains(errOut, "interrupted") {
+		t.Errorf("cancelled: exit %d, stderr %q; want %d, interrupted", code, errOut, exitRuntime)
+	}
+	var errOut2 bytes.Buffer
+	code = run(context.Background(), []string{"tree"}, failWriter{}, &errOut2)
+	if code != exitRuntime || !strings.Contains(errOut2.String(), "disk full") {
+		t.Errorf("failed write: exit %d, stderr %q; want %d", code, errOut2.String(), exitRuntime)
+	}
+}
+
+type failWriter struct{}
+
+func (failWriter) Write([]byte) (int, error) { return 0, errors.New("disk full") }
