@@ -1,8 +1,13 @@
 package fusefs
 
 import (
+	"bytes"
+	"context"
+	"fmt"
 	"math/rand/v2"
 	"sync/atomic"
+
+	"github.com/kernfsim/kernfsim/kernfsim"
 )
 
 // Opcodes counted in Stats, in the order they are printed.
@@ -64,3 +69,49 @@ func (s *Stats) Requests() []uint64 {
 
 // Stats returns the server's request counters.
 func (s *Server) Stats() *Stats { return s.stats }
+
+// StatsFile is the contents of kernel/kernfsim/stats: the server's request
+// counters, the tree's lock counters and grace-period engine, and the
+// nodeid table size, one "key value" line each. It is created before the
+// server (the file must exist before a none tree is sealed) and bound to
+// it with Bind.
+type StatsFile struct {
+	tree *kernfsim.Tree
+	srv  atomic.Pointer[Server]
+}
+
+// NewStatsFile returns the stats source for tree.
+func NewStatsFile(tree *kernfsim.Tree) *StatsFile { return &StatsFile{tree: tree} }
+
+// Bind makes the file show s's counters.
+func (f *StatsFile) Bind(s *Server) { f.srv.Store(s) }
+
+func (f *StatsFile) Show(_ context.Context, buf *bytes.Buffer) error {
+	st := f.tree.Strategy()
+	ls := st.Stats()
+	line := func(k string, v any) { fmt.Fprintf(buf, "%s %v\n", k, v) }
+	line("lock", st.Name())
+	if s := f.srv.Load(); s != nil {
+		for i, n := range s.stats.Requests() {
+			line("requests."+Opcodes[i], n)
+		}
+		line("nodeids", s.Nodeids())
+		line("open_files", s.OpenFiles())
+	}
+	line("tree.nodes", f.tree.Nodes())
+	line("lock.read.acquisitions", ls.ReadAcquisitions)
+	line("lock.read.contended", ls.ReadContended)
+	line("lock.read.wait_ns", ls.ReadWait.Nanoseconds())
+	line("lock.write.acquisitions", ls.WriteAcquisitions)
+	line("lock.write.contended", ls.WriteContended)
+	line("lock.write.wait_ns", ls.WriteWait.Nanoseconds())
+	g := ls.Grace
+	line("grace.periods", g.GracePeriods)
+	line("grace.expedited", g.Expedited)
+	line("grace.latency_total_ns", g.LatencyTotal.Nanoseconds())
+	line("grace.latency_max_ns", g.LatencyMax.Nanoseconds())
+	line("grace.callbacks_queued", g.CallbacksQueued)
+	line("grace.callbacks_run", g.CallbacksRun)
+	line("grace.callbacks_pending", g.Pending)
+	return nil
+}

@@ -1,7 +1,9 @@
 // Command kernfsim builds kernfs-like trees (a synthetic sysfs) under a
 // chosen lock strategy and inspects them.
 //
-//	kernfsim tree [tree flags]     print the tree's nodes, like find
+//	kernfsim mount MOUNTPOINT [flags]  serve the tree over FUSE until SIGINT/SIGTERM
+//	kernfsim tree [tree flags]         print the tree's nodes, like find
+//	kernfsim stats MOUNTPOINT          pretty-print a mount's live counters
 //
 // Exit status: 0 on success, 2 for a bad command line (unknown command or
 // flag, a flag value out of range), 1 for anything that fails at run time.
@@ -9,7 +11,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -18,17 +19,14 @@ import (
 	"syscall"
 
 	"github.com/spf13/cobra"
+
+	"github.com/kernfsim/kernfsim/internal/cli"
+	"github.com/kernfsim/kernfsim/internal/mountcmd"
 )
 
 // version is the release, set with -ldflags "-X main.version=v1.2.3"; when
 // empty, the module version from the build info is shown.
 var version string
-
-const (
-	exitOK      = 0
-	exitRuntime = 1
-	exitUsage   = 2
-)
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -43,7 +41,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (code int
 	defer func() {
 		if r := recover(); r != nil {
 			fmt.Fprintf(stderr, "kernfsim: internal error: %v\n%s", r, debug.Stack())
-			code = exitRuntime
+			code = cli.ExitRuntime
 		}
 	}()
 	root := newRootCmd()
@@ -51,7 +49,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (code int
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	cmd, err := root.ExecuteContextC(ctx)
-	return report(cmd, err, stderr)
+	return cli.Report("kernfsim", cmd, err, stderr)
 }
 
 func newRootCmd() *cobra.Command {
@@ -64,8 +62,8 @@ func newRootCmd() *cobra.Command {
 		CompletionOptions: cobra.CompletionOptions{DisableDefaultCmd: true},
 	}
 	root.SetVersionTemplate("kernfsim {{.Version}}\n")
-	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{err} })
-	root.AddCommand(newTreeCmd())
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &cli.UsageError{Err: err} })
+	root.AddCommand(newTreeCmd(), mountcmd.New(), newStatsCmd())
 	return root
 }
 
@@ -77,37 +75,4 @@ func versionString() string {
 		return bi.Main.Version
 	}
 	return "devel"
-}
-
-// usageError is a bad command line: exit status 2.
-type usageError struct{ err error }
-
-func (e *usageError) Error() string { return e.err.Error() }
-func (e *usageError) Unwrap() error { return e.err }
-
-// runtimeError is a failure while running a valid command: exit status 1.
-type runtimeError struct{ err error }
-
-func (e *runtimeError) Error() string { return e.err.Error() }
-func (e *runtimeError) Unwrap() error { return e.err }
-
-// report prints err and returns the exit status for it. Errors cobra
-// makes itself (unknown command, wrong argument count) are usage errors.
-func report(cmd *cobra.Command, err error, stderr io.Writer) int {
-	var rt *runtimeError
-	switch {
-	case err == nil:
-		return exitOK
-	case errors.Is(err, context.Canceled):
-		fmt.Fprintln(stderr, "kernfsim: interrupted")
-		return exitRuntime
-	case errors.As(err, &rt):
-		fmt.Fprintf(stderr, "kernfsim: %v\n", err)
-		return exitRuntime
-	}
-	fmt.Fprintf(stderr, "kernfsim: %v\n", err)
-	if cmd != nil {
-		fmt.Fprintf(stderr, "Run '%s --help' for usage.\n", cmd.CommandPath())
-	}
-	return exitUsage
 }

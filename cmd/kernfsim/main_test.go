@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"flag"
+	"github.com/kernfsim/kernfsim/internal/cli"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -29,7 +30,7 @@ func TestTreeGolden(t *testing.T) {
 	for _, lock := range []string{"mutex", "rwsem", "rcu", "none"} {
 		t.Run("lock="+lock, func(t *testing.T) {
 			code, out, errOut := runArgs(context.Background(), append([]string{"tree", "--lock", lock}, smallTree...)...)
-			if code != exitOK || errOut != "" {
+			if code != cli.ExitOK || errOut != "" {
 				t.Fatalf("exit %d, stderr %q", code, errOut)
 			}
 			if *update && lock == "rwsem" {
@@ -61,7 +62,7 @@ func firstDiff(got, want string) string {
 
 func TestTreeLines(t *testing.T) {
 	code, out, _ := runArgs(context.Background(), append([]string{"tree"}, smallTree...)...)
-	if code != exitOK {
+	if code != cli.ExitOK {
 		t.Fatalf("exit %d", code)
 	}
 	for _, want := range []string{
@@ -102,8 +103,8 @@ func TestUsageErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		code, out, errOut := runArgs(context.Background(), tt.args...)
-		if code != exitUsage {
-			t.Errorf("%q: exit %d, want %d (stderr %q)", tt.args, code, exitUsage, errOut)
+		if code != cli.ExitUsage {
+			t.Errorf("%q: exit %d, want %d (stderr %q)", tt.args, code, cli.ExitUsage, errOut)
 		}
 		if out != "" {
 			t.Errorf("%q: wrote %d bytes to stdout, want none", tt.args, len(out))
@@ -123,7 +124,7 @@ func TestFlagsAnywhere(t *testing.T) {
 		append(append([]string{}, smallTree[4:]...), append([]string{"tree"}, smallTree[:4]...)...),
 		{"tree", "--disks=1", "--netdevs=1", "--mem-blocks=2", "--threads-per-core=1", "--sockets=1", "--cpus=2"},
 	} {
-		if code, out, errOut := runArgs(context.Background(), args...); code != exitOK || out != want {
+		if code, out, errOut := runArgs(context.Background(), args...); code != cli.ExitOK || out != want {
 			t.Errorf("%q: exit %d, stderr %q, same output as in order: %v", args, code, errOut, out == want)
 		}
 	}
@@ -131,12 +132,12 @@ func TestFlagsAnywhere(t *testing.T) {
 
 func TestVersionAndHelp(t *testing.T) {
 	code, out, _ := runArgs(context.Background(), "--version")
-	if code != exitOK || !strings.HasPrefix(out, "kernfsim ") {
+	if code != cli.ExitOK || !strings.HasPrefix(out, "kernfsim ") {
 		t.Errorf("--version: exit %d, %q", code, out)
 	}
 	code, out, _ = runArgs(context.Background(), "tree", "--help")
 	for _, w := range []string{"Examples:", "kernfsim tree --cpus 8", "--lock name", "--numa-nodes"} {
-		if code != exitOK || !strings.Contains(out, w) {
+		if code != cli.ExitOK || !strings.Contains(out, w) {
 			t.Errorf("tree --help: exit %d, output lacks %q", code, w)
 		}
 	}
@@ -146,13 +147,13 @@ func TestRuntimeErrors(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	code, _, errOut := runArgs(ctx, "tree", "--cpus", "2", "--sockets", "1")
-	if code != exitRuntime || !strings.Contains(errOut, "interrupted") {
-		t.Errorf("cancelled: exit %d, stderr %q; want %d, interrupted", code, errOut, exitRuntime)
+	if code != cli.ExitRuntime || !strings.Contains(errOut, "interrupted") {
+		t.Errorf("cancelled: exit %d, stderr %q; want %d, interrupted", code, errOut, cli.ExitRuntime)
 	}
 	var errOut2 bytes.Buffer
 	code = run(context.Background(), []string{"tree"}, failWriter{}, &errOut2)
-	if code != exitRuntime || !strings.Contains(errOut2.String(), "disk full") {
-		t.Errorf("failed write: exit %d, stderr %q; want %d", code, errOut2.String(), exitRuntime)
+	if code != cli.ExitRuntime || !strings.Contains(errOut2.String(), "disk full") {
+		t.Errorf("failed write: exit %d, stderr %q; want %d", code, errOut2.String(), cli.ExitRuntime)
 	}
 }
 

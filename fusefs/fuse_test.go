@@ -1,0 +1,227 @@
+package fusefs
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"syscall"
+	"testing"
+	"testing/fstest"
+	"time"
+
+	"github.com/kernfsim/kernfsim/kernfsim"
+	"github.com/kernfsim/kernfsim/locking"
+)
+
+var allLocks = []string{"mutex", "rwsem", "rcu", "none"}
+
+// smallSynth is a small synthetic machine: fast to build and to walk.
+var smallSynth = kernfsim.SynthConfig{CPUs: 4, Sockets: 1, ThreadsPerCore: 2, MemBlocks: 4, Netdevs: 2, Disks: 1}.WithDefaults()
+
+// newServedTree builds the small synthetic tree with the in-tree ABI under
+// lock; the tree is sealed (under none, writers are then refused).
+func newServedTree(t testing.TB, lock string) (*kernfsim.Tree, *StatsFile) {
+	t.Helper()
+	s, err := locking.New(lock, locking.Options{Grace: locking.GraceConfig{Tick: 100 * time.Microsecond}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := kernfsim.New(s, kernfsim.Options{})
+	sf := NewStatsFile(tr)
+	if _, err := kernfsim.AddABI(tr, sf); err != nil {
+		t.Fatal(err)
+	}
+	if err := kernfsim.BuildSynthetic(tr, smallSynth); err != nil {
+		t.Fatal(err)
+	}
+	return tr, sf
+}
+
+func forEachLock(t *testing.T, locks []string, f func(t *testing.T, lock string)) {
+	for _, l := range locks {
+		t.Run("lock="+l, func(t *testing.T) { f(t, l) })
+	}
+}
+
+func TestMountConformance(t *testing.T) {
+	forEachLock(t, allLocks, func(t *testing.T, lock string) {
+		tr, sf := newServedTree(t, lock)
+		m := mountTest(t, tr, MountOptions{})
+		sf.Bind(m.Server)
+		tr.Freeze(true)
+		defer tr.Freeze(false)
+		mfs := os.DirFS(m.Mountpoint)
+		err := fstest.TestFS(mfs, "devices/system/cpu/cpu0/topology/core_id", "class/net", "bus/kernfsim")
+		if err != nil {
+			t.Fatal(err)
+		}
+		compareWithTree(t, tr, m.Mountpoint)
+	})
+}
+
+// compareWithTree walks the tree's io/fs view and checks that the mount
+// shows the same names, types, modes, link targets and contents.
+func compareWithTree(t *testing.T, tr *kernfsim.Tree, mnt string) {
+	tfs := tr.FS(kernfsim.RootCred)
+	n := 0
+	err := fs.WalkDir(tfs, ".", func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		n++
+		want, _ := fs.Lstat(tfs, path)
+		got, err := os.Lstat(filepath.Join(mnt, path))
+		if err != nil {
+			return err
+		}
+		if got.Mode() != want.Mode() || (!got.IsDir() && got.Size() != want.Size()) {
+			t.Errorf("%s: mount has %v size %d, tree has %v size %d", path, got.Mode(), got.Size(), want.Mode(), want.Size())
+		}
+		return compareContents(t, tfs, mnt, path, want)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n < 100 {
+		t.Fatalf("walked %d paths: the tree is too small to mean anything", n)
+	}
+}
+
+func compareContents(t *testing.T, tfs fs.FS, mnt, path string, info fs.FileInfo) error {
+	full := filepath.Join(mnt, path)
+	switch {
+	case info.Mode()&fs.ModeSymlink != 0:
+		want, _ := fs.ReadLink(tfs, path)
+		if got, err := os.Readlink(full); err != nil || got != want {
+			t.Errorf("readlink %s: got %q, %v; want %q", path, got, err, want)
+		}
+	case info.Mode().IsRegular() && info.Mode()&0o444 != 0:
+		want, werr := fs.ReadFile(tfs, path)
+		got, gerr := os.ReadFile(full)
+		if !bytes.Equal(got, want) || (werr == nil) != (gerr == nil) {
+			t.Errorf("read %s: mount gave %q, %v; tree gave %q, %v", path, got, gerr, want, werr)
+		}
+	}
+	return nil
+}
+
+func TestCachesStayTruthful(t *testing.T) {
+	forEachLock(t, []string{"mutex", "rwsem", "rcu"}, func(t *testing.T, lock string) {
+		tr, _ := newServedTree(t, lock)
+		long := 30 * time.Second
+		m := mountTest(t, tr, MountOptions{Options: Options{EntryTimeout: long, AttrTimeout: long, NegativeTimeout: long}})
+		mnt := m.Mountpoint
+		dev := filepath.Join(mnt, "devices/kernfsim/d0")
+		if _, err := os.Stat(dev); !errors.Is(err, fs.ErrNotExist) {
+			t.Fatalf("before creation: got %v, want ENOENT (now cached negative)", err)
+		}
+		ctl(t, mnt, "new_device", "d0")
+		if _, err := os.Stat(filepath.Join(dev, "value")); err != nil {
+			t.Fatalf("created device after a cached negative lookup: %v", err)
+		}
+		value := must(tr.FS(kernfsim.RootCred).(fs.StatFS).Stat("devices/kernfsim/d0/value"))(t)
+		node := must(kernfsim.NewWalker(tr, kernfsim.WalkerOptions{}).Resolve(kernfsim.RootCred, "devices/kernfsim/d0/value"))(t)
+		if err := tr.Setattr(node, kernfsim.SetattrArgs{Valid: kernfsim.SetMode, Mode: 0o600}, kernfsim.RootCred); err != nil {
+			t.Fatal(err)
+		}
+		if fi, err := os.Stat(filepath.Join(dev, "value")); err != nil || fi.Mode().Perm() != 0o600 {
+			t.Fatalf("after chmod in the tree (was %v): got %v, %v; want mode 0600", value.Mode(), fi.Mode(), err)
+		}
+		ctl(t, mnt, "delete_device", "d0")
+		if _, err := os.Stat(dev); !errors.Is(err, fs.ErrNotExist) {
+			t.Fatalf("after delete_device with 30 s entry timeout: got %v, want ENOENT", err)
+		}
+	})
+}
+
+// ctl writes data to bus/kernfsim/<file> through the mount.
+func ctl(t *testing.T, mnt, file, data string) {
+	t.Helper()
+	if err := os.WriteFile(filepath.Join(mnt, "bus/kernfsim", file), []byte(data), 0); err != nil {
+		t.Fatalf("write %q to %s: %v", data, file, err)
+	}
+}
+
+func must[T any](v T, err error) func(testing.TB) T {
+	return func(t testing.TB) T {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+}
+
+// blockingShow blocks each Show until released.
+type blockingShow struct{ entered, release chan struct{} }
+
+func (b *blockingShow) Show(_ context.Context, buf *bytes.Buffer) error {
+	b.entered <- struct{}{}
+	<-b.release
+	buf.WriteString("done\n")
+	return nil
+}
+
+func TestRemovalAndOpenFiles(t *testing.T) {
+	forEachLock(t, []string{"mutex", "rwsem", "rcu"}, func(t *testing.T, lock string) {
+		tr, _ := newServedTree(t, lock)
+		m := mountTest(t, tr, MountOptions{})
+		ctl(t, m.Mountpoint, "new_device", "d1")
+		f := must(os.Open(filepath.Join(m.Mountpoint, "devices/kernfsim/d1/value")))(t)
+		defer f.Close()
+		ctl(t, m.Mountpoint, "delete_device", "d1")
+		if _, err := f.Read(make([]byte, 8)); !errors.Is(err, syscall.ENODEV) {
+			t.Fatalf("read of a removed device's open file: got %v, want ENODEV", err)
+		}
+
+		src := &blockingShow{entered: make(chan struct{}), release: make(chan struct{})}
+		slow := must(tr.AddAttr(tr.Root(), "slow", 0o444, src))(t)
+		readDone := make(chan error, 1)
+		go func() { _, err := os.ReadFile(filepath.Join(m.Mountpoint, "slow")); readDone <- err }()
+		<-src.entered
+		removed := make(chan error, 1)
+		go func() { removed <- tr.Remove(context.Background(), slow) }()
+		for slow.IsActive() {
+			time.Sleep(time.Millisecond) // poll until Remove has deactivated it and is draining
+		}
+		select {
+		case err := <-removed:
+			t.Fatalf("Remove returned (%v) while a FUSE read was in flight", err)
+		default:
+		}
+		close(src.release)
+		if err := <-readDone; err != nil {
+			t.Fatalf("in-flight read: %v", err)
+		}
+		if err := <-removed; err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+func TestForgetReturnsTableToBaseline(t *testing.T) {
+	tr, _ := newServedTree(t, "rcu")
+	m := mountTest(t, tr, MountOptions{})
+	baseline := m.Server.Nodeids()
+	n := 0
+	filepath.WalkDir(m.Mountpoint, func(string, fs.DirEntry, error) error { n++; return nil })
+	if grown := m.Server.Nodeids(); grown <= baseline+int64(n)/2 {
+		t.Fatalf("after walking %d paths the nodeid table has %d entries (baseline %d): lookups not counted", n, grown, baseline)
+	}
+	dropCaches(t)
+	if got := m.Server.Nodeids(); got != baseline {
+		t.Fatalf("after drop_caches: nodeid table %d, want baseline %d", got, baseline)
+	}
+}
+
+// dropCaches asks the kernel to forget every unused dentry and inode, which
+// sends FORGETs for our nodes. FORGETs are asynchronous, so it polls.
+func dropCaches(t *testing.T) {
+	t.Helper()
+	if err := os.WriteFile("/proc/sys/vm/drop_caches", []byte("2"), 0); err != nil {
+		t.Fatalf("drop_caches: %v", err)
+	}
+}

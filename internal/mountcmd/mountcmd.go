@@ -1,0 +1,168 @@
+// Package mountcmd is `kernfsim mount`: build a tree from the tree flags,
+// serve it over FUSE in the foreground until SIGINT/SIGTERM, then unmount.
+// cmd/kernfsim adds it as a subcommand; loadgen runs it (Main) in a child
+// process when it starts its own server.
+package mountcmd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/pprof"
+	"runtime"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/kernfsim/kernfsim/fusefs"
+	"github.com/kernfsim/kernfsim/internal/cli"
+)
+
+// flags are mount's own flags, besides the tree flags.
+type flags struct {
+	tree        cli.TreeFlags
+	entry, attr time.Duration
+	negative    time.Duration
+	perms       string
+	force       bool
+	allowOther  bool
+	debug       bool
+	pprof       string
+	pprofAny    bool
+}
+
+// New returns the mount command.
+func New() *cobra.Command {
+	var f flags
+	cmd := &cobra.Command{
+		Use:   "mount MOUNTPOINT [flags]",
+		Short: "Serve the tree over FUSE on MOUNTPOINT until SIGINT or SIGTERM",
+		Long: `Serve the tree over FUSE on MOUNTPOINT in the foreground. It prints one
+line once the mount serves; SIGINT or SIGTERM unmounts it and exits 0.
+
+With timeouts of 0 (the default) every path component reaches the server
+as a LOOKUP, so the lock strategy is exercised on every walk. With
+non-zero timeouts every tree change is pushed to the kernel, so nothing
+stale is served.`,
+		Example: `  kernfsim mount /mnt/k --lock=rwsem
+  kernfsim mount /mnt/k --lock rcu --cpus 448 --sockets 4 --mem-blocks 100000
+  kernfsim mount /mnt/k --negative-timeout 30s --permissions server
+  kernfsim mount /mnt/k --force          # recover a mountpoint left by a killed server
+  echo "dev0 4" > /mnt/k/bus/kernfsim/new_device`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return serve(cmd.Context(), args[0], &f, cmd.OutOrStdout(), cmd.ErrOrStderr())
+		},
+	}
+	cli.AddTreeFlags(cmd.Flags(), &f.tree)
+	fl := cmd.Flags()
+	fl.DurationVar(&f.entry, "entry-timeout", 0, "how long the kernel may cache a directory entry")
+	fl.DurationVar(&f.attr, "attr-timeout", 0, "how long the kernel may cache attributes")
+	fl.DurationVar(&f.negative, "negative-timeout", 0, "how long the kernel may cache a missing name (0: never)")
+	fl.StringVar(&f.perms, "permissions", "kernel", "who checks permissions: kernel (default_permissions) or server")
+	fl.BoolVar(&f.force, "force", false, "recover a mountpoint left stale by a killed server")
+	fl.BoolVar(&f.allowOther, "allow-other", false, "let users other than the mounter in")
+	fl.BoolVar(&f.debug, "debug", false, "log every FUSE request")
+	fl.StringVar(&f.pprof, "pprof", "", "serve net/http/pprof on this loopback address (e.g. 127.0.0.1:6060)")
+	fl.BoolVar(&f.pprofAny, "pprof-any", false, "allow --pprof on a non-loopback address")
+	return cmd
+}
+
+// Main runs `kernfsim mount` with args (MOUNTPOINT and flags) and returns
+// its exit status; ctx's cancellation stands for SIGINT/SIGTERM.
+func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	cmd := New()
+	cmd.SetArgs(args)
+	cmd.SetOut(stdout)
+	cmd.SetErr(stderr)
+	cmd.SilenceErrors, cmd.SilenceUsage = true, true
+	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &cli.UsageError{Err: err} })
+	c, err := cmd.ExecuteContextC(ctx)
+	return cli.Report("kernfsim mount", c, err, stderr)
+}
+
+func (f *flags) options() (fusefs.MountOptions, error) {
+	var o fusefs.MountOptions
+	for name, d := range map[string]time.Duration{"--entry-timeout": f.entry, "--attr-timeout": f.attr, "--negative-timeout": f.negative} {
+		if d < 0 {
+			return o, fmt.Errorf("invalid value %v for %s: must be 0 or more", d, name)
+		}
+	}
+	if f.perms != string(fusefs.PermKernel) && f.perms != string(fusefs.PermServer) {
+		return o, fmt.Errorf("invalid value %q for --permissions: valid values are kernel, server", f.perms)
+	}
+	o.Options = fusefs.Options{EntryTimeout: f.entry, AttrTimeout: f.attr, NegativeTimeout: f.negative, Permissions: fusefs.Permissions(f.perms)}
+	o.Force, o.AllowOther, o.Debug = f.force, f.allowOther, f.debug
+	return o, nil
+}
+
+// serve mounts, prints the status line, and waits for ctx or the server's
+// end.
+func serve(ctx context.Context, mountpoint string, f *flags, stdout, stderr io.Writer) error {
+	opts, err := f.options()
+	if err != nil {
+		return &cli.UsageError{Err: err}
+	}
+	stopPprof, err := startPprof(f.pprof, f.pprofAny, stderr)
+	if err != nil {
+		return err
+	}
+	defer stopPprof()
+	built, err := f.tree.Build()
+	if err != nil {
+		return err
+	}
+	m, err := fusefs.MountTree(built.Tree, mountpoint, opts)
+	var ue *fusefs.UsageError
+	switch {
+	case errors.As(err, &ue):
+		return &cli.UsageError{Err: err}
+	case err != nil:
+		return &cli.RuntimeError{Err: err}
+	}
+	built.Stats.Bind(m.Server)
+	fmt.Fprintf(stdout, "kernfsim: serving %s on %s: lock=%s entry-timeout=%v attr-timeout=%v negative-timeout=%v permissions=%s\n",
+		f.tree.Describe(), m.Mountpoint, f.tree.Lock(), f.entry, f.attr, f.negative, f.perms)
+	select {
+	case <-ctx.Done():
+	case <-m.Done():
+		return &cli.RuntimeError{Err: fmt.Errorf("%s was unmounted from outside; the server stopped", m.Mountpoint)}
+	}
+	if err := m.Unmount(); err != nil {
+		return &cli.RuntimeError{Err: err}
+	}
+	return nil
+}
+
+// startPprof serves net/http/pprof on addr with mutex and block profiling
+// on. A non-loopback address is refused unless any is set.
+func startPprof(addr string, any bool, stderr io.Writer) (stop func(), err error) {
+	if addr == "" {
+		return func() {}, nil
+	}
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return nil, &cli.UsageError{Err: fmt.Errorf("invalid value %q for --pprof: want HOST:PORT (%v)", addr, err)}
+	}
+	if ip := net.ParseIP(host); !any && host != "localhost" && (ip == nil || !ip.IsLoopback()) {
+		return nil, &cli.UsageError{Err: fmt.Errorf("--pprof %s is not a loopback address: use 127.0.0.1:PORT, or add --pprof-any to expose profiles to the network", addr)}
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, &cli.UsageError{Err: fmt.Errorf("--pprof: %v", err)}
+	}
+	runtime.SetMutexProfileFraction(5)
+	runtime.SetBlockProfileRate(10000)
+	mux := http.NewServeMux()
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	srv := &http.Server{Handler: mux}
+	go srv.Serve(ln)
+	fmt.Fprintf(stderr, "kernfsim: pprof on http://%s/debug/pprof/ (mutex and block profiling on)\n", ln.Addr())
+	return func() { srv.Close() }, nil
+}
