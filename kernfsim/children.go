@@ -154,3 +154,34 @@ func (c *child) each(after uint64, fn func(*child) bool) bool {
 	}
 	return c.right.each(after, fn)
 }
+
+// insertMut is insert for a treap no reader can see yet: it links e in
+// place instead of copying the path (a batch being built, see AddBatch).
+func (c *child) insertMut(e *child) *child {
+	if c == nil {
+		return e
+	}
+	if e.priority() > c.priority() {
+		e.left, e.right = c.splitMut(e.hash, e.name)
+		return e
+	}
+	if c.compare(e.hash, e.name) < 0 {
+		c.left = c.left.insertMut(e)
+	} else {
+		c.right = c.right.insertMut(e)
+	}
+	return c
+}
+
+// splitMut is split for an unpublished treap, in place.
+func (c *child) splitMut(hash uint64, name string) (lo, hi *child) {
+	if c == nil {
+		return nil, nil
+	}
+	if c.compare(hash, name) < 0 {
+		lo, c.left = c.left.splitMut(hash, name)
+		return lo, c
+	}
+	c.right, hi = c.right.splitMut(hash, name)
+	return c, hi
+}

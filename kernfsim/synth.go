@@ -214,6 +214,11 @@ func newBuilder(t *Tree) *builder {
 }
 
 func (b *builder) add(parent *Node, name string, spec NodeSpec) (*Node, error) {
+	return b.t.Add(parent, name, b.shared(spec))
+}
+
+// shared gives spec the one *Attr of its mode.
+func (b *builder) shared(spec NodeSpec) NodeSpec {
 	a := b.attrs[spec.Mode]
 	if a == nil {
 		now := b.t.now()
@@ -221,7 +226,7 @@ func (b *builder) add(parent *Node, name string, spec NodeSpec) (*Node, error) {
 		b.attrs[spec.Mode] = a
 	}
 	spec.Attr = a
-	return b.t.Add(parent, name, spec)
+	return spec
 }
 
 func (d dir) add(b *builder, parent *Node, path, name string) error {
@@ -256,6 +261,46 @@ func (l link) add(b *builder, parent *Node, path, name string) error {
 }
 
 func (g *gen) add(b *builder, parent *Node, path, _ string) error {
+	entries := make([]BatchEntry, g.n)
+	specs := make([]spec, g.n)
+	for i := range g.n {
+		name, s := g.at(i)
+		ns, ok := leafSpec(s, path)
+		if !ok {
+			return g.addOneByOne(b, parent, path)
+		}
+		entries[i], specs[i] = BatchEntry{Name: name, Spec: b.shared(ns)}, s
+	}
+	nodes, err := b.t.AddBatch(parent, entries)
+	if err != nil {
+		return err
+	}
+	for i, n := range nodes {
+		if d, ok := specs[i].(dir); ok {
+			b.dirs++
+			if err := d.addChildren(b, n, joinSynthPath(path, entries[i].Name)); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// leafSpec is the node a spec makes in its parent, its own children aside
+// (false for a gen, which makes several).
+func leafSpec(s spec, path string) (NodeSpec, bool) {
+	switch s := s.(type) {
+	case dir:
+		return NodeSpec{Kind: KindDir, Mode: 0o755}, true
+	case attr:
+		return NodeSpec{Kind: KindAttr, Mode: s.mode, Source: s.src}, true
+	case link:
+		return NodeSpec{Kind: KindSymlink, Mode: 0o777, Target: relTarget(path, string(s))}, true
+	}
+	return NodeSpec{}, false
+}
+
+func (g *gen) addOneByOne(b *builder, parent *Node, path string) error {
 	for i := range g.n {
 		name, s := g.at(i)
 		if err := s.add(b, parent, path, name); err != nil {
@@ -263,6 +308,13 @@ func (g *gen) add(b *builder, parent *Node, path, _ string) error {
 		}
 	}
 	return nil
+}
+
+func joinSynthPath(path, name string) string {
+	if path == "" {
+		return name
+	}
+	return path + "/" + name
 }
 
 // relTarget is target (a path from the root) relative to the directory

@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -33,6 +34,7 @@ var treeChecks = []struct {
 	{"OpenReadWrite", checkOpenReadWrite},
 	{"SubscribersAfterUnlock", checkSubscribersAfterUnlock},
 	{"Nlink", checkNlink},
+	{"AddBatch", checkAddBatch},
 }
 
 func TestTree(t *testing.T) {
@@ -428,5 +430,38 @@ func TestUnknownStrategy(t *testing.T) {
 	_, err := locking.New("spinlock", locking.Options{})
 	if err == nil || !strings.Contains(err.Error(), "mutex, rwsem, rcu, none") {
 		t.Fatalf("got %v, want an error listing the valid strategies", err)
+	}
+}
+
+func checkAddBatch(t *testing.T, tr *Tree) {
+	mem := mkpath(t, tr, "memory")
+	var events int
+	defer tr.Subscribe(func(Event) { events++ })()
+	batch := func(names ...string) []BatchEntry {
+		var es []BatchEntry
+		for _, n := range names {
+			es = append(es, BatchEntry{Name: n, Spec: NodeSpec{Kind: KindDir}})
+		}
+		return es
+	}
+	nodes := must(tr.AddBatch(mem, batch("memory0", "memory1", "memory2")))(t)
+	_, err := tr.AddBatch(mem, batch("memory3", "memory1"))
+	wantErrno(t, err, syscall.EEXIST)
+	_, err = tr.AddBatch(mem, batch("memory4", "memory4"))
+	wantErrno(t, err, syscall.EEXIST)
+	_, err = tr.AddBatch(mem, batch("memory5", "bad/name"))
+	wantErrno(t, err, syscall.EINVAL)
+	must(tr.AddBatch(mem, batch("memory6")))(t) // merged into a non-empty directory
+	var names []string
+	noErr(t, tr.Readdir(mem, 0, func(e Dirent) bool { names = append(names, e.Name); return true }))
+	slices.Sort(names)
+	if got, want := strings.Join(names, ","), "memory0,memory1,memory2,memory6"; got != want {
+		t.Fatalf("after batches with errors: got %s, want %s (all or nothing)", got, want)
+	}
+	if got := must(tr.Lookup(mem, "memory1"))(t); got != nodes[1] {
+		t.Fatal("lookup of a batch-added node returned another node")
+	}
+	if events != 4 || tr.Getattr(mem).Nlink != 6 || tr.Nodes() != 6 {
+		t.Fatalf("got %d events, nlink %d, %d nodes; want 4, 6, 6", events, tr.Getattr(mem).Nlink, tr.Nodes())
 	}
 }

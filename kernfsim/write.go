@@ -51,6 +51,15 @@ func (t *Tree) attrFor(spec NodeSpec) *Attr {
 	return &Attr{Mode: mode & fs.ModePerm, Uid: spec.Uid, Gid: spec.Gid, Mtime: now, Ctime: now}
 }
 
+// checkSpec says EINVAL for a spec that is not a node: an unknown kind, an
+// attribute without a source or another kind with one.
+func checkSpec(spec NodeSpec) syscall.Errno {
+	if spec.Kind < KindDir || spec.Kind > KindSymlink || (spec.Kind == KindAttr) != (spec.Source != nil) {
+		return syscall.EINVAL
+	}
+	return 0
+}
+
 // Add creates name in parent as spec describes (kernfs_add_one). It fails
 // with EEXIST if the name is taken, ENOENT if parent was removed.
 func (t *Tree) Add(parent *Node, name string, spec NodeSpec) (*Node, error) {
@@ -60,8 +69,8 @@ func (t *Tree) Add(parent *Node, name string, spec NodeSpec) (*Node, error) {
 	if e := ValidateName(name); e != 0 {
 		return fail(e)
 	}
-	if spec.Kind < KindDir || spec.Kind > KindSymlink || (spec.Kind == KindAttr) != (spec.Source != nil) {
-		return fail(syscall.EINVAL)
+	if e := checkSpec(spec); e != 0 {
+		return fail(e)
 	}
 	n := t.newNode(spec.Kind, t.attrFor(spec))
 	n.source, n.link = spec.Source, spec.Target
@@ -76,6 +85,99 @@ func (t *Tree) Add(parent *Node, name string, spec NodeSpec) (*Node, error) {
 	}
 	t.notify(Event{Op: OpAdd, Node: n, Parent: parent, Name: name})
 	return n, nil
+}
+
+// BatchEntry is one node of an AddBatch.
+type BatchEntry struct {
+	Name string
+	Spec NodeSpec
+}
+
+// AddBatch adds entries to parent under one write-side acquisition and one
+// revision bump: all of them or, on any error (a bad name, a name taken or
+// repeated), none. Into an empty directory the new children are linked in
+// place before they are published, so a directory of n entries costs O(n
+// log n) small steps instead of n path copies; builders use it for big
+// directories such as memory/.
+func (t *Tree) AddBatch(parent *Node, entries []BatchEntry) ([]*Node, error) {
+	fail := func(name string, e error) ([]*Node, error) {
+		return nil, &fs.PathError{Op: "add", Path: joinPath(parent, name), Err: e}
+	}
+	nodes := make([]*Node, len(entries))
+	var batch *child
+	for i, en := range entries {
+		if e := ValidateName(en.Name); e != 0 {
+			return fail(en.Name, e)
+		}
+		if e := checkSpec(en.Spec); e != 0 {
+			return fail(en.Name, e)
+		}
+		h := nameHash(en.Name)
+		if batch.find(h, en.Name) != nil {
+			return fail(en.Name, syscall.EEXIST)
+		}
+		n := t.newNode(en.Spec.Kind, t.attrFor(en.Spec))
+		n.source, n.link = en.Spec.Source, en.Spec.Target
+		n.ident.Store(&identity{parent: parent, name: en.Name})
+		nodes[i] = n
+		batch = batch.insertMut(&child{hash: h, name: en.Name, node: n})
+	}
+	if err := t.strategy.Lock(); err != nil {
+		return fail("", err)
+	}
+	name, e := t.linkBatchLocked(parent, batch)
+	t.strategy.Unlock()
+	if e != 0 {
+		return fail(name, e)
+	}
+	for i, n := range nodes {
+		t.notify(Event{Op: OpAdd, Node: n, Parent: parent, Name: entries[i].Name})
+	}
+	return nodes, nil
+}
+
+// linkBatchLocked publishes the private treap batch into parent, or
+// reports the first name that is taken.
+//
+// Preconditions: the write side is held.
+func (t *Tree) linkBatchLocked(parent *Node, batch *child) (string, syscall.Errno) {
+	if parent.kind != KindDir {
+		return "", syscall.ENOTDIR
+	}
+	if !parent.IsActive() {
+		return "", syscall.ENOENT
+	}
+	d := parent.dir
+	merged := d.children.Load()
+	var taken string
+	var count, dirs int64
+	batch.each(0, func(c *child) bool {
+		if merged.find(c.hash, c.name) != nil {
+			taken = c.name
+			return false
+		}
+		count++
+		if c.node.kind == KindDir {
+			dirs++
+		}
+		return true
+	})
+	if taken != "" {
+		return taken, syscall.EEXIST
+	}
+	if merged == nil {
+		merged = batch
+	} else {
+		batch.each(0, func(c *child) bool {
+			merged = merged.insert(&child{hash: c.hash, name: c.name, node: c.node})
+			return true
+		})
+	}
+	d.children.Store(merged)
+	d.rev.Add(1)
+	d.subdirs.Add(int32(dirs))
+	t.nodes.Add(count)
+	return "", 0
 }
 
 // Mkdir adds a directory.

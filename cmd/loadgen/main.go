@@ -1,0 +1,122 @@
+// Command loadgen reproduces the sysfs open/read/close and missing-file
+// benchmarks of the kernfs locking work against the in-process kernfsim
+// walker (--sim), any directory (--path DIR: /sys, tmpfs, a kernfsim
+// mount) or a kernfsim FUSE server it starts itself (the default), and
+// compares lock strategies side by side (loadgen compare).
+//
+//	loadgen [--path DIR | --sim] [--lock M] [--threads N] [--times N] [--missing] ...
+//	loadgen compare [--locks LIST] [--threads LIST] [--plot FILE.svg] ...
+//
+// Exit status: 0 on success, 2 for bad input (a bad flag, a directory or
+// file that cannot be used, a dead mount), 1 for a failure at run time,
+// unexpected errors during the run, or an interrupted run (whose partial
+// results are printed).
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"runtime/debug"
+	"strings"
+	"syscall"
+
+	"github.com/spf13/cobra"
+
+	"github.com/kernfsim/kernfsim/loadgen"
+)
+
+const (
+	exitOK      = 0
+	exitRuntime = 1
+	exitUsage   = 2
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+// run executes the command line and returns the exit status. It never
+// panics: an internal error is reported and exits 1.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) (code int) {
+	defer func() {
+		if r := recover(); r != nil {
+			fmt.Fprintf(stderr, "loadgen: internal error: %v\n%s", r, debug.Stack())
+			code = exitRuntime
+		}
+	}()
+	root := newRootCmd(stderr)
+	root.SetArgs(args)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	cmd, err := root.ExecuteContextC(ctx)
+	return report(cmd, err, stderr)
+}
+
+func newRootCmd(stderr io.Writer) *cobra.Command {
+	root := newRunCmd(stderr)
+	root.SilenceErrors, root.SilenceUsage = true, true
+	root.CompletionOptions = cobra.CompletionOptions{DisableDefaultCmd: true}
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{err} })
+	root.AddCommand(newCompareCmd(stderr), newServeCmd(), newWorkerCmd())
+	return root
+}
+
+// usageError is bad input: exit status 2.
+type usageError struct{ err error }
+
+func (e *usageError) Error() string { return e.err.Error() }
+func (e *usageError) Unwrap() error { return e.err }
+
+// exitError carries an exit status already reported.
+type exitError struct{ code int }
+
+func (e *exitError) Error() string { return fmt.Sprintf("exit status %d", e.code) }
+
+// report prints err and returns the exit status for it.
+func report(cmd *cobra.Command, err error, stderr io.Writer) int {
+	var (
+		usage *usageError
+		ce    *loadgen.ConfigError
+		exit  *exitError
+	)
+	switch {
+	case err == nil:
+		return exitOK
+	case errors.As(err, &exit):
+		return exit.code
+	case errors.Is(err, context.Canceled):
+		fmt.Fprintln(stderr, "loadgen: interrupted")
+		return exitRuntime
+	case errors.As(err, &ce):
+		fmt.Fprintf(stderr, "loadgen: %v\n", ce)
+		return exitUsage
+	case errors.As(err, &usage):
+		fmt.Fprintf(stderr, "loadgen: %v\n", err)
+		if cmd != nil {
+			fmt.Fprintf(stderr, "Run '%s --help' for usage.\n", cmd.CommandPath())
+		}
+		return exitUsage
+	}
+	fmt.Fprintf(stderr, "loadgen: %v\n", err)
+	if isCobraUsage(err) {
+		return exitUsage
+	}
+	return exitRuntime
+}
+
+// isCobraUsage reports errors cobra makes itself for a bad command line.
+func isCobraUsage(err error) bool {
+	for _, p := range []string{"unknown command", "unknown flag", "unknown shorthand", "accepts ", "requires at least", "invalid argument"} {
+		if strings.Contains(err.Error(), p) {
+			return true
+		}
+	}
+	return false
+}
