@@ -269,3 +269,45 @@ func dropCaches(t *testing.T) {
 		t.Fatalf("drop_caches: %v", err)
 	}
 }
+
+func TestDeferredTeardownOverFUSE(t *testing.T) {
+	s, err := locking.New("rcu", locking.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := kernfsim.New(s, kernfsim.Options{GP: kernfsim.GPDeferred})
+	if _, err := kernfsim.AddABI(tr, nil); err != nil {
+		t.Fatal(err)
+	}
+	long := 30 * time.Second
+	m := must(MountTree(tr, t.TempDir(), MountOptions{Options: Options{EntryTimeout: long, AttrTimeout: long}}))(t)
+	unmounted := false
+	defer func() {
+		if !unmounted {
+			m.Unmount()
+		}
+	}()
+	dev := filepath.Join(m.Mountpoint, "devices/kernfsim/d0")
+	ctl(t, m.Mountpoint, "new_device", "d0")
+	must(os.Stat(dev))(t) // the kernel now caches a positive entry for 30 s
+	ctl(t, m.Mountpoint, "delete_device", "d0")
+	tr.Barrier()
+	if _, err := os.Stat(dev); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("after a deferred teardown and a barrier: stat got %v, want ENOENT (the kernel must have been told)", err)
+	}
+	const n = 50
+	for i := range n {
+		ctl(t, m.Mountpoint, "new_device", fmt.Sprintf("e%d", i))
+	}
+	for i := range n {
+		ctl(t, m.Mountpoint, "delete_device", fmt.Sprintf("e%d", i))
+	}
+	if err := m.Unmount(); err != nil {
+		t.Fatal(err)
+	}
+	unmounted = true
+	// each delete_device tears down two nodes: the device and its class link
+	if st := tr.Teardowns(); st.Queued != 2*(n+1) || st.Completed != st.Queued {
+		t.Fatalf("after unmount with teardowns queued: %+v, want %d queued and all completed", st, 2*(n+1))
+	}
+}

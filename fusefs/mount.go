@@ -93,11 +93,13 @@ func fuseOptions(o MountOptions) *fuse.MountOptions {
 // Done is closed when the server has stopped serving.
 func (m *Mount) Done() <-chan struct{} { return m.done }
 
-// Unmount unmounts and waits until the server has stopped. If the mount
-// is busy (open files, a process's cwd) it detaches it lazily and aborts
+// Unmount runs the tree's Barrier first, so every queued teardown
+// completes and tells the kernel while the mount still serves, then
+// unmounts and waits until the server has stopped. If the mount is busy (open files, a process's cwd) it detaches it lazily and aborts
 // the connection, so it returns promptly even under load: clients then
 // get ENOTCONN.
 func (m *Mount) Unmount() error {
+	m.Server.tree.Barrier()
 	defer m.Server.Close()
 	errc := make(chan error, 1)
 	go func() { errc <- m.fuse.Unmount() }()

@@ -99,6 +99,9 @@ func (f *StatsFile) Show(_ context.Context, buf *bytes.Buffer) error {
 		line("open_files", s.OpenFiles())
 	}
 	line("tree.nodes", f.tree.Nodes())
+	td := f.tree.Teardowns()
+	line("tree.teardowns_queued", td.Queued)
+	line("tree.teardowns_completed", td.Completed)
 	line("lock.read.acquisitions", ls.ReadAcquisitions)
 	line("lock.read.contended", ls.ReadContended)
 	line("lock.read.wait_ns", ls.ReadWait.Nanoseconds())

@@ -3,6 +3,7 @@ package kernfsim
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io/fs"
 	"strconv"
@@ -17,7 +18,7 @@ const MaxDeviceAttrs = 64
 // ABI is the in-tree control interface, like a real sysfs bus:
 //
 //	bus/kernfsim/new_device     (0200) write "NAME [NATTRS]" to create a device
-//	bus/kernfsim/delete_device  (0200) write "NAME" to remove it
+//	bus/kernfsim/delete_device  (0200) write "NAME [NAME...]" to remove devices (one grace period)
 //	devices/kernfsim/NAME/      uevent, value (0644), counter (changes on every read), attrN
 //	class/kernfsim/NAME         -> ../../devices/kernfsim/NAME
 //	kernel/kernfsim/stats       (0444) live counters, from the stats source given
@@ -111,17 +112,33 @@ func (a *ABI) Create(name string, nattrs int) error {
 	return err
 }
 
-// Delete removes device name and its class symlink. ctx is the Store's,
-// so deleting from a store handler does not wait for itself.
-func (a *ABI) Delete(ctx context.Context, name string) error {
-	d, e := a.t.LookupErrno(a.devices, name)
-	if e != 0 {
-		return &fs.PathError{Op: "delete_device", Path: name, Err: syscall.ENODEV}
+// Delete removes the named devices and their class symlinks, sharing one
+// grace period under rcu (like kern_unmount_array). All names must exist
+// (ENODEV) and differ (EINVAL); otherwise nothing is removed. ctx is the
+// Store's, so deleting from a store handler does not wait for itself.
+func (a *ABI) Delete(ctx context.Context, names ...string) error {
+	var nodes []*Node
+	seen := make(map[string]bool, len(names))
+	for _, name := range names {
+		if seen[name] {
+			return &fs.PathError{Op: "delete_device", Path: name, Err: syscall.EINVAL}
+		}
+		seen[name] = true
+		d, e := a.t.LookupErrno(a.devices, name)
+		if e != 0 {
+			return &fs.PathError{Op: "delete_device", Path: name, Err: syscall.ENODEV}
+		}
+		nodes = append(nodes, d)
+		if l, e := a.t.LookupErrno(a.class, name); e == 0 {
+			nodes = append(nodes, l)
+		}
 	}
-	if l, e := a.t.LookupErrno(a.class, name); e == 0 {
-		a.t.Remove(ctx, l) // a concurrent delete may have taken it: fine
+	err := a.t.RemoveAll(ctx, nodes...)
+	if errors.Is(err, syscall.ENOENT) {
+		// a concurrent delete_device won the race for one of them
+		return &fs.PathError{Op: "delete_device", Path: strings.Join(names, " "), Err: syscall.ENODEV}
 	}
-	return a.t.Remove(ctx, d)
+	return err
 }
 
 // newDevice is bus/kernfsim/new_device.
@@ -142,14 +159,17 @@ type deleteDevice struct{ a *ABI }
 
 func (d *deleteDevice) Show(context.Context, *bytes.Buffer) error { return syscall.EACCES }
 
+// Store takes one or more names separated by blanks; they share one grace
+// period.
 func (d *deleteDevice) Store(ctx context.Context, data []byte) error {
 	fields := strings.Fields(strings.TrimSuffix(string(data), "\n"))
-	if len(fields) != 1 {
+	if len(fields) == 0 || strings.ContainsRune(string(data), 0) {
 		return syscall.EINVAL
 	}
-	name, e := parseDeviceName(fields[0])
-	if e != 0 {
-		return e
+	for _, f := range fields {
+		if _, e := parseDeviceName(f); e != 0 {
+			return e
+		}
 	}
-	return d.a.Delete(ctx, name)
+	return d.a.Delete(ctx, fields...)
 }

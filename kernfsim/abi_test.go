@@ -45,8 +45,9 @@ func TestABI(t *testing.T) {
 		if c1 == string(buf[:second]) {
 			t.Errorf("counter did not change between reads: %q", c1)
 		}
-		noErr(t, writeCtl(t, w, "bus/kernfsim/delete_device", "dev0\n"))
-		for _, p := range []string{"devices/kernfsim/dev0", "class/kernfsim/dev0"} {
+		noErr(t, writeCtl(t, w, "bus/kernfsim/new_device", "dev1"))
+		noErr(t, writeCtl(t, w, "bus/kernfsim/delete_device", "dev0 dev1\n"))
+		for _, p := range []string{"devices/kernfsim/dev0", "class/kernfsim/dev0", "devices/kernfsim/dev1"} {
 			_, err := w.Lresolve(RootCred, p)
 			wantErrno(t, err, syscall.ENOENT)
 		}
@@ -77,7 +78,9 @@ func TestABIBadInput(t *testing.T) {
 		{"new_device", strings.Repeat("x", PageSize+1), syscall.EINVAL},
 		{"new_device", "keep", syscall.EEXIST},
 		{"delete_device", "nosuch", syscall.ENODEV},
-		{"delete_device", "a b", syscall.EINVAL},
+		{"delete_device", "keep nosuch", syscall.ENODEV},
+		{"delete_device", "keep keep", syscall.EINVAL},
+		{"delete_device", "keep ..", syscall.EINVAL},
 		{"delete_device", "", syscall.EINVAL},
 	} {
 		err := writeCtl(t, w, "bus/kernfsim/"+c.file, c.data)

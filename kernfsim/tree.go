@@ -18,10 +18,13 @@ type Tree struct {
 	root     *Node            // immutable
 	now      func() time.Time // immutable
 	readCtx  context.Context  // immutable: passed to Show, carries the tree
+	gp       GPPolicy         // immutable: rcu teardown policy
 
 	nextIno atomic.Uint64 // accessed atomically
 	nodes   atomic.Int64  // live (linked) nodes, root included; accessed atomically
 	frozen  atomic.Bool   // dynamic sources repeat their last value while set
+
+	tdQueued, tdDone atomic.Uint64 // teardowns (removed tops) deferred and completed
 
 	drainMu sync.Mutex
 	drained sync.Cond // broadcast when a deactivated node's last user leaves; L is drainMu
@@ -36,11 +39,17 @@ type Options struct {
 	Now func() time.Time
 	// RootMode is the root directory's mode; 0 means 0755.
 	RootMode fs.FileMode
+	// GP orders teardown after a grace period under rcu; "" means
+	// GPNormal. Other strategies drain and tear down in Remove.
+	GP GPPolicy
 }
 
 // New returns an empty tree (a root directory only) under strategy s.
 func New(s locking.Strategy, opts Options) *Tree {
-	t := &Tree{strategy: s, now: opts.Now}
+	t := &Tree{strategy: s, now: opts.Now, gp: opts.GP}
+	if t.gp == "" {
+		t.gp = GPNormal
+	}
 	if t.now == nil {
 		t.now = time.Now
 	}

@@ -1,7 +1,6 @@
 package kernfsim
 
 import (
-	"context"
 	"io/fs"
 	"strings"
 	"syscall"
@@ -302,64 +301,4 @@ func (t *Tree) renameLocked(n, newParent *Node, newName string) syscall.Errno {
 	n.ident.Store(&identity{parent: newParent, name: newName})
 	t.unlinkLocked(n, old)
 	return 0
-}
-
-// Remove removes n and everything below it (kernfs_remove): deactivate the
-// subtree so new opens fail with ENODEV and lookups find nothing, drain
-// in-flight users without holding the tree lock, unlink, bump the parent's
-// revision; under rcu, wait for a grace period; then tell subscribers.
-// Remove returns after every in-flight read or write of the removed nodes
-// has ended. A store handler may remove its own node: pass it the ctx its
-// Store was given, and its own active reference is given up first
-// (kernfs_remove_self).
-func (t *Tree) Remove(ctx context.Context, n *Node) error {
-	fail := func(e error) error {
-		return &fs.PathError{Op: "remove", Path: n.Path(), Err: e}
-	}
-	if n == t.root {
-		return fail(syscall.EBUSY)
-	}
-	if err := t.strategy.Lock(); err != nil {
-		return fail(err)
-	}
-	id := n.ident.Load()
-	var removed []*Node
-	if deactivateLocked(n) {
-		removed = deactivateSubtreeLocked(n, []*Node{n})
-	}
-	t.strategy.Unlock()
-	if removed == nil {
-		return fail(syscall.ENOENT)
-	}
-	breakActiveProtection(ctx, t, n)
-	for _, r := range removed {
-		t.drain(r)
-	}
-	t.strategy.Lock() // cannot fail: it succeeded above and Seal only applies to none
-	t.unlinkLocked(n, id)
-	t.nodes.Add(-int64(len(removed) - 1))
-	t.strategy.Unlock()
-	if g := t.strategy.Grace(); g != nil {
-		g.Synchronize()
-	}
-	t.notify(Event{Op: OpRemove, Node: n, Parent: id.parent, Name: id.name})
-	return nil
-}
-
-// deactivateSubtreeLocked deactivates every node below dir and returns them
-// appended to acc.
-//
-// Preconditions: the write side is held.
-func deactivateSubtreeLocked(dir *Node, acc []*Node) []*Node {
-	if dir.dir == nil {
-		return acc
-	}
-	dir.dir.children.Load().each(0, func(c *child) bool {
-		if deactivateLocked(c.node) {
-			acc = append(acc, c.node)
-		}
-		acc = deactivateSubtreeLocked(c.node, acc)
-		return true
-	})
-	return acc
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/spf13/pflag"
 
@@ -21,6 +22,8 @@ type TreeFlags struct {
 	lock  string
 	tree  string
 	synth kernfsim.SynthConfig // NUMANodes 0 means one per socket
+	gp    string
+	grace locking.GraceConfig
 }
 
 // AddTreeFlags defines the tree flags on fs, defaulting to
@@ -37,6 +40,12 @@ func AddTreeFlags(fs *pflag.FlagSet, f *TreeFlags) {
 	fs.IntVar(&f.synth.MemBlocks, "mem-blocks", d.MemBlocks, "memory blocks of 128 MiB")
 	fs.IntVar(&f.synth.Netdevs, "netdevs", d.Netdevs, "ethernet devices, besides lo")
 	fs.IntVar(&f.synth.Disks, "disks", d.Disks, "NVMe disks")
+	gps := []string{string(kernfsim.GPNormal), string(kernfsim.GPExpedited), string(kernfsim.GPDeferred)}
+	f.gp = gps[0]
+	fs.Var(&choiceValue{&f.gp, gps}, "gp", "rcu teardown: normal (wait a grace period), expedited (force one), deferred (queue the teardown and return)")
+	fs.DurationVar(&f.grace.Tick, "gp-tick", 4*time.Millisecond, "grace periods begin on this tick (4ms is HZ=250)")
+	fs.DurationVar(&f.grace.ExpediteCost, "expedite-cost", 0, "extra fixed cost of each expedited grace period")
+	fs.BoolVar(&f.grace.ExpeditedIsNormal, "rcu-normal", false, "expedited grace periods behave as normal ones (rcu_normal=1, PREEMPT_RT)")
 }
 
 // config is the synthetic config the flags ask for.
@@ -62,11 +71,14 @@ func (f *TreeFlags) Build() (*Built, error) {
 	if err := c.Validate(); err != nil {
 		return nil, &UsageError{Err: flagError(err)}
 	}
-	s, err := locking.New(f.lock, locking.Options{})
+	if f.grace.Tick <= 0 || f.grace.ExpediteCost < 0 {
+		return nil, &UsageError{Err: fmt.Errorf("invalid --gp-tick %v or --expedite-cost %v: the tick must be positive, the cost 0 or more", f.grace.Tick, f.grace.ExpediteCost)}
+	}
+	s, err := locking.New(f.lock, locking.Options{Grace: f.grace})
 	if err != nil {
 		return nil, &UsageError{Err: err}
 	}
-	t := kernfsim.New(s, kernfsim.Options{})
+	t := kernfsim.New(s, kernfsim.Options{GP: kernfsim.GPPolicy(f.gp)})
 	if err := kernfsim.BuildSynthetic(t, c); err != nil {
 		return nil, &RuntimeError{Err: err}
 	}
@@ -80,6 +92,22 @@ func (f *TreeFlags) Build() (*Built, error) {
 
 // Lock is the chosen lock strategy's name.
 func (f *TreeFlags) Lock() string { return f.lock }
+
+// LockDetail is the lock's name with its teardown policy under rcu, e.g.
+// "rcu gp=deferred tick=4ms".
+func (f *TreeFlags) LockDetail() string {
+	if f.lock != "rcu" {
+		return f.lock
+	}
+	d := fmt.Sprintf("rcu gp=%s tick=%v", f.gp, f.grace.Tick)
+	if f.grace.ExpediteCost > 0 {
+		d += fmt.Sprintf(" expedite-cost=%v", f.grace.ExpediteCost)
+	}
+	if f.grace.ExpeditedIsNormal {
+		d += " rcu-normal"
+	}
+	return d
+}
 
 // Describe names the tree in one phrase, for a status line.
 func (f *TreeFlags) Describe() string {
@@ -150,4 +178,3 @@ func (v *treeValue) Set(s string) error {
 	}
 	return errors.New("valid values are synthetic (host[:DIR] is not yet supported)")
 }
-

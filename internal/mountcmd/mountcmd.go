@@ -12,13 +12,17 @@ import (
 	"net"
 	"net/http"
 	"net/http/pprof"
+	"os"
+	"os/signal"
 	"runtime"
+	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/kernfsim/kernfsim/fusefs"
 	"github.com/kernfsim/kernfsim/internal/cli"
+	"github.com/kernfsim/kernfsim/kernfsim"
 )
 
 // flags are mount's own flags, besides the tree flags.
@@ -125,16 +129,39 @@ func serve(ctx context.Context, mountpoint string, f *flags, stdout, stderr io.W
 	}
 	built.Stats.Bind(m.Server)
 	fmt.Fprintf(stdout, "kernfsim: serving %s on %s: lock=%s entry-timeout=%v attr-timeout=%v negative-timeout=%v permissions=%s\n",
-		f.tree.Describe(), m.Mountpoint, f.tree.Lock(), f.entry, f.attr, f.negative, f.perms)
+		f.tree.Describe(), m.Mountpoint, f.tree.LockDetail(), f.entry, f.attr, f.negative, f.perms)
 	select {
 	case <-ctx.Done():
 	case <-m.Done():
 		return &cli.RuntimeError{Err: fmt.Errorf("%s was unmounted from outside; the server stopped", m.Mountpoint)}
 	}
+	barrier(built.Tree, stderr)
 	if err := m.Unmount(); err != nil {
 		return &cli.RuntimeError{Err: err}
 	}
 	return nil
+}
+
+// barrier waits until every queued teardown has completed. A further
+// SIGINT or SIGTERM meanwhile is answered with what it is waiting for.
+func barrier(t *kernfsim.Tree, stderr io.Writer) {
+	done := make(chan struct{})
+	go func() { t.Barrier(); close(done) }()
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
+	defer signal.Stop(sig)
+	for {
+		select {
+		case <-done:
+			return
+		case <-sig:
+			var pending uint64
+			if g := t.Strategy().Grace(); g != nil {
+				pending = g.Stats().Pending
+			}
+			fmt.Fprintf(stderr, "kernfsim: waiting for %d queued teardowns to complete (each after a grace period) before unmounting; SIGKILL abandons them\n", pending)
+		}
+	}
 }
 
 // startPprof serves net/http/pprof on addr with mutex and block profiling

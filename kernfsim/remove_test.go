@@ -1,0 +1,126 @@
+package kernfsim
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"syscall"
+	"testing"
+
+	"github.com/kernfsim/kernfsim/locking"
+)
+
+// newGPTree is an rcu tree with the given teardown policy and a 100 us
+// grace-period tick.
+func newGPTree(t testing.TB, gp GPPolicy) *Tree {
+	s, err := locking.New("rcu", locking.Options{Grace: fastGrace})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return New(s, Options{GP: gp})
+}
+
+func TestTeardownWaitsForReaders(t *testing.T) {
+	for _, gp := range GPPolicies {
+		t.Run("gp="+string(gp), func(t *testing.T) {
+			tr := newGPTree(t, gp)
+			var told []string
+			defer tr.Subscribe(func(ev Event) { told = append(told, ev.Op.String()+" "+ev.Name) })()
+			src := &blockingSource{entered: make(chan struct{}), release: make(chan struct{})}
+			n := must(tr.AddAttr(tr.Root(), "slow", 0o444, src))(t)
+			f := must(tr.Open(n, os.O_RDONLY, RootCred))(t)
+			defer f.Release()
+			readDone := make(chan error, 1)
+			go func() { _, err := f.Read(make([]byte, 64), 0); readDone <- err }()
+			<-src.entered
+			removed := make(chan error, 1)
+			go func() { removed <- tr.Remove(context.Background(), n) }()
+			if gp == GPDeferred {
+				noErr(t, <-removed) // returns at once: the teardown is queued
+				if _, err := tr.Lookup(tr.Root(), "slow"); err == nil {
+					t.Fatal("a removed node is still found after deferred Remove returned")
+				}
+			}
+			if got := tr.Teardowns().Completed; got != 0 {
+				t.Fatalf("teardown completed while a reader was inside Show (completed %d)", got)
+			}
+			close(src.release)
+			noErr(t, <-readDone)
+			if gp != GPDeferred {
+				noErr(t, <-removed)
+			}
+			tr.Barrier()
+			if st := tr.Teardowns(); st.Completed != 1 || len(told) != 2 || told[1] != "remove slow" {
+				t.Fatalf("after the reader left and a barrier: %+v, subscribers told %q; want 1 completed and a remove event", st, told)
+			}
+		})
+	}
+}
+
+func TestRemoveAllSharesOneGracePeriod(t *testing.T) {
+	tr := newGPTree(t, GPNormal)
+	var nodes []*Node
+	for i := range 100 {
+		nodes = append(nodes, must(tr.Mkdir(tr.Root(), fmt.Sprintf("dev%d", i), 0o755))(t))
+	}
+	sub := must(tr.Mkdir(nodes[0], "sub", 0o755))(t)
+	before := tr.Strategy().Stats().Grace.GracePeriods
+	noErr(t, tr.RemoveAll(context.Background(), append(nodes, sub)...))
+	if gps := tr.Strategy().Stats().Grace.GracePeriods - before; gps > 2 {
+		t.Fatalf("removing 101 nodes in one call took %d grace periods, want 1 (2 if a tick raced)", gps)
+	}
+	if tr.Nodes() != 1 || tr.Teardowns().Completed != 101 {
+		t.Fatalf("after RemoveAll: %d nodes, %+v; want 1 node and 101 teardowns", tr.Nodes(), tr.Teardowns())
+	}
+	wantErrno(t, tr.RemoveAll(context.Background(), nodes[1]), syscall.ENOENT)
+}
+
+func TestRemoveAllIsAllOrNothing(t *testing.T) {
+	forEachLock(t, writers, func(t *testing.T, lock string) {
+		tr := newTestTree(t, lock)
+		a := must(tr.Mkdir(tr.Root(), "a", 0o755))(t)
+		gone := must(tr.Mkdir(tr.Root(), "gone", 0o755))(t)
+		noErr(t, tr.Remove(context.Background(), gone))
+		wantErrno(t, tr.RemoveAll(context.Background(), a, gone), syscall.ENOENT)
+		wantErrno(t, tr.RemoveAll(context.Background(), a, tr.Root()), syscall.EBUSY)
+		if !a.IsActive() || tr.Nodes() != 2 {
+			t.Fatalf("a failed RemoveAll changed the tree: a active %v, %d nodes", a.IsActive(), tr.Nodes())
+		}
+	})
+}
+
+// BenchmarkRemove measures the caller's cost of one removal under each
+// teardown policy (rcu) and the drain-based references (mutex, rwsem):
+//
+//	go test -run x -bench Remove -benchtime 200x ./kernfsim/
+func BenchmarkRemove(b *testing.B) {
+	cases := []struct {
+		lock string
+		gp   GPPolicy
+	}{{"mutex", ""}, {"rwsem", ""}, {"rcu", GPNormal}, {"rcu", GPExpedited}, {"rcu", GPDeferred}}
+	for _, c := range cases {
+		name := "lock=" + c.lock
+		if c.gp != "" {
+			name += "/gp=" + string(c.gp)
+		}
+		b.Run(name, func(b *testing.B) {
+			s := locking.MustNew(c.lock)
+			tr := New(s, Options{GP: c.gp})
+			nodes := make([]*Node, b.N)
+			for i := range nodes {
+				nodes[i] = must(tr.Mkdir(tr.Root(), fmt.Sprintf("dev%d", i), 0o755))(b)
+			}
+			b.ResetTimer()
+			for _, n := range nodes {
+				if err := tr.Remove(context.Background(), n); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.StopTimer()
+			tr.Barrier()
+			if tr.Teardowns().Completed != uint64(b.N) {
+				b.Fatalf("%d teardowns completed, want %d", tr.Teardowns().Completed, b.N)
+			}
+		})
+	}
+}
