@@ -27,14 +27,35 @@ const MaxDeviceAttrs = 64
 // and nothing changes on error.
 type ABI struct {
 	t       *Tree
-	devices *Node // devices/kernfsim
-	class   *Node // class/kernfsim
+	devices *Node        // devices/kernfsim; immutable
+	class   *Node        // class/kernfsim; immutable
+	max     int64        // immutable: most devices at once
+	count   atomic.Int64 // devices existing or being created
+}
+
+// DefaultMaxDevices is how many devices new_device makes at most, unless
+// ABIOptions says otherwise; past it new_device fails with ENOSPC.
+const DefaultMaxDevices = 100_000
+
+// ABIOptions configure the in-tree ABI.
+type ABIOptions struct {
+	Stats      Source // contents of kernel/kernfsim/stats; nil: no stats file
+	MaxDevices int    // 0 means DefaultMaxDevices
 }
 
 // AddABI adds the control files and directories to t. stats, if not nil,
 // is the contents of kernel/kernfsim/stats.
 func AddABI(t *Tree, stats Source) (*ABI, error) {
-	a := &ABI{t: t}
+	return AddABIWith(t, ABIOptions{Stats: stats})
+}
+
+// AddABIWith is AddABI with options.
+func AddABIWith(t *Tree, opts ABIOptions) (*ABI, error) {
+	stats := opts.Stats
+	a := &ABI{t: t, max: int64(opts.MaxDevices)}
+	if a.max <= 0 {
+		a.max = DefaultMaxDevices
+	}
 	mk := func(path ...string) *Node {
 		d := t.Root()
 		for _, p := range path {
@@ -88,10 +109,16 @@ func parseNewDevice(data []byte) (name string, nattrs int, e syscall.Errno) {
 	return name, nattrs, 0
 }
 
-// Create makes device name with nattrs extra attributes.
+// Create makes device name with nattrs extra attributes: ENOSPC past the
+// device limit, EEXIST for a name taken.
 func (a *ABI) Create(name string, nattrs int) error {
+	if a.count.Add(1) > a.max {
+		a.count.Add(-1)
+		return &fs.PathError{Op: "new_device", Path: name, Err: syscall.ENOSPC}
+	}
 	d, err := a.t.Mkdir(a.devices, name, 0o755)
 	if err != nil {
+		a.count.Add(-1)
 		return err
 	}
 	var reads atomic.Uint64
@@ -134,6 +161,9 @@ func (a *ABI) Delete(ctx context.Context, names ...string) error {
 		}
 	}
 	err := a.t.RemoveAll(ctx, nodes...)
+	if err == nil {
+		a.count.Add(-int64(len(names)))
+	}
 	if errors.Is(err, syscall.ENOENT) {
 		// a concurrent delete_device won the race for one of them
 		return &fs.PathError{Op: "delete_device", Path: strings.Join(names, " "), Err: syscall.ENODEV}

@@ -94,3 +94,16 @@ func TestABIBadInput(t *testing.T) {
 	_, err := w.Open(Cred{Uid: 1000}, "bus/kernfsim/new_device", os.O_WRONLY)
 	wantErrno(t, err, syscall.EACCES)
 }
+
+func TestABIMaxDevices(t *testing.T) {
+	tr := newTestTree(t, "rcu")
+	must(AddABIWith(tr, ABIOptions{MaxDevices: 2}))(t)
+	w := NewWalker(tr, WalkerOptions{})
+	noErr(t, writeCtl(t, w, "bus/kernfsim/new_device", "a"))
+	noErr(t, writeCtl(t, w, "bus/kernfsim/new_device", "b"))
+	if err := writeCtl(t, w, "bus/kernfsim/new_device", "c"); !errors.Is(err, syscall.ENOSPC) {
+		t.Fatalf("third device with a limit of 2: got %v, want ENOSPC", err)
+	}
+	noErr(t, writeCtl(t, w, "bus/kernfsim/delete_device", "a"))
+	noErr(t, writeCtl(t, w, "bus/kernfsim/new_device", "c"))
+}
