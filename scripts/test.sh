@@ -12,3 +12,8 @@ fi
 go vet ./...
 go test -race -count=1 ./...
 GOMAXPROCS=1 go test -count=1 -run 'Torture|Grace|Differential' ./locking/ ./kernfsim/
+
+# Each fuzz target briefly (its seed corpus also runs in the go test above).
+for target in FuzzControlFiles FuzzWalk FuzzValidateName; do
+	go test -run '^$' -fuzz "^${target}\$" -fuzztime 10s ./kernfsim/
+done

@@ -1,0 +1,158 @@
+package kernfsim
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"strings"
+	"syscall"
+	"testing"
+)
+
+// snapshot renders every node of tr (path, kind, mode, owner, contents of
+// readable attributes) in a fixed order, so two snapshots are equal
+// exactly when the tree is. Dynamic attributes must be frozen.
+func snapshot(t testing.TB, tr *Tree) string {
+	t.Helper()
+	var b strings.Builder
+	fsys := tr.FS(RootCred)
+	err := fs.WalkDir(fsys, ".", func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		st := info.Sys().(Stat)
+		fmt.Fprintf(&b, "%s %v %d:%d", path, info.Mode(), st.Uid, st.Gid)
+		if info.Mode().IsRegular() && info.Mode()&0o444 != 0 {
+			data, _ := fs.ReadFile(fsys, path)
+			fmt.Fprintf(&b, " %q", data)
+		}
+		b.WriteByte('\n')
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b.String()
+}
+
+// newFuzzTree is a small synthetic machine with the ABI and one device.
+func newFuzzTree(t testing.TB) (*Tree, *Walker) {
+	tr := newTestTree(t, "rwsem")
+	c := SynthConfig{CPUs: 2, Sockets: 1, ThreadsPerCore: 1, MemBlocks: 2, Netdevs: 1, Disks: 1}.WithDefaults()
+	if err := BuildSynthetic(tr, c); err != nil {
+		t.Fatal(err)
+	}
+	must(AddABI(tr, nil))(t)
+	w := NewWalker(tr, WalkerOptions{})
+	f := must(w.Open(RootCred, "bus/kernfsim/new_device", os.O_WRONLY))(t)
+	must(f.Write(t.Context(), []byte("dev0 1")))(t)
+	f.Release()
+	tr.Freeze(true)
+	return tr, w
+}
+
+// writeFile writes data to path as root and returns the write's error.
+func writeFile(w *Walker, path string, data []byte) error {
+	f, err := w.Open(RootCred, path, os.O_WRONLY)
+	if err != nil {
+		return err
+	}
+	defer f.Release()
+	_, err = f.Write(context.Background(), data)
+	return err
+}
+
+// rejections are the errnos bad input may get.
+var rejections = []syscall.Errno{syscall.EINVAL, syscall.EEXIST, syscall.ENODEV, syscall.ENAMETOOLONG, syscall.ENOSPC}
+
+func isRejection(err error) bool {
+	for _, e := range rejections {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	return false
+}
+
+// FuzzControlFiles writes arbitrary bytes to the control files and the
+// writable attributes. Every write either succeeds or is rejected with a
+// clear errno, and a rejected write leaves the tree exactly as it was.
+func FuzzControlFiles(f *testing.F) {
+	for _, s := range []string{"dev1", "dev1 3\n", "dev0", "", "\n", "a/b", "..", "x 99", "dev0 dev0", strings.Repeat("y", 300), "nul\x00", "0", "1\n", "online", "offline"} {
+		f.Add(0, []byte(s))
+		f.Add(1, []byte(s))
+		f.Add(2, []byte(s))
+	}
+	targets := []string{"bus/kernfsim/new_device", "bus/kernfsim/delete_device",
+		"devices/system/cpu/cpu1/online", "devices/system/memory/memory0/online", "devices/system/memory/memory1/state"}
+	f.Fuzz(func(t *testing.T, which int, data []byte) {
+		tr, w := newFuzzTree(t)
+		path := targets[uint(which)%uint(len(targets))]
+		before := snapshot(t, tr)
+		err := writeFile(w, path, data)
+		switch {
+		case err == nil:
+		case isRejection(err):
+			if after := snapshot(t, tr); after != before {
+				t.Fatalf("write %q to %s was rejected (%v) but changed the tree", data, path, err)
+			}
+		default:
+			t.Fatalf("write %q to %s: got %v, want success or one of %v", data, path, err, rejections)
+		}
+	})
+}
+
+// FuzzWalk resolves arbitrary paths: never a panic, and every failure is a
+// *fs.PathError for that path carrying an errno.
+func FuzzWalk(f *testing.F) {
+	for _, s := range []string{"devices/system/cpu/cpu0/topology/core_id", "class/net/lo/../lo/mtu", "/", "", "a//b", "../../..", strings.Repeat("a/", 100), "class/net/lo/address/x", "\x00"} {
+		f.Add(s)
+	}
+	tr, w := newFuzzTree(f)
+	user := Cred{Uid: 1000, Gid: 1000}
+	f.Fuzz(func(t *testing.T, path string) {
+		n, err := w.Resolve(user, path)
+		var pe *fs.PathError
+		var errno syscall.Errno
+		switch {
+		case err == nil && n == nil:
+			t.Fatalf("Resolve(%q): no node and no error", path)
+		case err != nil && (!errors.As(err, &pe) || pe.Path != path || !errors.As(err, &errno)):
+			t.Fatalf("Resolve(%q): got %v (%T), want a *fs.PathError for the path with an errno", path, err, err)
+		case err == nil && !n.IsActive():
+			t.Fatalf("Resolve(%q) returned a removed node", path)
+		}
+		_ = tr
+	})
+}
+
+// FuzzValidateName checks names: an accepted name can be created and
+// looked up; a rejected one gets EINVAL or ENAMETOOLONG and changes nothing.
+func FuzzValidateName(f *testing.F) {
+	for _, s := range []string{"eth0", "", ".", "..", "a/b", "a\nb", "ü", strings.Repeat("z", 256), "..."} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, name string) {
+		tr := newTestTree(t, "rcu")
+		n, err := tr.Mkdir(tr.Root(), name, 0o755)
+		if e := ValidateName(name); e != 0 {
+			if !errors.Is(err, e) || tr.Nodes() != 1 {
+				t.Fatalf("Mkdir(%q): got %v and %d nodes, want %v and nothing added", name, err, tr.Nodes(), e)
+			}
+			return
+		}
+		if err != nil {
+			t.Fatalf("Mkdir(%q) of a valid name: %v", name, err)
+		}
+		if got := must(tr.Lookup(tr.Root(), name))(t); got != n || bytes.ContainsAny([]byte(name), "/\x00") {
+			t.Fatalf("Lookup(%q) found %p, want %p", name, got, n)
+		}
+	})
+}
