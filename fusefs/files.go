@@ -34,15 +34,17 @@ func (s *Server) Open(_ <-chan struct{}, in *fuse.OpenIn, out *fuse.OpenOut) fus
 	return fuse.OK
 }
 
-// Read is READ of an open attribute.
-func (s *Server) Read(_ <-chan struct{}, in *fuse.ReadIn, buf []byte) (fuse.ReadResult, fuse.Status) {
+// Read is READ of an open attribute. A FUSE INTERRUPT for it (the client
+// got a signal) closes cancel, which the attribute's Show sees as its ctx
+// being done.
+func (s *Server) Read(cancel <-chan struct{}, in *fuse.ReadIn, buf []byte) (fuse.ReadResult, fuse.Status) {
 	s.stats.count(opRead)
 	h := s.handles.get(in.Fh)
 	if h == nil {
 		return nil, fuse.EBADF
 	}
 	h.mu.Lock()
-	n, err := h.f.Read(buf[:min(len(buf), int(in.Size))], int64(in.Offset))
+	n, err := h.f.ReadInterruptible(cancel, buf[:min(len(buf), int(in.Size))], int64(in.Offset))
 	h.mu.Unlock()
 	if err != nil && err != io.EOF {
 		return nil, status(err)

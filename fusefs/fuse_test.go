@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"syscall"
 	"testing"
@@ -309,5 +310,50 @@ func TestDeferredTeardownOverFUSE(t *testing.T) {
 	// each delete_device tears down two nodes: the device and its class link
 	if st := tr.Teardowns(); st.Queued != 2*(n+1) || st.Completed != st.Queued {
 		t.Fatalf("after unmount with teardowns queued: %+v, want %d queued and all completed", st, 2*(n+1))
+	}
+}
+
+// hangingShow blocks until its ctx is done (a well-behaved slow source).
+type hangingShow struct {
+	entered  chan struct{}
+	canceled chan struct{}
+}
+
+func (h *hangingShow) Show(ctx context.Context, buf *bytes.Buffer) error {
+	h.entered <- struct{}{}
+	<-ctx.Done()
+	close(h.canceled)
+	return ctx.Err()
+}
+
+// TestInterruptReleasesHangingShow kills a client blocked in a read whose
+// Show hangs: the kernel's FUSE INTERRUPT cancels the Show's ctx, the
+// request ends, and removing the node completes.
+func TestInterruptReleasesHangingShow(t *testing.T) {
+	tr, _ := newServedTree(t, "rcu")
+	m := mountTest(t, tr, MountOptions{})
+	src := &hangingShow{entered: make(chan struct{}), canceled: make(chan struct{})}
+	n := must(tr.AddAttr(tr.Root(), "hang", 0o444, src))(t)
+	cat := exec.Command("cat", filepath.Join(m.Mountpoint, "hang"))
+	if err := cat.Start(); err != nil {
+		t.Fatal(err)
+	}
+	<-src.entered
+	cat.Process.Kill()
+	cat.Wait()
+	select {
+	case <-src.canceled:
+	case <-time.After(10 * time.Second):
+		t.Fatal("killing the reader did not cancel the hanging Show (no FUSE INTERRUPT reached it)")
+	}
+	removed := make(chan error, 1)
+	go func() { removed <- tr.Remove(context.Background(), n) }()
+	select {
+	case err := <-removed:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("removal of the node stayed blocked after the interrupted read")
 	}
 }

@@ -163,6 +163,15 @@ func (f *File) Node() *Node { return f.n }
 // snapshot, as seq_file does; later offsets read the same snapshot, so a
 // reader sees one whole value.
 func (f *File) Read(p []byte, off int64) (int, error) {
+	return f.ReadInterruptible(nil, p, off)
+}
+
+// ReadInterruptible is Read whose Show sees a ctx that is done once
+// interrupt is closed (a FUSE INTERRUPT: the client got a signal). A Show
+// that watches its ctx then returns and the read fails with EINTR; a Show
+// that ignores it keeps its node's removal waiting until it returns, as a
+// hung show() blocks kernfs_remove in Linux.
+func (f *File) ReadInterruptible(interrupt <-chan struct{}, p []byte, off int64) (int, error) {
 	if f.n.kind != KindAttr {
 		return 0, &fs.PathError{Op: "read", Path: f.n.Path(), Err: syscall.EISDIR}
 	}
@@ -175,7 +184,15 @@ func (f *File) Read(p []byte, off int64) (int, error) {
 	defer f.t.putActive(f.n)
 	if off == 0 || !f.shown {
 		f.buf.Reset()
-		if err := f.n.source.Show(f.t.readCtx, &f.buf); err != nil {
+		ctx := f.t.readCtx
+		if interrupt != nil {
+			ctx = interruptCtx{Context: ctx, done: interrupt}
+		}
+		if err := f.n.source.Show(ctx, &f.buf); err != nil {
+			f.shown = false
+			if ctx.Err() != nil {
+				err = syscall.EINTR
+			}
 			return 0, &fs.PathError{Op: "read", Path: f.n.Path(), Err: err}
 		}
 		f.buf.Truncate(min(f.buf.Len(), PageSize))
@@ -187,9 +204,9 @@ func (f *File) Read(p []byte, off int64) (int, error) {
 	return copy(p, f.buf.Bytes()[off:]), nil
 }
 
-// Write passes p whole to the attribute's Store: EINVAL over PageSize bytes (a sysfs
-// store takes one page),
-// ENODEV once the node is removed, and Store's own error otherwise.
+// Write passes p whole to the attribute's Store: EINVAL over PageSize
+// bytes (a sysfs store takes one page), ENODEV once the node is removed,
+// and Store's own error otherwise.
 func (f *File) Write(ctx context.Context, p []byte) (int, error) {
 	fail := func(e error) (int, error) { return 0, &fs.PathError{Op: "write", Path: f.n.Path(), Err: e} }
 	st, ok := f.n.source.(Storer)
@@ -245,5 +262,22 @@ func breakActiveProtection(ctx context.Context, t *Tree, top *Node) {
 			h.released = true
 			return
 		}
+	}
+}
+
+// interruptCtx is the tree's read context, done when done is closed.
+type interruptCtx struct {
+	context.Context
+	done <-chan struct{}
+}
+
+func (c interruptCtx) Done() <-chan struct{} { return c.done }
+
+func (c interruptCtx) Err() error {
+	select {
+	case <-c.done:
+		return context.Canceled
+	default:
+		return nil
 	}
 }
