@@ -53,6 +53,9 @@ func MountTree(tree *kernfsim.Tree, mountpoint string, opts MountOptions) (*Moun
 	if err != nil {
 		return nil, usage("mountpoint %q: %v", mountpoint, err)
 	}
+	if real, err := filepath.EvalSymlinks(mnt); err == nil {
+		mnt = real // so a live mount reached through a symlink is recognised
+	}
 	if err := CheckMountpoint(mnt, opts.Force); err != nil {
 		return nil, err
 	}
@@ -101,23 +104,25 @@ func (m *Mount) Done() <-chan struct{} { return m.done }
 func (m *Mount) Unmount() error {
 	m.Server.tree.Barrier()
 	defer m.Server.Close()
-	errc := make(chan error, 1)
-	go func() { errc <- m.fuse.Unmount() }()
-	select {
-	case err := <-errc:
-		if err == nil {
-			<-m.done
-			return nil
+	err := unix.Unmount(m.Mountpoint, 0)
+	switch {
+	case err == nil:
+	case errors.Is(err, syscall.EPERM):
+		// mounted through fusermount3 by a user: let it unmount
+		if err := m.fuse.Unmount(); err != nil {
+			return fmt.Errorf("unmount %s: %w", m.Mountpoint, err)
 		}
-	case <-time.After(time.Second):
+	default:
+		// busy (open files, a cwd inside): detach it and cut the connection
+		unix.Unmount(m.Mountpoint, unix.MNT_DETACH)
+		m.abort()
 	}
-	unix.Unmount(m.Mountpoint, unix.MNT_DETACH)
-	m.abort()
 	select {
 	case <-m.done:
 		return nil
 	case <-time.After(2 * time.Second):
-		return fmt.Errorf("unmount %s: the server did not stop", m.Mountpoint)
+		m.abort()
+		return fmt.Errorf("unmount %s: the server did not stop within 2 s; the connection was aborted", m.Mountpoint)
 	}
 }
 

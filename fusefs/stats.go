@@ -90,13 +90,13 @@ func (f *StatsFile) Show(_ context.Context, buf *bytes.Buffer) error {
 	st := f.tree.Strategy()
 	ls := st.Stats()
 	line := func(k string, v any) { fmt.Fprintf(buf, "%s %v\n", k, v) }
-	line("lock", st.Name())
+	line("server.lock", st.Name())
 	if s := f.srv.Load(); s != nil {
+		line("server.nodeids", s.Nodeids())
+		line("server.open_files", s.OpenFiles())
 		for i, n := range s.stats.Requests() {
 			line("requests."+Opcodes[i], n)
 		}
-		line("nodeids", s.Nodeids())
-		line("open_files", s.OpenFiles())
 	}
 	line("tree.nodes", f.tree.Nodes())
 	td := f.tree.Teardowns()

@@ -58,7 +58,7 @@ func readStats(mnt string) ([][2]string, error) {
 // requests by opcode, non-zero ones only), the tree, the lock's counters
 // and the grace periods.
 func printStats(out io.Writer, kv [][2]string) error {
-	titles := map[string]string{"": "server", "requests": "requests", "tree": "tree", "lock": "lock counters", "grace": "grace periods"}
+	titles := map[string]string{"server": "server", "requests": "requests", "tree": "tree", "lock": "lock counters", "grace": "grace periods"}
 	bw := bufio.NewWriter(out)
 	section := "-"
 	for _, p := range kv {

@@ -1,0 +1,8 @@
+// Package tests holds end-to-end tests: they build cmd/kernfsim, run it as
+// a subprocess on real FUSE mounts and check it from the outside, as a
+// user would (status line, exit statuses, signals, permissions of other
+// users, `kernfsim tree` against what the mount serves).
+//
+// Tests that need FUSE skip where /dev/fuse is missing or the test does not
+// run as root, but fail when the CI environment variable is set.
+package tests

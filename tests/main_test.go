@@ -1,0 +1,116 @@
+package tests
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// kernfsimBin is the kernfsim binary TestMain builds.
+var kernfsimBin string
+
+// raceBuild is set by race_test.go when the tests run with -race; the
+// binary is then built with -race too, so a data race in the server fails
+// the test that exercised it (the race detector exits 66).
+var raceBuild bool
+
+var allLocks = []string{"mutex", "rwsem", "rcu", "none"}
+
+// smallTree are the tree flags of a small machine: fast to build and walk.
+var smallTree = []string{"--cpus", "4", "--sockets", "1", "--mem-blocks", "8", "--netdevs", "1", "--disks", "1"}
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "kernfsim-e2e-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	kernfsimBin = filepath.Join(dir, "kernfsim")
+	code := 1
+	if err := build(kernfsimBin, "github.com/kernfsim/kernfsim/cmd/kernfsim"); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+	} else {
+		code = m.Run()
+	}
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// build runs go build for pkg into out.
+func build(out, pkg string) error {
+	gobin, err := exec.LookPath("go")
+	if err != nil {
+		return fmt.Errorf("building %s: %w", pkg, err)
+	}
+	args := []string{"build", "-o", out}
+	if raceBuild {
+		args = append(args, "-race")
+	}
+	cmd := exec.Command(gobin, append(args, pkg)...)
+	if b, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("go %s: %v\n%s", strings.Join(cmd.Args[1:], " "), err, b)
+	}
+	return nil
+}
+
+// requireFUSE skips without /dev/fuse or root, but fails when CI is set:
+// CI machines must run the FUSE tests.
+func requireFUSE(t testing.TB) {
+	t.Helper()
+	_, err := os.Stat("/dev/fuse")
+	switch {
+	case err == nil && os.Geteuid() == 0:
+		return
+	case os.Getenv("CI") != "":
+		t.Fatalf("FUSE tests need /dev/fuse and root under CI (stat /dev/fuse: %v, euid %d)", err, os.Geteuid())
+	default:
+		t.Skipf("no FUSE here (stat /dev/fuse: %v, euid %d)", err, os.Geteuid())
+	}
+}
+
+// kernfsimCmd is the command kernfsim args. A binary built with -race
+// would sleep 1 s at exit (GORACE atexit_sleep_ms), which would count in
+// the SIGTERM-to-exit times: it is told not to.
+func kernfsimCmd(ctx context.Context, args ...string) *exec.Cmd {
+	cmd := exec.CommandContext(ctx, kernfsimBin, args...)
+	if raceBuild && os.Getenv("GORACE") == "" {
+		cmd.Env = append(os.Environ(), "GORACE=atexit_sleep_ms=0")
+	}
+	return cmd
+}
+
+// result is how a finished kernfsim command ended.
+type result struct {
+	stdout, stderr string
+	code           int
+}
+
+// runKernfsim runs kernfsim with args to completion. A command still
+// running after 15 s (say, a mount that should have been refused) gets
+// SIGTERM and fails the test.
+func runKernfsim(t testing.TB, args ...string) result {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	cmd := kernfsimCmd(ctx, args...)
+	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
+	cmd.WaitDelay = 5 * time.Second
+	var stdout, stderr strings.Builder
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	if ctx.Err() != nil {
+		t.Fatalf("kernfsim %s: still running after 15 s (stdout %q, stderr %q)", strings.Join(args, " "), stdout.String(), stderr.String())
+	}
+	var ee *exec.ExitError
+	if err != nil && !errors.As(err, &ee) {
+		t.Fatalf("kernfsim %s: %v", strings.Join(args, " "), err)
+	}
+	return result{stdout: stdout.String(), stderr: stderr.String(), code: cmd.ProcessState.ExitCode()}
+}

@@ -1,0 +1,60 @@
+package tests
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// TestKillThenForce kills the server with SIGKILL, leaving a dead mount:
+// stat says ENOTCONN, mount without --force refuses (exit 2, naming
+// --force), mount --force serves again.
+func TestKillThenForce(t *testing.T) {
+	requireFUSE(t)
+	mnt := newMountpoint(t)
+	killed := startServer(t, mnt, smallTree...)
+	core := filepath.Join(mnt, "devices/system/cpu/cpu0/topology/core_id")
+	if _, err := os.ReadFile(core); err != nil {
+		t.Fatalf("before kill -9: %v", err)
+	}
+	killed.signal(t, syscall.SIGKILL)
+	if _, err := os.Stat(mnt); !errors.Is(err, syscall.ENOTCONN) {
+		t.Fatalf("stat %s after kill -9: got %v, want ENOTCONN", mnt, err)
+	}
+	for _, args := range [][]string{{"mount", mnt}, {"stats", mnt}} {
+		r := runKernfsim(t, args...)
+		if r.code != 2 || !strings.Contains(r.stderr, "--force") {
+			t.Errorf("kernfsim %s on a dead mount: got exit %d, stderr %q; want exit 2 and a message naming --force", strings.Join(args, " "), r.code, r.stderr)
+		}
+	}
+	s := startServer(t, mnt, append([]string{"--force"}, smallTree...)...)
+	s.wantStatus(t, "rwsem")
+	if b, err := os.ReadFile(core); err != nil || string(b) != "0\n" {
+		t.Errorf("read %s after --force: got %q, %v; want \"0\\n\"", core, b, err)
+	}
+	s.stop(t)
+}
+
+// TestUnmountFromOutside unmounts a serving mount with umount(2): the
+// server notices, says so and exits 1.
+func TestUnmountFromOutside(t *testing.T) {
+	requireFUSE(t)
+	s := startServer(t, newMountpoint(t), smallTree...)
+	if err := unix.Unmount(s.mnt, 0); err != nil {
+		t.Fatalf("umount %s: %v", s.mnt, err)
+	}
+	select {
+	case <-s.done:
+	case <-time.After(exitDeadline):
+		t.Fatalf("the server still runs %v after its mount was unmounted", exitDeadline)
+	}
+	if code := s.cmd.ProcessState.ExitCode(); code != 1 || !strings.Contains(s.stderr.String(), "unmounted from outside") {
+		t.Errorf("got exit %d, stderr %q; want exit 1 and \"unmounted from outside\"", code, s.stderr)
+	}
+}

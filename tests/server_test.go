@@ -1,0 +1,232 @@
+package tests
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// statusDeadline bounds the wait for a server's status line: it is a
+// failure detector, not a synchronisation (the line is read from the pipe).
+const statusDeadline = 20 * time.Second
+
+// exitDeadline bounds the wait for a server to exit after a signal.
+const exitDeadline = 10 * time.Second
+
+// server is a `kernfsim mount` subprocess.
+type server struct {
+	mnt    string
+	cmd    *exec.Cmd
+	status string // the status line, without its newline
+	stderr *syncBuffer
+	done   chan struct{} // closed once the process has been waited for
+}
+
+// newMountpoint returns a fresh empty directory, its path with symlinks
+// resolved (as /proc/self/mountinfo shows it). When the test ends,
+// anything still mounted there is detached lazily, before the directory
+// is removed.
+func newMountpoint(t testing.TB) string {
+	t.Helper()
+	dir, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	mnt := filepath.Join(dir, "mnt")
+	if err := os.Mkdir(mnt, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { detachAll(t, mnt) })
+	return mnt
+}
+
+// detachAll lazily unmounts every mount on mnt.
+func detachAll(t testing.TB, mnt string) {
+	for i := 0; i < 8 && isMounted(t, mnt); i++ {
+		if err := unix.Unmount(mnt, unix.MNT_DETACH); err != nil {
+			t.Errorf("umount -l %s: %v", mnt, err)
+			return
+		}
+		t.Logf("cleanup: detached a mount left on %s", mnt)
+	}
+}
+
+// isMounted reports whether mnt is a mount point in this mount namespace.
+func isMounted(t testing.TB, mnt string) bool {
+	t.Helper()
+	b, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(line); len(f) > 4 && unescapeMountinfo(f[4]) == mnt {
+			return true
+		}
+	}
+	return false
+}
+
+// unescapeMountinfo undoes mountinfo's octal escapes (\040 for a space).
+func unescapeMountinfo(s string) string {
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+3 < len(s) {
+			if v, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
+				b.WriteByte(byte(v))
+				i += 3
+				continue
+			}
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}
+
+// startServer runs `kernfsim mount MNT args...` and returns once it has
+// printed its status line. When the test ends the server gets SIGTERM
+// (SIGKILL if it has not exited 10 s later) and whatever it left mounted
+// is detached.
+func startServer(t testing.TB, mnt string, args ...string) *server {
+	t.Helper()
+	requireFUSE(t)
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &server{mnt: mnt, stderr: new(syncBuffer), done: make(chan struct{})}
+	s.cmd = kernfsimCmd(context.Background(), append([]string{"mount", mnt}, args...)...)
+	s.cmd.Stdout, s.cmd.Stderr = w, s.stderr
+	err = s.cmd.Start()
+	w.Close()
+	if err != nil {
+		r.Close()
+		t.Fatal(err)
+	}
+	go func() { s.cmd.Wait(); close(s.done) }()
+	t.Cleanup(func() { s.cleanup(t) })
+	lines := make(chan string, 1)
+	go readStatus(r, lines)
+	select {
+	case line, ok := <-lines:
+		if !ok {
+			<-s.done
+			t.Fatalf("kernfsim mount %s: exited (%v) without a status line; stderr:\n%s", mnt, s.cmd.ProcessState, s.stderr)
+		}
+		s.status = line
+	case <-time.After(statusDeadline):
+		t.Fatalf("kernfsim mount %s: no status line after %v; stderr:\n%s", mnt, statusDeadline, s.stderr)
+	}
+	return s
+}
+
+// readStatus sends the first line of r on lines (or closes lines at EOF),
+// then drains r so the server never blocks writing to stdout.
+func readStatus(r *os.File, lines chan<- string) {
+	defer r.Close()
+	br := bufio.NewReader(r)
+	line, err := br.ReadString('\n')
+	if err != nil {
+		close(lines)
+		return
+	}
+	lines <- strings.TrimSuffix(line, "\n")
+	io.Copy(io.Discard, br)
+}
+
+// exited reports whether the process has exited.
+func (s *server) exited() bool {
+	select {
+	case <-s.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// signal sends sig to the server and waits up to exitDeadline for it to
+// exit, returning how long that took, or fails the test.
+func (s *server) signal(t testing.TB, sig syscall.Signal) time.Duration {
+	t.Helper()
+	start := time.Now()
+	if err := s.cmd.Process.Signal(sig); err != nil {
+		t.Fatalf("kill -%d %d: %v", sig, s.cmd.Process.Pid, err)
+	}
+	select {
+	case <-s.done:
+		return time.Since(start)
+	case <-time.After(exitDeadline):
+		t.Fatalf("kernfsim mount %s: still running %v after signal %v; stderr:\n%s", s.mnt, exitDeadline, sig, s.stderr)
+		return 0
+	}
+}
+
+// stop sends SIGTERM and checks a clean exit: status 0, nothing left
+// mounted, the mountpoint usable again.
+func (s *server) stop(t testing.TB) time.Duration {
+	t.Helper()
+	d := s.signal(t, syscall.SIGTERM)
+	if code := s.cmd.ProcessState.ExitCode(); code != 0 {
+		t.Errorf("exit status after SIGTERM: got %d, want 0; stderr:\n%s", code, s.stderr)
+	}
+	if isMounted(t, s.mnt) {
+		t.Errorf("%s is still in /proc/self/mountinfo after the server exited", s.mnt)
+	} else if _, err := os.Stat(s.mnt); err != nil {
+		t.Errorf("stat %s after the server exited: %v", s.mnt, err)
+	}
+	return d
+}
+
+func (s *server) cleanup(t testing.TB) {
+	if !s.exited() {
+		s.cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-s.done:
+		case <-time.After(exitDeadline):
+			t.Errorf("kernfsim mount %s: still running %v after SIGTERM; killing it", s.mnt, exitDeadline)
+			s.cmd.Process.Kill()
+			<-s.done
+		}
+	}
+	detachAll(t, s.mnt)
+}
+
+// syncBuffer is a bytes.Buffer safe for one writer and concurrent readers.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer // protected by mu
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// wantStatus checks the status line names the mountpoint and the lock.
+func (s *server) wantStatus(t testing.TB, lock string) {
+	t.Helper()
+	prefix := "kernfsim: serving "
+	want := fmt.Sprintf(" on %s: lock=%s ", s.mnt, lock)
+	if !strings.HasPrefix(s.status, prefix) || !strings.Contains(s.status, want) {
+		t.Errorf("status line: got %q, want %q...%q...", s.status, prefix, want)
+	}
+}
