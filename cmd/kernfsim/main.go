@@ -4,6 +4,7 @@
 //	kernfsim mount MOUNTPOINT [flags]  serve the tree over FUSE until SIGINT/SIGTERM
 //	kernfsim tree [tree flags]         print the tree's nodes, like find
 //	kernfsim stats MOUNTPOINT          pretty-print a mount's live counters
+//	kernfsim cpuinfo [tree flags]      print a /proc/cpuinfo consistent with the tree
 //
 // Exit status: 0 on success, 2 for a bad command line (unknown command or
 // flag, a flag value out of range), 1 for anything that fails at run time.
@@ -63,7 +64,7 @@ func newRootCmd() *cobra.Command {
 	}
 	root.SetVersionTemplate("kernfsim {{.Version}}\n")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &cli.UsageError{Err: err} })
-	root.AddCommand(newTreeCmd(), mountcmd.New(), newStatsCmd())
+	root.AddCommand(newTreeCmd(), mountcmd.New(), newStatsCmd(), newCPUInfoCmd())
 	return root
 }
 

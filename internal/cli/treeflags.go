@@ -5,6 +5,7 @@ package cli
 import (
 	"errors"
 	"fmt"
+	"os"
 	"slices"
 	"strings"
 	"time"
@@ -19,20 +20,22 @@ import (
 // TreeFlags choose and size the tree a command works on; tree, mount and
 // cpuinfo share them.
 type TreeFlags struct {
-	lock  string
-	tree  string
-	synth kernfsim.SynthConfig // NUMANodes 0 means one per socket
-	gp    string
-	grace locking.GraceConfig
+	lock    string
+	tree    string               // "synthetic" or "host"
+	hostDir string               // --tree host[:DIR]: the directory mirrored
+	synth   kernfsim.SynthConfig // NUMANodes 0 means one per socket
+	gp      string
+	grace   locking.GraceConfig
+	flags   *pflag.FlagSet // to tell which flags were given
 }
 
 // AddTreeFlags defines the tree flags on fs, defaulting to
 // kernfsim.SynthConfig{}.WithDefaults() under rwsem.
 func AddTreeFlags(fs *pflag.FlagSet, f *TreeFlags) {
 	d := kernfsim.SynthConfig{}.WithDefaults()
-	f.lock, f.tree, f.synth.MemBlockSize = "rwsem", "synthetic", d.MemBlockSize
+	f.lock, f.tree, f.synth.MemBlockSize, f.flags = "rwsem", "synthetic", d.MemBlockSize, fs
 	fs.Var(&choiceValue{&f.lock, locking.Names}, "lock", "lock strategy: "+strings.Join(locking.Names, ", "))
-	fs.Var(&treeValue{&f.tree}, "tree", "tree to build: synthetic (host[:DIR] is not yet supported)")
+	fs.Var(&treeValue{&f.tree, &f.hostDir}, "tree", "tree to build: synthetic, or host[:DIR] for a snapshot of DIR (default /sys)")
 	fs.IntVar(&f.synth.CPUs, "cpus", d.CPUs, "logical CPUs")
 	fs.IntVar(&f.synth.Sockets, "sockets", d.Sockets, "CPU sockets (packages)")
 	fs.IntVar(&f.synth.ThreadsPerCore, "threads-per-core", d.ThreadsPerCore, "SMT threads per core")
@@ -57,29 +60,30 @@ func (f *TreeFlags) config() kernfsim.SynthConfig {
 	return c
 }
 
-// Built is a tree as the commands serve it: the synthetic sysfs plus the
-// in-tree ABI (bus/kernfsim, kernel/kernfsim/stats), sealed.
+// Built is a tree as the commands serve it: the synthetic sysfs or a
+// host's mirror, plus the in-tree ABI (bus/kernfsim,
+// kernel/kernfsim/stats), sealed.
 type Built struct {
 	Tree  *kernfsim.Tree
 	Stats *fusefs.StatsFile // bind it to the FUSE server once there is one
+	// Report says what a host mirror loaded and left out, in a few lines
+	// for the user; "" for a synthetic tree.
+	Report string
 }
 
 // Build makes the tree the flags describe. A flag value out of range is a
 // *UsageError naming the flag.
 func (f *TreeFlags) Build() (*Built, error) {
-	c := f.config()
-	if err := c.Validate(); err != nil {
-		return nil, &UsageError{Err: flagError(err)}
-	}
-	if f.grace.Tick <= 0 || f.grace.ExpediteCost < 0 {
-		return nil, &UsageError{Err: fmt.Errorf("invalid --gp-tick %v or --expedite-cost %v: the tick must be positive, the cost 0 or more", f.grace.Tick, f.grace.ExpediteCost)}
+	if err := f.validate(); err != nil {
+		return nil, err
 	}
 	s, err := locking.New(f.lock, locking.Options{Grace: f.grace})
 	if err != nil {
 		return nil, &UsageError{Err: err}
 	}
 	t := kernfsim.New(s, kernfsim.Options{GP: kernfsim.GPPolicy(f.gp)})
-	if err := kernfsim.BuildSynthetic(t, c); err != nil {
+	report, err := f.populate(t)
+	if err != nil {
 		return nil, &RuntimeError{Err: err}
 	}
 	stats := fusefs.NewStatsFile(t)
@@ -87,8 +91,48 @@ func (f *TreeFlags) Build() (*Built, error) {
 		return nil, &RuntimeError{Err: err}
 	}
 	t.Seal()
-	return &Built{Tree: t, Stats: stats}, nil
+	return &Built{Tree: t, Stats: stats, Report: report}, nil
 }
+
+// populate builds the synthetic tree or loads the host mirror into t.
+func (f *TreeFlags) populate(t *kernfsim.Tree) (report string, err error) {
+	if f.tree != "host" {
+		return "", kernfsim.BuildSynthetic(t, f.config())
+	}
+	rep, err := kernfsim.MirrorHost(t, f.hostDir, kernfsim.MirrorOptions{})
+	if err != nil {
+		return "", err
+	}
+	return rep.String(), nil
+}
+
+// synthFlags are the flags that size a synthetic tree only.
+var synthFlags = []string{"cpus", "sockets", "threads-per-core", "numa-nodes", "mem-blocks", "netdevs", "disks"}
+
+// validate checks the flags' values against each other: a *UsageError
+// naming the flag.
+func (f *TreeFlags) validate() error {
+	if f.tree == "host" {
+		for _, name := range synthFlags {
+			if f.flags != nil && f.flags.Changed(name) {
+				return &UsageError{Err: fmt.Errorf("--%s sizes a synthetic tree; it does not apply to --tree host", name)}
+			}
+		}
+		if st, err := os.Stat(f.hostDir); err != nil || !st.IsDir() {
+			return &UsageError{Err: fmt.Errorf("invalid value for --tree: host:%s is not a directory (%v)", f.hostDir, err)}
+		}
+	} else if err := f.config().Validate(); err != nil {
+		return &UsageError{Err: flagError(err)}
+	}
+	if f.grace.Tick <= 0 || f.grace.ExpediteCost < 0 {
+		return &UsageError{Err: fmt.Errorf("invalid --gp-tick %v or --expedite-cost %v: the tick must be positive, the cost 0 or more", f.grace.Tick, f.grace.ExpediteCost)}
+	}
+	return nil
+}
+
+// HostDir is the directory --tree host[:DIR] mirrors, and whether the
+// tree is a host mirror at all.
+func (f *TreeFlags) HostDir() (string, bool) { return f.hostDir, f.tree == "host" }
 
 // Lock is the chosen lock strategy's name.
 func (f *TreeFlags) Lock() string { return f.lock }
@@ -111,6 +155,9 @@ func (f *TreeFlags) LockDetail() string {
 
 // Describe names the tree in one phrase, for a status line.
 func (f *TreeFlags) Describe() string {
+	if f.tree == "host" {
+		return "mirror of " + f.hostDir
+	}
 	c := f.config()
 	return fmt.Sprintf("synthetic sysfs (%d CPUs in %d sockets, %d threads/core, %d NUMA nodes, %d memory blocks, %d netdevs, %d disks)",
 		c.CPUs, c.Sockets, c.ThreadsPerCore, c.NUMANodes, c.MemBlocks, c.Netdevs, c.Disks)
@@ -161,20 +208,30 @@ func (v *choiceValue) Set(s string) error {
 	return nil
 }
 
-// treeValue is --tree: synthetic; host[:DIR] is reserved for mirroring a
-// host's /sys.
-type treeValue struct{ p *string }
+// treeValue is --tree: synthetic, or host[:DIR] for a mirror of DIR
+// (default /sys).
+type treeValue struct{ kind, dir *string }
 
-func (v *treeValue) String() string { return *v.p }
-func (v *treeValue) Type() string   { return "kind" }
+func (v *treeValue) String() string {
+	if *v.kind == "host" {
+		return "host:" + *v.dir
+	}
+	return *v.kind
+}
+
+func (v *treeValue) Type() string { return "kind" }
 
 func (v *treeValue) Set(s string) error {
+	dir, isHost := strings.CutPrefix(s, "host:")
 	switch {
 	case s == "synthetic":
-		*v.p = s
-		return nil
-	case s == "host" || strings.HasPrefix(s, "host:"):
-		return errors.New("host trees are not yet supported; use synthetic")
+		*v.kind = s
+	case s == "host":
+		*v.kind, *v.dir = s, "/sys"
+	case isHost && dir != "":
+		*v.kind, *v.dir = "host", dir
+	default:
+		return errors.New("valid values are synthetic, host, host:DIR")
 	}
-	return errors.New("valid values are synthetic (host[:DIR] is not yet supported)")
+	return nil
 }

@@ -119,6 +119,9 @@ func serve(ctx context.Context, mountpoint string, f *flags, stdout, stderr io.W
 	if err != nil {
 		return err
 	}
+	if built.Report != "" {
+		fmt.Fprintln(stderr, "kernfsim: "+built.Report)
+	}
 	m, err := fusefs.MountTree(built.Tree, mountpoint, opts)
 	var ue *fusefs.UsageError
 	switch {

@@ -1,0 +1,603 @@
+package kernfsim
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// MirrorOptions tune MirrorHost. The zero value is the defaults.
+type MirrorOptions struct {
+	// MaxFileSize is the most bytes kept of an attribute, 1..PageSize; 0
+	// means PageSize, sysfs's own limit for text attributes (longer binary
+	// attributes, such as ACPI tables, are cut and counted).
+	MaxFileSize int
+	// ReadTimeout is how long one attribute's read may take; past it the
+	// read is abandoned and the attribute fails with ETIMEDOUT. 0 means
+	// DefaultMirrorReadTimeout.
+	ReadTimeout time.Duration
+	// Readers is how many attributes are read at once; 0 means
+	// DefaultMirrorReaders.
+	Readers int
+	// NoRead are attributes never read, because reading them changes the
+	// host or may hang it: each pattern (path.Match syntax) is matched
+	// against as many trailing components of the path as it has. They are
+	// added unread and fail EIO. nil means DefaultMirrorNoRead; an empty,
+	// non-nil slice reads everything.
+	NoRead []string
+}
+
+// DefaultMirrorNoRead are the sysfs attributes whose read has side
+// effects or may hang on faulty hardware.
+var DefaultMirrorNoRead = []string{
+	"zram-control/hot_add", // a read creates a zram device and returns its number
+	"vpd",                  // PCI Vital Product Data: a slow device transaction, hangs on some hardware
+	"w1_slave",             // a 1-Wire read starts a conversion on the bus (~750 ms)
+}
+
+// Defaults of MirrorOptions.
+const (
+	DefaultMirrorReadTimeout = time.Second
+	DefaultMirrorReaders     = 8
+)
+
+func (o MirrorOptions) withDefaults() MirrorOptions {
+	if o.MaxFileSize <= 0 || o.MaxFileSize > PageSize {
+		o.MaxFileSize = PageSize
+	}
+	if o.ReadTimeout <= 0 {
+		o.ReadTimeout = DefaultMirrorReadTimeout
+	}
+	if o.Readers <= 0 {
+		o.Readers = DefaultMirrorReaders
+	}
+	if o.NoRead == nil {
+		o.NoRead = DefaultMirrorNoRead
+	}
+	return o
+}
+
+// MirrorReport counts what MirrorHost loaded and what it left out, with
+// the reason for each thing left out.
+type MirrorReport struct {
+	Dir                   string
+	Dirs, Attrs, Symlinks int   // nodes added below the root
+	Bytes                 int64 // attribute contents kept
+	// Truncated are attributes longer than MaxFileSize, kept cut.
+	Truncated []string
+	// NotRead are attributes without a read bit, added without reading
+	// them: opening one for reading fails EACCES, as on the host.
+	NotRead int
+	// NoRead are the attributes matching MirrorOptions.NoRead, added
+	// unread: reading one fails EIO.
+	NoRead []string
+	// ReadErrors counts the attributes whose read failed on the host, by
+	// errno: they keep their mode and fail with the same errno.
+	ReadErrors map[syscall.Errno]int
+	// TimedOut are attributes whose read took longer than ReadTimeout
+	// (abandoned, never retried): they fail with ETIMEDOUT.
+	TimedOut []string
+	// Skipped are entries not mirrored, or directories mirrored without
+	// their contents, each with the reason.
+	Skipped []MirrorSkip
+	Elapsed time.Duration
+	Options MirrorOptions // as used, defaults filled in
+}
+
+// MirrorSkip is one entry MirrorHost left out, or a directory it did not
+// descend into.
+type MirrorSkip struct {
+	Path   string // below Dir
+	Reason string
+}
+
+// Reasons in MirrorSkip.
+const (
+	SkipMountPoint  = "mount point of another filesystem, added empty"
+	SkipUnreadable  = "directory unreadable, added empty"
+	SkipVanished    = "vanished while loading"
+	SkipFileType    = "not a directory, regular file or symlink"
+	SkipInvalidName = "name kernfsim cannot hold"
+	SkipBadSymlink  = "symlink unreadable"
+)
+
+// MirrorHost populates the empty tree t with a snapshot of the sysfs (or
+// any directory tree) at dir: directories, attribute files with their
+// modes, owners and contents, and symlinks with their exact targets. It
+// stays on dir's filesystem. Attributes are read once, by opts.Readers
+// goroutines, each read capped at opts.MaxFileSize bytes and abandoned
+// after opts.ReadTimeout, so a blocking attribute cannot hang the load.
+// A read that failed makes an attribute that fails with the same errno; a
+// writable attribute keeps what is written to it (a Value). The root takes
+// dir's mode and owner. The report counts everything added and lists
+// everything left out.
+//
+// Locking: host files are read without any tree lock; the tree's write
+// side is taken once per directory (AddBatch) and once for the root's
+// attributes, so a 100,000-entry directory costs one acquisition.
+func MirrorHost(t *Tree, dir string, opts MirrorOptions) (MirrorReport, error) {
+	start := time.Now()
+	rep := MirrorReport{Dir: dir, ReadErrors: map[syscall.Errno]int{}}
+	if n := t.Nodes(); n != 1 {
+		return rep, fmt.Errorf("mirror %s: the tree must be empty, it has %d nodes", dir, n)
+	}
+	var st syscall.Stat_t
+	if err := syscall.Stat(dir, &st); err != nil {
+		return rep, &fs.PathError{Op: "mirror", Path: dir, Err: err}
+	}
+	if st.Mode&syscall.S_IFMT != syscall.S_IFDIR {
+		return rep, &fs.PathError{Op: "mirror", Path: dir, Err: syscall.ENOTDIR}
+	}
+	rep.Options = opts.withDefaults()
+	m := newMirror(t, dir, st.Dev, rep.Options, &rep)
+	dirs := m.scan()
+	if err := m.build(dirs, st); err != nil {
+		return rep, err
+	}
+	rep.Elapsed = time.Since(start)
+	return rep, nil
+}
+
+// mirror is one MirrorHost load: a scanner that walks dir on the calling
+// goroutine and readers that read attributes meanwhile.
+type mirror struct {
+	t        *Tree
+	dir      string
+	dev      uint64 // dir's filesystem; nothing on another one is entered
+	opts     MirrorOptions
+	rep      *MirrorReport // written by the scanner; readers report through their jobs
+	attrs    map[attrKey]*Attr
+	jobs     chan *hostEntry
+	wg       sync.WaitGroup
+	readFile func(path string, max int) hostRead // hostReadFile when the load began
+}
+
+type attrKey struct {
+	mode     fs.FileMode
+	uid, gid uint32
+}
+
+// hostDir is one scanned directory.
+type hostDir struct {
+	rel     string // below the mirrored dir; "" for the root
+	node    *Node  // set by build before its entries are added
+	entries []*hostEntry
+}
+
+// hostEntry is one scanned entry. For an attribute with a path, one
+// reader fills in spec.Source, truncated, errno and timedOut; the scanner
+// reads them only after every reader is done (wg.Wait).
+type hostEntry struct {
+	name      string
+	spec      NodeSpec
+	sub       *hostDir // a directory to descend into
+	path      string   // an attribute to read: its host path
+	truncated bool
+	errno     syscall.Errno
+	timedOut  bool
+}
+
+func newMirror(t *Tree, dir string, dev uint64, opts MirrorOptions, rep *MirrorReport) *mirror {
+	return &mirror{t: t, dir: dir, dev: dev, opts: opts, rep: rep,
+		attrs: map[attrKey]*Attr{}, jobs: make(chan *hostEntry, 256), readFile: hostReadFile}
+}
+
+// scan walks dir breadth first, handing attributes to the readers as it
+// finds them, and returns every directory in the order walked (parents
+// before children) once every read has finished.
+func (m *mirror) scan() []*hostDir {
+	for range m.opts.Readers {
+		m.wg.Add(1)
+		go m.reader()
+	}
+	dirs := []*hostDir{{}}
+	for i := 0; i < len(dirs); i++ {
+		d := dirs[i]
+		m.scanDir(d)
+		for _, e := range d.entries {
+			if e.sub != nil {
+				dirs = append(dirs, e.sub)
+			}
+			if e.path != "" {
+				m.jobs <- e
+			}
+		}
+	}
+	close(m.jobs)
+	m.wg.Wait()
+	return dirs
+}
+
+// scanDir lists d's entries and stats each one.
+func (m *mirror) scanDir(d *hostDir) {
+	names, err := readDirNames(filepath.Join(m.dir, d.rel))
+	if err != nil {
+		m.skip(d.rel, SkipUnreadable+" ("+ErrnoName(errnoOf(err))+")")
+		return
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		if e := m.scanEntry(d.rel, name); e != nil {
+			d.entries = append(d.entries, e)
+		}
+	}
+}
+
+func readDirNames(path string) ([]string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return f.Readdirnames(-1)
+}
+
+// scanEntry stats one entry and returns what to add for it, or nil if it
+// is skipped (and reported).
+func (m *mirror) scanEntry(parent, name string) *hostEntry {
+	rel := joinSynthPath(parent, name)
+	if ValidateName(name) != 0 {
+		m.skip(rel, SkipInvalidName)
+		return nil
+	}
+	hostPath := filepath.Join(m.dir, rel)
+	var st syscall.Stat_t
+	if err := syscall.Lstat(hostPath, &st); err != nil {
+		m.skip(rel, SkipVanished)
+		return nil
+	}
+	e := &hostEntry{name: name}
+	switch st.Mode & syscall.S_IFMT {
+	case syscall.S_IFDIR:
+		e.spec = NodeSpec{Kind: KindDir}
+		if st.Dev != m.dev {
+			m.skip(rel, SkipMountPoint)
+		} else {
+			e.sub = &hostDir{rel: rel}
+		}
+	case syscall.S_IFREG:
+		e.spec = NodeSpec{Kind: KindAttr}
+		m.scanAttr(e, rel, st.Mode)
+	case syscall.S_IFLNK:
+		target, err := os.Readlink(hostPath)
+		if err != nil {
+			m.skip(rel, SkipBadSymlink+" ("+ErrnoName(errnoOf(err))+")")
+			return nil
+		}
+		e.spec = NodeSpec{Kind: KindSymlink, Target: target}
+	default:
+		m.skip(rel, SkipFileType)
+		return nil
+	}
+	e.spec.Attr = m.shared(st)
+	return e
+}
+
+// scanAttr decides how an attribute is filled: read by a reader if it has
+// a read bit and is not on the no-read list, otherwise added without
+// contents.
+func (m *mirror) scanAttr(e *hostEntry, rel string, mode uint32) {
+	writable := mode&0o222 != 0
+	switch {
+	case mode&0o444 == 0 && writable:
+		m.rep.NotRead++
+		e.spec.Source = writeOnly{}
+	case mode&0o444 == 0:
+		m.rep.NotRead++
+		e.spec.Source = Static("")
+	case matchTail(m.opts.NoRead, rel):
+		m.rep.NoRead = append(m.rep.NoRead, rel)
+		e.spec.Source = hostRead{errno: syscall.EIO}.source(writable)
+	default:
+		e.path = filepath.Join(m.dir, rel)
+	}
+}
+
+// matchTail reports whether a pattern matches the last components of rel,
+// as many as the pattern has.
+func matchTail(patterns []string, rel string) bool {
+	for _, p := range patterns {
+		tail, k := rel, strings.Count(p, "/")+1
+		for i := len(rel) - 1; i >= 0 && k > 0; i-- {
+			if rel[i] == '/' {
+				if k--; k == 0 {
+					tail = rel[i+1:]
+				}
+			}
+		}
+		if ok, _ := path.Match(p, tail); ok {
+			return true
+		}
+	}
+	return false
+}
+
+// shared is the one *Attr for st's mode and owner.
+func (m *mirror) shared(st syscall.Stat_t) *Attr {
+	k := attrKey{fs.FileMode(st.Mode) & fs.ModePerm, st.Uid, st.Gid}
+	if st.Mode&syscall.S_IFMT == syscall.S_IFLNK {
+		k.mode = 0o777
+	}
+	a := m.attrs[k]
+	if a == nil {
+		now := m.t.now()
+		a = &Attr{Mode: k.mode, Uid: k.uid, Gid: k.gid, Mtime: now, Ctime: now}
+		m.attrs[k] = a
+	}
+	return a
+}
+
+func (m *mirror) skip(rel, reason string) {
+	m.rep.Skipped = append(m.rep.Skipped, MirrorSkip{Path: rel, Reason: reason})
+}
+
+// errnoOf is the errno inside err, or EIO if it carries none.
+func errnoOf(err error) syscall.Errno {
+	var e syscall.Errno
+	if errors.As(err, &e) {
+		return e
+	}
+	return syscall.EIO
+}
+
+// build adds the scanned directories to the tree, one AddBatch per
+// directory, parents first, and gives the root the mode and owner of the
+// mirrored dir.
+func (m *mirror) build(dirs []*hostDir, root syscall.Stat_t) error {
+	a := m.shared(root)
+	err := m.t.Setattr(m.t.root, SetattrArgs{Valid: SetMode | SetUid | SetGid, Mode: a.Mode, Uid: a.Uid, Gid: a.Gid}, RootCred)
+	if err != nil {
+		return err
+	}
+	dirs[0].node = m.t.root
+	for _, d := range dirs {
+		if err := m.addDir(d); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// addDir adds d's entries under d.node and counts them.
+func (m *mirror) addDir(d *hostDir) error {
+	batch := make([]BatchEntry, len(d.entries))
+	for i, e := range d.entries {
+		batch[i] = BatchEntry{Name: e.name, Spec: e.spec}
+		m.count(e)
+	}
+	nodes, err := m.t.AddBatch(d.node, batch)
+	if err != nil {
+		return err
+	}
+	for i, e := range d.entries {
+		if e.sub != nil {
+			e.sub.node = nodes[i]
+		}
+	}
+	return nil
+}
+
+// count adds e to the report.
+func (m *mirror) count(e *hostEntry) {
+	rel := func() string { return strings.TrimPrefix(e.path, m.dir+"/") }
+	switch e.spec.Kind {
+	case KindDir:
+		m.rep.Dirs++
+	case KindSymlink:
+		m.rep.Symlinks++
+	case KindAttr:
+		m.rep.Attrs++
+		switch {
+		case e.timedOut:
+			m.rep.TimedOut = append(m.rep.TimedOut, rel())
+		case e.errno != 0:
+			m.rep.ReadErrors[e.errno]++
+		case e.truncated:
+			m.rep.Truncated = append(m.rep.Truncated, rel())
+		}
+		if s, ok := e.spec.Source.(Static); ok {
+			m.rep.Bytes += int64(len(s))
+		} else if v, ok := e.spec.Source.(*Value); ok {
+			m.rep.Bytes += int64(len(*v.v.Load()))
+		}
+	}
+}
+
+// failing is a mirrored attribute whose read failed on the host: Show
+// fails with the same errno.
+type failing struct{ errno syscall.Errno }
+
+func (f failing) Show(context.Context, *bytes.Buffer) error { return f.errno }
+
+// failingStorer is a writable failing attribute: stores are accepted and
+// dropped.
+type failingStorer struct{ failing }
+
+func (failingStorer) Store(context.Context, []byte) error { return nil }
+
+// hostReadFile reads a host attribute; tests replace it.
+var hostReadFile = readHostFile
+
+// hostRead is what reading one host attribute gave.
+type hostRead struct {
+	data      string
+	truncated bool
+	errno     syscall.Errno
+}
+
+// reader reads the attributes handed to it until the jobs run out.
+func (m *mirror) reader() {
+	defer m.wg.Done()
+	for e := range m.jobs {
+		m.read(e)
+	}
+}
+
+// read fills in e from its host file. Past ReadTimeout it gives up: the
+// read goes on in its own goroutine, and what it returns is dropped.
+func (m *mirror) read(e *hostEntry) {
+	done := make(chan hostRead, 1)
+	go func() { done <- m.readFile(e.path, m.opts.MaxFileSize) }()
+	timer := time.NewTimer(m.opts.ReadTimeout)
+	defer timer.Stop()
+	var r hostRead
+	select {
+	case r = <-done:
+	case <-timer.C:
+		r = hostRead{errno: syscall.ETIMEDOUT}
+		e.timedOut = true
+	}
+	e.truncated, e.errno = r.truncated, r.errno
+	e.spec.Source = r.source(e.spec.Attr.Mode&0o222 != 0)
+}
+
+// source is the attribute that serves r: its contents, or a failure with
+// its errno; writable ones accept stores.
+func (r hostRead) source(writable bool) Source {
+	switch {
+	case r.errno != 0 && writable:
+		return failingStorer{failing{r.errno}}
+	case r.errno != 0:
+		return failing{r.errno}
+	case writable:
+		return NewValue(r.data)
+	}
+	return Static(r.data)
+}
+
+var readBufs = sync.Pool{New: func() any { b := make([]byte, PageSize+1); return &b }}
+
+// readHostFile reads up to max bytes of path, and one more to tell whether
+// there was more.
+func readHostFile(path string, max int) hostRead {
+	fd, err := syscall.Open(path, syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		return hostRead{errno: errnoOf(err)}
+	}
+	defer syscall.Close(fd)
+	bp := readBufs.Get().(*[]byte)
+	defer readBufs.Put(bp)
+	buf := (*bp)[:max+1]
+	n := 0
+	for n < len(buf) {
+		k, err := syscall.Read(fd, buf[n:])
+		switch {
+		case err == syscall.EINTR:
+			continue
+		case err != nil:
+			return hostRead{errno: errnoOf(err)}
+		case k == 0:
+			return hostRead{data: string(buf[:n])}
+		}
+		n += k
+	}
+	return hostRead{data: string(buf[:max]), truncated: true}
+}
+
+// String sums r up in a few lines, as the mount command prints it: the
+// counts, then each kind of failure or omission with a few paths.
+func (r MirrorReport) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "mirrored %s in %v: %d directories, %d attributes (%d bytes of contents), %d symlinks",
+		r.Dir, r.Elapsed.Round(time.Millisecond), r.Dirs, r.Attrs, r.Bytes, r.Symlinks)
+	if len(r.NoRead) > 0 {
+		fmt.Fprintf(&b, "\n  %d attributes are on the no-read list (reading changes or may hang the host): added unread, reading them fails EIO: %s", len(r.NoRead), examples(r.NoRead))
+	}
+	if r.NotRead > 0 {
+		fmt.Fprintf(&b, "\n  %d attributes have no read bit: added unread, reading them fails EACCES as on the host", r.NotRead)
+	}
+	if len(r.ReadErrors) > 0 {
+		fmt.Fprintf(&b, "\n  %d attributes failed to read on the host and fail the same way: %s", sumCounts(r.ReadErrors), errnoCounts(r.ReadErrors))
+	}
+	if len(r.Truncated) > 0 {
+		fmt.Fprintf(&b, "\n  %d attributes longer than %d bytes were cut: %s", len(r.Truncated), r.Options.MaxFileSize, examples(r.Truncated))
+	}
+	if len(r.TimedOut) > 0 {
+		fmt.Fprintf(&b, "\n  %d attributes took over %v to read and fail ETIMEDOUT: %s", len(r.TimedOut), r.Options.ReadTimeout, examples(r.TimedOut))
+	}
+	for _, reason := range skipReasons(r.Skipped) {
+		var paths []string
+		for _, s := range r.Skipped {
+			if s.Reason == reason {
+				paths = append(paths, s.Path)
+			}
+		}
+		fmt.Fprintf(&b, "\n  %d skipped (%s): %s", len(paths), reason, examples(paths))
+	}
+	return b.String()
+}
+
+func sumCounts(m map[syscall.Errno]int) (n int) {
+	for _, c := range m {
+		n += c
+	}
+	return n
+}
+
+// errnoCounts is "12 EIO, 3 EINVAL", most frequent first.
+func errnoCounts(m map[syscall.Errno]int) string {
+	errnos := make([]syscall.Errno, 0, len(m))
+	for e := range m {
+		errnos = append(errnos, e)
+	}
+	slices.SortFunc(errnos, func(a, b syscall.Errno) int {
+		if m[a] != m[b] {
+			return m[b] - m[a]
+		}
+		return int(a) - int(b)
+	})
+	parts := make([]string, len(errnos))
+	for i, e := range errnos {
+		parts[i] = fmt.Sprintf("%d %s", m[e], ErrnoName(e))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// skipReasons are the distinct reasons in skips, in order of appearance.
+func skipReasons(skips []MirrorSkip) []string {
+	var reasons []string
+	for _, s := range skips {
+		if !slices.Contains(reasons, s.Reason) {
+			reasons = append(reasons, s.Reason)
+		}
+	}
+	return reasons
+}
+
+// examples is the first few paths, and how many more.
+func examples(paths []string) string {
+	const few = 4
+	if len(paths) <= few {
+		return strings.Join(paths, ", ")
+	}
+	return fmt.Sprintf("%s and %d more", strings.Join(paths[:few], ", "), len(paths)-few)
+}
+
+// errnoNames are the errnos sysfs reads commonly fail with.
+var errnoNames = map[syscall.Errno]string{
+	syscall.EPERM: "EPERM", syscall.ENOENT: "ENOENT", syscall.EINTR: "EINTR", syscall.EIO: "EIO",
+	syscall.ENXIO: "ENXIO", syscall.EAGAIN: "EAGAIN", syscall.ENOMEM: "ENOMEM", syscall.EACCES: "EACCES",
+	syscall.EFAULT: "EFAULT", syscall.EBUSY: "EBUSY", syscall.ENODEV: "ENODEV", syscall.EINVAL: "EINVAL",
+	syscall.ENOSPC: "ENOSPC", syscall.ERANGE: "ERANGE", syscall.ENOSYS: "ENOSYS", syscall.ENODATA: "ENODATA",
+	syscall.EOPNOTSUPP: "EOPNOTSUPP", syscall.ETIMEDOUT: "ETIMEDOUT", syscall.ENOTCONN: "ENOTCONN",
+	524: "ENOTSUPP",
+}
+
+// ErrnoName is e's symbolic name ("EIO"), or its number for an unusual
+// one. 524 is the kernel's internal ENOTSUPP, which some sysfs reads leak.
+func ErrnoName(e syscall.Errno) string {
+	if n, ok := errnoNames[e]; ok {
+		return n
+	}
+	return fmt.Sprintf("errno %d", int(e))
+}
