@@ -142,6 +142,9 @@ func serve(ctx context.Context, mountpoint string, f *flags, stdout, stderr io.W
 	if err := m.Unmount(); err != nil {
 		return &cli.RuntimeError{Err: err}
 	}
+	if td := built.Tree.Teardowns(); td.Queued > 0 {
+		fmt.Fprintf(stderr, "kernfsim: unmounted after all %d deferred teardowns completed (%d teardowns in all)\n", td.Queued, td.Completed)
+	}
 	return nil
 }
 
