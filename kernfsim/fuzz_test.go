@@ -91,7 +91,7 @@ func FuzzControlFiles(f *testing.F) {
 		f.Add(2, []byte(s))
 	}
 	targets := []string{"bus/kernfsim/new_device", "bus/kernfsim/delete_device",
-		"devices/system/cpu/cpu1/online", "devices/system/memory/memory0/online", "devices/system/memory/memory1/state"}
+		"devices/system/cpu/cpu1/online", "devices/system/memory/memory0/online", "devices/system/memory/memory1/state", "devices/system/memory/probe"}
 	f.Fuzz(func(t *testing.T, which int, data []byte) {
 		tr, w := newFuzzTree(t)
 		path := targets[uint(which)%uint(len(targets))]

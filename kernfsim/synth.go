@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io/fs"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -142,6 +143,7 @@ func BuildSynthetic(t *Tree, c SynthConfig) error {
 		return fmt.Errorf("synthetic sysfs: the tree must be empty, it has %d nodes", n)
 	}
 	s := newSynth(c)
+	s.tree = t
 	b := newBuilder(t)
 	if err := s.root().addChildren(b, t.root, ""); err != nil {
 		return err
@@ -484,6 +486,7 @@ type synth struct {
 	nodeCPUs             [][]int
 	nodeNames, nodePaths []string      // "nodeN", "devices/system/node/nodeN"
 	seqnum               atomic.Uint64 // kernel/uevent_seqnum
+	tree                 *Tree         // what memory/probe adds blocks to
 }
 
 func newSynth(c SynthConfig) *synth {
@@ -666,6 +669,7 @@ func (s *synth) memoryDir() dir {
 		{"auto_online_blocks", rwVal("online")},
 		{"block_size_bytes", ro(strconv.FormatUint(s.MemBlockSize, 16))},
 		{"hard_offline_page", wo()},
+		{"probe", attr{0o200, memProbe{s}}},
 		{"soft_offline_page", wo()},
 		each(s.MemBlocks, s.memoryBlock),
 	}
@@ -674,15 +678,19 @@ func (s *synth) memoryDir() dir {
 // memoryBlock is devices/system/memory/memoryN. Its attributes share one
 // memBlock, so a block costs no allocation beyond its nodes.
 func (s *synth) memoryBlock(i int) (string, spec) {
-	b, node := &s.blocks[i], s.blockNode(i)
-	return s.memNames[i], dir{
+	return s.memNames[i], s.memoryBlockDir(&s.blocks[i], s.blockNode(i))
+}
+
+// memoryBlockDir is the directory of block b on NUMA node node.
+func (s *synth) memoryBlockDir(b *memBlock, node int) dir {
+	return dir{
 		{"online", rw(memOnline{b})},
 		{"phys_device", roSrc(srcZero)},
 		{"phys_index", roSrc(memPhysIndex{b})},
 		{"removable", roSrc(srcOne)},
 		{"state", rw(memState{b})},
 		{"subsystem", link("bus/memory")},
-		{"valid_zones", roSrc(s.zone(i))},
+		{"valid_zones", roSrc(s.zone(int(b.index)))},
 		{s.nodeNames[node], link(s.nodePaths[node])},
 	}
 }
@@ -1062,6 +1070,29 @@ func (c cpuOnline) Store(_ context.Context, data []byte) error {
 		c.h.online[c.cpu].Store(v)
 	}
 	return err
+}
+
+// memProbe is devices/system/memory/probe (CONFIG_ARCH_MEMORY_PROBE):
+// writing a block-aligned physical address in hex hot-adds that block,
+// offline, as a big machine's firmware does while udev coldplugs.
+type memProbe struct{ s *synth }
+
+func (p memProbe) Show(context.Context, *bytes.Buffer) error { return syscall.EACCES }
+
+func (p memProbe) Store(ctx context.Context, data []byte) error {
+	text := strings.TrimPrefix(strings.TrimSpace(string(data)), "0x")
+	addr, err := strconv.ParseUint(text, 16, 64)
+	h, _ := ctx.Value(heldRefKey{}).(*heldRef)
+	if err != nil || addr%p.s.MemBlockSize != 0 || addr/p.s.MemBlockSize > math.MaxUint32 || h == nil {
+		return syscall.EINVAL
+	}
+	idx := int(addr / p.s.MemBlockSize)
+	node := 0
+	if p.s.MemBlocks > 0 {
+		node = min(p.s.blockNode(idx), p.s.NUMANodes-1)
+	}
+	b := &memBlock{index: uint32(idx)}
+	return p.s.memoryBlockDir(b, node).add(newBuilder(p.s.tree), h.node.Parent(), "devices/system/memory", "memory"+strconv.Itoa(idx))
 }
 
 // memBlock is a memory block's state, shared by its attributes.

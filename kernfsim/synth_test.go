@@ -490,3 +490,24 @@ func TestBuildSyntheticNeedsEmptyTree(t *testing.T) {
 		t.Errorf("got %v, want an error saying the tree must be empty", err)
 	}
 }
+
+func TestMemoryProbeHotAdds(t *testing.T) {
+	c := SynthConfig{CPUs: 2, Sockets: 1, ThreadsPerCore: 1, MemBlocks: 4}.WithDefaults()
+	tr := newTestTree(t, "rwsem")
+	noErr(t, BuildSynthetic(tr, c))
+	w := NewWalker(tr, WalkerOptions{})
+	probe := "devices/system/memory/probe"
+	if err := writeFile(w, probe, []byte(fmt.Sprintf("0x%x\n", 10*c.MemBlockSize))); err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 32)
+	k := must(w.ReadFile(RootCred, "devices/system/memory/memory10/state", buf))(t)
+	if got := string(buf[:k]); got != "offline\n" {
+		t.Fatalf("a probed block's state: got %q, want offline", got)
+	}
+	for _, bad := range []string{"0x1", "zz", "", fmt.Sprintf("%x", 10*c.MemBlockSize)} {
+		if err := writeFile(w, probe, []byte(bad)); err == nil {
+			t.Errorf("probe %q: accepted, want EINVAL or EEXIST", bad)
+		}
+	}
+}
