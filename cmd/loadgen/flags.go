@@ -25,8 +25,15 @@ type treeFlags struct {
 	synth kernfsim.SynthConfig
 }
 
-// treeFlagNames are the tree flags, in the order they are forwarded.
-var treeFlagNames = []string{"cpus", "sockets", "threads-per-core", "numa-nodes", "mem-blocks", "netdevs", "disks"}
+// treeFlagNames are the tree flags, in the order they are forwarded:
+// longest SynthConfig field name first, for rewording errors.
+var treeFlagNames = []string{"threads-per-core", "numa-nodes", "mem-blocks", "sockets", "netdevs", "disks", "cpus"}
+
+// fieldOf is the SynthConfig field of a tree flag.
+func fieldOf(flag string) string {
+	return map[string]string{"threads-per-core": "ThreadsPerCore", "numa-nodes": "NUMANodes", "mem-blocks": "MemBlocks",
+		"sockets": "Sockets", "netdevs": "Netdevs", "disks": "Disks", "cpus": "CPUs"}[flag]
+}
 
 func addTreeFlags(fs *pflag.FlagSet, f *treeFlags) {
 	d := kernfsim.SynthConfig{}.WithDefaults()
@@ -63,13 +70,16 @@ func (f *treeFlags) validate() error {
 	if !ok {
 		return err
 	}
-	flag := strings.ToLower(ce.Field)
-	for _, n := range treeFlagNames {
-		if strings.ReplaceAll(n, "-", "") == flag {
-			flag = n
+	var pairs []string
+	flag := ce.Field
+	for _, n := range treeFlagNames { // longest field names first: ThreadsPerCore before CPUs
+		field := fieldOf(n)
+		if field == ce.Field {
+			flag = "--" + n
 		}
+		pairs = append(pairs, field, "--"+n)
 	}
-	return &usageError{fmt.Errorf("invalid value %v for --%s: %s", ce.Value, flag, ce.Valid)}
+	return &usageError{fmt.Errorf("invalid value %v for %s: %s", ce.Value, flag, strings.NewReplacer(pairs...).Replace(ce.Valid))}
 }
 
 // serverArgs are the tree flags given, for the server's command line.

@@ -95,7 +95,7 @@ func report(cmd *cobra.Command, err error, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "loadgen: interrupted")
 		return exitRuntime
 	case errors.As(err, &ce):
-		fmt.Fprintf(stderr, "loadgen: %v\n", ce)
+		fmt.Fprintf(stderr, "loadgen: %s\n", configMessage(ce))
 		return exitUsage
 	case errors.As(err, &usage):
 		fmt.Fprintf(stderr, "loadgen: %v\n", err)
@@ -119,4 +119,25 @@ func isCobraUsage(err error) bool {
 		}
 	}
 	return false
+}
+
+// fieldFlags names the flag behind each loadgen.Config field.
+var fieldFlags = map[string]string{
+	"Threads": "--threads", "Times": "--times", "Files": "--files", "FileList": "--file",
+	"BufSize": "--bufsize", "Op": "--op", "Missing": "--missing", "MissingPath": "--missing-path",
+	"Dir": "--path", "Lock": "--lock", "Procs": "--procs", "WorkerCommand": "--procs",
+	"Churn": "--churn", "Tree": "tree flags", "Rows": "--targets", "Ops": "--ops",
+}
+
+// configMessage is a *loadgen.ConfigError in terms of flags.
+func configMessage(ce *loadgen.ConfigError) string {
+	field := ce.Field
+	if f, ok := fieldFlags[field]; ok {
+		field = f
+	}
+	s := field + ": " + ce.Problem
+	if ce.Hint != "" {
+		s += "; " + ce.Hint
+	}
+	return s
 }

@@ -1,0 +1,225 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/kernfsim/kernfsim/loadgen"
+	"github.com/kernfsim/kernfsim/locking"
+)
+
+// compareFlags are the flags of loadgen compare.
+type compareFlags struct {
+	locks      []string
+	threads    []int
+	times      int
+	simTimes   int
+	repeats    int
+	ops        []string
+	targets    []string
+	sysDir     string
+	plot       string
+	format     string
+	out        string
+	pin        bool
+	serverArgs []string
+	tree       treeFlags
+}
+
+// targetKinds are the row kinds of a comparison, in table order.
+var targetKinds = []string{"kernfsim", "sim", "sys"}
+
+func newCompareCmd(stderr io.Writer) *cobra.Command {
+	f := &compareFlags{}
+	cmd := &cobra.Command{
+		Use:   "compare [flags]",
+		Short: "Compare lock strategies side by side: files and missing, over thread counts",
+		Long: `compare runs every target x lock x op x thread count --repeats times,
+interleaved (A B C A B C ...) so that drift in the machine hits every row
+alike, and prints per op a table: per row (target and lock) and thread count
+the median per-op, its ratio to mutex's (x) and the scaling efficiency (e,
+1.00 ideal). Rows: kernfsim (FUSE mounts loadgen starts, one per lock), sim
+(the in-process walker, one per lock) and sys (the real /sys, a reference).`,
+		Example: `  loadgen compare
+  loadgen compare --threads 1,2,48 --times 2000 --plot compare.svg
+  loadgen compare --targets sim --locks mutex,rwsem --format bench > sim.txt; benchstat -col /lock sim.txt`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return f.run(cmd, stderr) },
+	}
+	fs := cmd.Flags()
+	fs.StringSliceVar(&f.locks, "locks", locking.Names, "lock strategies")
+	fs.IntSliceVar(&f.threads, "threads", loadgen.DefaultCompareThreads(), "thread counts (default 1, ncpus, 4 x ncpus, 48)")
+	fs.IntVar(&f.times, "times", loadgen.DefaultCompareTimes, "operations per worker in each run")
+	fs.IntVar(&f.simTimes, "sim-times", 0, "operations per worker in each sim run (default 10 x --times: sim operations are 10-50 times cheaper)")
+	fs.IntVar(&f.repeats, "repeats", loadgen.DefaultCompareRepeats, "runs of each configuration (the table shows medians)")
+	fs.StringSliceVar(&f.ops, "ops", loadgen.DefaultCompareOps, "ops: files, missing, stat-missing, or an operation ("+opList()+")")
+	fs.StringSliceVar(&f.targets, "targets", targetKinds, "row kinds: kernfsim, sim, sys (kernfsim and sys are skipped with a note when unavailable, unless named)")
+	fs.StringVar(&f.sysDir, "sys", "/sys", "the real sysfs of the sys rows")
+	fs.StringVar(&f.plot, "plot", "", "also draw per-op latency against threads, a line per row, to `FILE.svg`")
+	fs.StringVar(&f.format, "format", "table", "output: table, json or bench")
+	fs.StringVar(&f.out, "out", "", "write the output to `FILE` instead of standard output")
+	fs.BoolVar(&f.pin, "pin", true, "pin worker i to CPU i mod ncpus")
+	fs.StringArrayVar(&f.serverArgs, "server-arg", nil, "an extra flag for the kernfsim servers (repeatable)")
+	addTreeFlags(fs, &f.tree)
+	return cmd
+}
+
+// config turns the flags into a loadgen.CompareConfig; notes are rows
+// skipped, for stderr.
+func (f *compareFlags) config(cmd *cobra.Command) (cc loadgen.CompareConfig, notes []string, err error) {
+	if err := positive(cmd.Flags(), "times", "sim-times", "repeats"); err != nil {
+		return cc, nil, err
+	}
+	if err := f.tree.validate(); err != nil {
+		return cc, nil, err
+	}
+	if err := f.validateLists(); err != nil {
+		return cc, nil, err
+	}
+	explicit := cmd.Flags().Changed("targets")
+	for _, kind := range targetKinds {
+		if !slices.Contains(f.targets, kind) {
+			continue
+		}
+		rows, note, err := f.rows(kind, explicit)
+		if err != nil {
+			return cc, nil, err
+		}
+		cc.Rows = append(cc.Rows, rows...)
+		if note != "" {
+			notes = append(notes, note)
+		}
+	}
+	cc.Ops, cc.Threads, cc.Times, cc.SimTimes, cc.Repeats, cc.NoPin = f.ops, f.threads, f.times, f.simTimes, f.repeats, !f.pin
+	cc.Server = &loadgen.ServerConfig{Command: serverCommand(), Args: append(f.tree.serverArgs(), f.serverArgs...)}
+	return cc, notes, nil
+}
+
+func (f *compareFlags) validateLists() error {
+	bad := func(flag, v, valid string) error {
+		return &usageError{fmt.Errorf("--%s: %q is not one of %s", flag, v, valid)}
+	}
+	for _, l := range f.locks {
+		if !slices.Contains(locking.Names, l) {
+			return bad("locks", l, strings.Join(locking.Names, ", "))
+		}
+	}
+	for _, t := range f.targets {
+		if !slices.Contains(targetKinds, t) {
+			return bad("targets", t, strings.Join(targetKinds, ", "))
+		}
+	}
+	for _, th := range f.threads {
+		if th <= 0 {
+			return &usageError{fmt.Errorf("--threads: %d is not a positive thread count", th)}
+		}
+	}
+	switch f.format {
+	case "table", "json", "bench":
+		return nil
+	}
+	return &usageError{fmt.Errorf("--format %q: valid formats are table, json and bench", f.format)}
+}
+
+// rows are the rows of one kind. A kind that cannot run here is skipped
+// with a note, or is an error when the user named it.
+func (f *compareFlags) rows(kind string, explicit bool) ([]loadgen.Row, string, error) {
+	var rows []loadgen.Row
+	switch kind {
+	case "kernfsim":
+		if serverCommand() == nil {
+			if explicit {
+				return nil, "", loadgen.ErrNoServer
+			}
+			return nil, "skipping the kernfsim rows: " + loadgen.ErrNoServer.Error(), nil
+		}
+		for _, l := range f.locks {
+			rows = append(rows, loadgen.Row{Target: loadgen.Target{Kind: loadgen.TargetKernfsim, Lock: l}})
+		}
+	case "sim":
+		for _, l := range f.locks {
+			rows = append(rows, loadgen.Row{Target: loadgen.Target{Kind: loadgen.TargetSim, Lock: l, Tree: f.tree.config()}})
+		}
+	case "sys":
+		if st, err := os.Stat(f.sysDir + "/devices/system/cpu"); err != nil || !st.IsDir() {
+			if explicit {
+				return nil, "", &usageError{fmt.Errorf("--sys %s: no devices/system/cpu there: %v", f.sysDir, err)}
+			}
+			return nil, fmt.Sprintf("skipping the sys rows: %s/devices/system/cpu is not readable", f.sysDir), nil
+		}
+		rows = append(rows, loadgen.Row{Target: loadgen.Target{Kind: loadgen.TargetPath, Dir: f.sysDir}})
+	}
+	return rows, "", nil
+}
+
+func (f *compareFlags) run(cmd *cobra.Command, stderr io.Writer) error {
+	cc, notes, err := f.config(cmd)
+	if err != nil {
+		return err
+	}
+	for _, n := range notes {
+		fmt.Fprintf(stderr, "loadgen compare: %s\n", n)
+	}
+	w, closeOut, err := openOut(f.out, cmd.OutOrStdout())
+	if err != nil {
+		return err
+	}
+	plotW, closePlot, err := openPlot(f.plot)
+	if err != nil {
+		return errors.Join(err, closeOut())
+	}
+	prog := newProgressLine(stderr)
+	cc.Progress = func(p loadgen.CompareProgress) {
+		prog.set("loadgen compare: %d/%d runs, %v elapsed%s; next %s", p.Done, p.Total, roundDur(p.Elapsed), eta(p), p.Next)
+	}
+	res, err := loadgen.Compare(cmd.Context(), cc)
+	prog.clear()
+	if len(res.Cells) > 0 {
+		err = errors.Join(err, f.write(w, res))
+		if plotW != nil {
+			err = errors.Join(err, loadgen.WriteComparePlot(plotW, res))
+		}
+	}
+	err = errors.Join(err, closePlot(), closeOut())
+	if err == nil && res.Unexpected() > 0 {
+		fmt.Fprintf(stderr, "loadgen compare: %d operations failed unexpectedly\n", res.Unexpected())
+		return &exitError{exitRuntime}
+	}
+	return err
+}
+
+func eta(p loadgen.CompareProgress) string {
+	if p.Done == 0 {
+		return ""
+	}
+	left := time.Duration(float64(p.Elapsed) / float64(p.Done) * float64(p.Total-p.Done))
+	return fmt.Sprintf(", ~%v left", left.Round(time.Second))
+}
+
+func openPlot(path string) (io.Writer, func() error, error) {
+	if path == "" {
+		return nil, func() error { return nil }, nil
+	}
+	file, err := os.Create(path)
+	if err != nil {
+		return nil, nil, &usageError{fmt.Errorf("--plot: %w", err)}
+	}
+	return file, file.Close, nil
+}
+
+func (f *compareFlags) write(w io.Writer, res loadgen.CompareResult) error {
+	switch f.format {
+	case "json":
+		return loadgen.WriteCompareJSON(w, res)
+	case "bench":
+		return loadgen.WriteCompareBench(w, res)
+	}
+	return loadgen.WriteCompareTable(w, res)
+}

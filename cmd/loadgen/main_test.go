@@ -1,0 +1,145 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"flag"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
+
+// TestMain lets the test binary stand in for loadgen's own re-executions
+// (`loadgen __worker`, and `loadgen __serve`, which runs the real
+// internal/mountcmd server).
+func TestMain(m *testing.M) {
+	if len(os.Args) > 1 && strings.HasPrefix(os.Args[1], "__") {
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+		stop()
+		os.Exit(code)
+	}
+	// A TMPDIR of its own, so that the leftover checks see only this
+	// binary's mountpoints.
+	dir, err := os.MkdirTemp("", "loadgen-cmd-test-")
+	if err != nil {
+		panic(err)
+	}
+	os.Setenv("TMPDIR", dir)
+	code := m.Run()
+	os.Remove(dir)
+	os.Exit(code)
+}
+
+// runArgs runs the command line and returns its exit status and output.
+func runArgs(ctx context.Context, args ...string) (code int, stdout, stderr string) {
+	var out, errOut bytes.Buffer
+	code = run(ctx, args, &out, &errOut)
+	return code, out.String(), errOut.String()
+}
+
+// smallSim is a quick --sim run on a small tree.
+var smallSim = []string{"--sim", "--threads", "3", "--times", "50", "--cpus", "8", "--mem-blocks", "4"}
+
+// numbers are what varies between runs: figures with their units.
+var numbers = regexp.MustCompile(`-?\d+(\.\d+)?(e[+-]\d+)?(ns|us|ms|s)?`)
+
+var spaces = regexp.MustCompile(` +`)
+
+// shape replaces every figure with # and every run of spaces with one,
+// leaving the output's shape (table columns are as wide as the figures).
+func shape(s string) string { return spaces.ReplaceAllString(numbers.ReplaceAllString(s, "#"), " ") }
+
+// golden compares the shape of got with testdata/name, or rewrites it with
+// -update.
+func golden(t *testing.T, name, got string) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	got = shape(got)
+	if *update {
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test -update to create it)", err)
+	}
+	if got != string(want) {
+		t.Errorf("output differs from %s (go test -update accepts it):\n%s", path, firstDiff(got, string(want)))
+	}
+}
+
+func firstDiff(got, want string) string {
+	g, w := strings.Split(got, "\n"), strings.Split(want, "\n")
+	for i := range min(len(g), len(w)) {
+		if g[i] != w[i] {
+			return "line " + strconv.Itoa(i+1) + ":\n got  " + g[i] + "\n want " + w[i]
+		}
+	}
+	return "got " + strconv.Itoa(len(g)) + " lines, want " + strconv.Itoa(len(w))
+}
+
+// The original program's lines, exactly.
+var (
+	singleLine = regexp.MustCompile(`^single: total \d+\.\d{6}ms per \d+\.\d{6}us$`)
+	concurLine = regexp.MustCompile(`^concur: total \d+\.\d{6}ms per \d+\.\d{6}us  CPU -?\d+$`)
+	timesLine  = regexp.MustCompile(`^times: (\d+) threads: (\d+) cpus: (\d+)$`)
+)
+
+// checkSeed checks the seed lines of out: single, threads concur lines,
+// times; it returns the rest.
+func checkSeed(t *testing.T, out string, times, threads int) string {
+	t.Helper()
+	lines := strings.Split(out, "\n")
+	if len(lines) < threads+3 {
+		t.Fatalf("%d lines, want at least %d:\n%s", len(lines), threads+3, out)
+	}
+	if !singleLine.MatchString(lines[0]) {
+		t.Errorf("line 1 %q is not a single: line", lines[0])
+	}
+	for _, l := range lines[1 : 1+threads] {
+		if !concurLine.MatchString(l) {
+			t.Errorf("%q is not a concur: line", l)
+		}
+	}
+	m := timesLine.FindStringSubmatch(lines[1+threads])
+	if m == nil || m[1] != strconv.Itoa(times) || m[2] != strconv.Itoa(threads) {
+		t.Errorf("line %q: want times: %d threads: %d cpus: N", lines[1+threads], times, threads)
+	}
+	return strings.Join(lines[2+threads:], "\n")
+}
+
+// noLeftovers fails t if a temporary mountpoint of loadgen's is still in
+// the temporary directory or mounted.
+func noLeftovers(t *testing.T) {
+	t.Helper()
+	prefix := filepath.Join(os.TempDir(), "loadgen-kernfsim-")
+	dirs, _ := filepath.Glob(prefix + "*")
+	mi, _ := os.ReadFile("/proc/self/mountinfo")
+	if len(dirs) > 0 || strings.Contains(string(mi), prefix) {
+		t.Errorf("left behind: %q\n%s", dirs, mi)
+	}
+}
+
+func requireSys(t *testing.T) {
+	t.Helper()
+	if _, err := os.Stat("/sys/devices/system/cpu/cpu0/topology/core_id"); err != nil {
+		t.Skip("no /sys CPU topology:", err)
+	}
+}
+
+func requireFUSE(t *testing.T) {
+	t.Helper()
+	requireSys(t)
+	if _, err := os.Stat("/dev/fuse"); err != nil || os.Geteuid() != 0 {
+		t.Skip("FUSE mounts need /dev/fuse and root here")
+	}
+}

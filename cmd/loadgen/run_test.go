@@ -1,0 +1,163 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/kernfsim/kernfsim/loadgen"
+)
+
+func TestSeedGolden(t *testing.T) {
+	code, out, errOut := runArgs(context.Background(), smallSim...)
+	if code != exitOK || errOut != "" {
+		t.Fatalf("exit %d, stderr %q", code, errOut)
+	}
+	rest := checkSeed(t, out, 50, 3)
+	if !strings.Contains(rest, "errors:       none") {
+		t.Errorf("summary lacks 'errors: none':\n%s", rest)
+	}
+	golden(t, "seed_sim.golden", out)
+}
+
+func TestJSONGolden(t *testing.T) {
+	code, out, errOut := runArgs(context.Background(), append(smallSim, "--format", "json", "--lock", "rcu")...)
+	if code != exitOK || errOut != "" {
+		t.Fatalf("exit %d, stderr %q", code, errOut)
+	}
+	var j loadgen.JSONRun
+	if err := json.Unmarshal([]byte(out), &j); err != nil {
+		t.Fatalf("%v:\n%s", err, out)
+	}
+	if j.Schema != loadgen.SchemaRun || j.Target.Lock != "rcu" || j.Threads != 3 || len(j.Concur.Workers) != 3 ||
+		j.Concur.Latency.Count != 150 || j.Efficiency <= 0 {
+		t.Errorf("unexpected document: %+v", j)
+	}
+	golden(t, "run_sim.json.golden", out)
+}
+
+var benchLine = regexp.MustCompile(`^BenchmarkSysfs/target=sim/lock=mutex/op=missing/threads=3\t50\t[\d.]+ ns/op\t[\d.]+ worker-ns/op\t[\d.]+ single-ns/op\t\d+ p50-ns\t\d+ p99-ns\t\d+ p99.9-ns\t\d+ ops/s\t[\d.]+ ratio\t[\d.]+ efficiency$`)
+
+func TestBenchGolden(t *testing.T) {
+	code, out, errOut := runArgs(context.Background(), append(smallSim, "--format", "bench", "--lock", "mutex", "--missing")...)
+	if code != exitOK || errOut != "" {
+		t.Fatalf("exit %d, stderr %q", code, errOut)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if !benchLine.MatchString(lines[len(lines)-1]) {
+		t.Errorf("last line %q is not the benchmark line", lines[len(lines)-1])
+	}
+	golden(t, "bench_sim.golden", out)
+}
+
+func TestOutFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "run.json")
+	code, out, _ := runArgs(context.Background(), append(smallSim, "--format", "json", "--out", path)...)
+	data, err := os.ReadFile(path)
+	if code != exitOK || out != "" || err != nil || !json.Valid(data) {
+		t.Errorf("exit %d, stdout %q, file %v %q: want the JSON in the file only", code, out, err, data)
+	}
+}
+
+// End to end against the real /sys, as the original ran.
+func TestSysEndToEnd(t *testing.T) {
+	requireSys(t)
+	for _, op := range []string{"open-read-close", "stat", "readdir", "walk", "same-file", "random", "hwloc"} {
+		t.Run(op, func(t *testing.T) {
+			times := "100"
+			if op == "hwloc" {
+				times = "2"
+			}
+			code, out, errOut := runArgs(context.Background(), "--path", "/sys", "--threads", "2", "--times", times, "--op", op)
+			if code != exitOK {
+				t.Fatalf("exit %d, stderr %q", code, errOut)
+			}
+			rest := checkSeed(t, out, map[bool]int{true: 2, false: 100}[op == "hwloc"], 2)
+			if !strings.Contains(rest, "target:       path: /sys") || !strings.Contains(rest, "errors:       none") {
+				t.Errorf("summary:\n%s", rest)
+			}
+		})
+	}
+	code, out, _ := runArgs(context.Background(), "--path", "/sys", "--threads", "2", "--times", "100", "--missing")
+	if code != exitOK || !strings.Contains(out, "of a missing path") {
+		t.Errorf("--missing: exit %d:\n%s", code, out)
+	}
+}
+
+func TestProcsEndToEnd(t *testing.T) {
+	requireSys(t)
+	code, out, errOut := runArgs(context.Background(), "--path", "/sys", "--procs", "--threads", "3", "--times", "100")
+	if code != exitOK {
+		t.Fatalf("exit %d, stderr %q", code, errOut)
+	}
+	if rest := checkSeed(t, out, 100, 3); !strings.Contains(rest, "workers are processes") {
+		t.Errorf("summary:\n%s", rest)
+	}
+}
+
+func TestChurnSim(t *testing.T) {
+	code, out, errOut := runArgs(context.Background(), "--sim", "--lock", "rwsem", "--churn", "5000", "--threads", "2", "--times", "3000", "--cpus", "8")
+	if code != exitOK {
+		t.Fatalf("exit %d, stderr %q\n%s", code, errOut, out)
+	}
+	if !strings.Contains(out, "churn:        5000 changes/s asked") || strings.Contains(out, "unexpected") {
+		t.Errorf("output:\n%s", out)
+	}
+}
+
+func TestBadInput(t *testing.T) {
+	notDir := filepath.Join(t.TempDir(), "file")
+	os.WriteFile(notDir, nil, 0o644)
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--sim", "--threads", "0"}, "--threads must be at least 1"},
+		{[]string{"--sim", "--times", "-3"}, "--times must be at least 1"},
+		{[]string{"--path", "/does/not/exist"}, "--path: /does/not/exist: no such file or directory"},
+		{[]string{"--path", notDir}, "is not a directory"},
+		{[]string{"--sim", "--procs"}, "--procs: worker processes cannot share"},
+		{[]string{"--sim", "--file", "nope"}, "--file: nope"},
+		{[]string{"--sim", "--file", "bus/cpu/uevent"}, "permission denied"},
+		{[]string{"--sim", "--path", "/sys"}, "exclude each other"},
+		{[]string{"--path", "/sys", "--lock", "rcu"}, "--lock applies to --sim"},
+		{[]string{"--sim", "--lock", "spin"}, "valid strategies are mutex, rwsem, rcu, none"},
+		{[]string{"--sim", "--op", "bogus"}, "unknown operation"},
+		{[]string{"--sim", "--format", "xml"}, "valid formats are seed, json and bench"},
+		{[]string{"--sim", "--missing", "--op", "readdir"}, "--missing: a missing path cannot be the object of readdir"},
+		{[]string{"--sim", "--missing", "--missing-path", "devices"}, "--missing-path: devices"},
+		{[]string{"--sim", "--cpus", "6"}, "invalid value 6 for --cpus: must be a multiple of --sockets x --threads-per-core"},
+		{[]string{"--sim", "--lock", "none", "--churn", "10"}, "--churn: lock strategy none refuses writers"},
+		{[]string{"--path", "/sys", "--churn", "10"}, "no kernfsim device control files"},
+		{[]string{"--sim", "--out", "/does/not/exist/x"}, "--out:"},
+		{[]string{"--bogus"}, "unknown flag: --bogus"},
+		{[]string{"stray"}, "unknown command"},
+		{[]string{"compare", "--locks", "spin"}, `--locks: "spin" is not one of`},
+		{[]string{"compare", "--threads", "0"}, "--threads: 0 is not a positive thread count"},
+		{[]string{"compare", "--targets", "sys", "--sys", "/does/not/exist"}, "--sys /does/not/exist"},
+		{[]string{"compare", "--ops", "bogus", "--targets", "sim"}, `--ops: unknown op "bogus"`},
+	} {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			code, out, errOut := runArgs(context.Background(), tc.args...)
+			if code != exitUsage || !strings.Contains(errOut, tc.want) {
+				t.Errorf("exit %d, stderr %q (stdout %q): want exit 2 and %q", code, errOut, out, tc.want)
+			}
+		})
+	}
+}
+
+func TestHelp(t *testing.T) {
+	code, out, _ := runArgs(context.Background(), "--help")
+	for _, want := range []string{"--sim", "--path", "--missing", "--procs", "--churn", "--cpus", "compare"} {
+		if code != exitOK || !strings.Contains(out, want) {
+			t.Errorf("exit %d, help lacks %q", code, want)
+		}
+	}
+	if strings.Contains(out, "__worker") || strings.Contains(out, "__serve") {
+		t.Error("help shows a hidden command")
+	}
+}

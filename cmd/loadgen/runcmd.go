@@ -1,0 +1,189 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/kernfsim/kernfsim/loadgen"
+)
+
+// runFlags are the flags of a single run (the root command).
+type runFlags struct {
+	path        string
+	sim         bool
+	lock        string
+	threads     int
+	times       int
+	files       int
+	fileList    []string
+	bufsize     int
+	missing     bool
+	missingPath string
+	op          string
+	pin         bool
+	procs       bool
+	churn       float64
+	format      string
+	out         string
+	serverArgs  []string
+	tree        treeFlags
+}
+
+func newRunCmd(stderr io.Writer) *cobra.Command {
+	f := &runFlags{lock: loadgen.DefaultLock}
+	cmd := &cobra.Command{
+		Use:   "loadgen [--path DIR | --sim] [flags]",
+		Short: "Reproduce the sysfs open/read/close and missing-file benchmarks against kernfsim or any directory",
+		Long: `loadgen runs Fox Chen's sysfs benchmark as Ian Kent used it for the kernfs
+locking work: a single worker does --times operations, then --threads workers,
+each pinned to CPU i mod ncpus, do --times operations each at once. It prints
+the original's lines (single:, concur: ... CPU n, times:) and then a summary:
+latency percentiles, throughput, concur/single and scaling efficiency.
+
+Targets: --sim is the in-process kernfsim walker (no FUSE; workers are uid
+1000, gid 1000, so permission checks are a user's); --path DIR is real system
+calls against any directory (/sys, tmpfs, a kernfsim mount); with neither,
+loadgen starts a kernfsim server in a separate process on a temporary
+mountpoint and removes it afterwards. The tree flags size the synthetic tree
+of --sim and of that server (default: a 64-CPU, 2-socket machine).`,
+		Example: `  loadgen --sim --lock mutex --threads 48 --times 2000
+  loadgen --path /sys --threads 48 --missing
+  loadgen --sim --op hwloc --cpus 448 --sockets 4 --threads 8
+  loadgen --sim --lock rcu --churn 200 --format json --out run.json`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return f.run(cmd, stderr) },
+	}
+	addRunFlags(cmd.Flags(), f)
+	return cmd
+}
+
+func addRunFlags(fs *pflag.FlagSet, f *runFlags) {
+	fs.StringVar(&f.path, "path", "", "measure real system calls against `DIR` (/sys, tmpfs, a kernfsim mount)")
+	fs.BoolVar(&f.sim, "sim", false, "measure the in-process kernfsim walker (no FUSE)")
+	fs.Var(lockValue{&f.lock}, "lock", "lock strategy of --sim or of the server loadgen starts: mutex, rwsem, rcu, none")
+	fs.IntVar(&f.threads, "threads", runtime.NumCPU(), "concurrent workers")
+	fs.IntVar(&f.times, "times", 0, "operations per worker (default 10000; 20 for --op hwloc)")
+	fs.IntVar(&f.files, "files", 0, "distinct files K; worker i uses file i mod K (default max(1, threads/2))")
+	fs.StringArrayVar(&f.fileList, "file", nil, "a file to use, relative to the target (repeatable; default: chosen automatically)")
+	fs.IntVar(&f.bufsize, "bufsize", loadgen.DefaultBufSize, "bytes per read")
+	fs.BoolVar(&f.missing, "missing", false, "every worker opens one missing path; the failing open is the operation")
+	fs.StringVar(&f.missingPath, "missing-path", loadgen.DefaultMissingPath, "the missing path, relative to the target")
+	fs.StringVar(&f.op, "op", string(loadgen.OpOpenReadClose), "operation: "+opList())
+	fs.BoolVar(&f.pin, "pin", true, "pin worker i to CPU i mod ncpus (--pin=false to let the scheduler place them)")
+	fs.BoolVar(&f.procs, "procs", false, "run workers as separate processes (no shared fd table)")
+	fs.Float64Var(&f.churn, "churn", 0, "add and remove devices at `RATE` per second during the run (kernfsim targets)")
+	fs.StringVar(&f.format, "format", "seed", "output: seed, json or bench")
+	fs.StringVar(&f.out, "out", "", "write the output to `FILE` instead of standard output")
+	fs.StringArrayVar(&f.serverArgs, "server-arg", nil, "an extra flag for the kernfsim server loadgen starts (repeatable), e.g. --server-arg=--entry-timeout=1s")
+	addTreeFlags(fs, &f.tree)
+}
+
+func opList() string {
+	var s []string
+	for _, o := range loadgen.Ops {
+		s = append(s, string(o))
+	}
+	return strings.Join(s, ", ")
+}
+
+// config turns the flags into a loadgen.Config, rejecting bad input.
+func (f *runFlags) config(cmd *cobra.Command) (loadgen.Config, error) {
+	fs := cmd.Flags()
+	if err := positive(fs, "threads", "times", "files", "bufsize"); err != nil {
+		return loadgen.Config{}, err
+	}
+	if err := f.tree.validate(); err != nil {
+		return loadgen.Config{}, err
+	}
+	switch f.format {
+	case "seed", "json", "bench":
+	default:
+		return loadgen.Config{}, &usageError{fmt.Errorf("--format %q: valid formats are seed, json and bench", f.format)}
+	}
+	t, err := f.target(cmd)
+	if err != nil {
+		return loadgen.Config{}, err
+	}
+	return loadgen.Config{Target: t, Op: loadgen.Op(f.op), Missing: f.missing, MissingPath: f.missingPath,
+		Threads: f.threads, Times: f.times, Files: f.files, FileList: f.fileList, BufSize: f.bufsize,
+		NoPin: !f.pin, Procs: f.procs, WorkerCommand: selfCommand("__worker"), Churn: f.churn,
+		Server: &loadgen.ServerConfig{Command: serverCommand(), Args: f.serverFlags()}}, nil
+}
+
+func (f *runFlags) target(cmd *cobra.Command) (loadgen.Target, error) {
+	fs := cmd.Flags()
+	switch {
+	case f.sim && f.path != "":
+		return loadgen.Target{}, &usageError{errors.New("--sim and --path exclude each other: choose one target")}
+	case f.path != "" && fs.Changed("lock"):
+		return loadgen.Target{}, &usageError{errors.New("--lock applies to --sim and to the server loadgen starts; the mount at --path has its own")}
+	case f.path != "":
+		return loadgen.Target{Kind: loadgen.TargetPath, Dir: f.path}, nil
+	case f.sim:
+		return loadgen.Target{Kind: loadgen.TargetSim, Lock: f.lock, Tree: f.tree.config()}, nil
+	}
+	return loadgen.Target{Kind: loadgen.TargetKernfsim, Lock: f.lock}, nil
+}
+
+func (f *runFlags) serverFlags() []string {
+	return append(f.tree.serverArgs(), f.serverArgs...)
+}
+
+func (f *runFlags) run(cmd *cobra.Command, stderr io.Writer) error {
+	cfg, err := f.config(cmd)
+	if err != nil {
+		return err
+	}
+	w, closeOut, err := openOut(f.out, cmd.OutOrStdout())
+	if err != nil {
+		return err
+	}
+	prog := newProgressLine(stderr)
+	cfg.Progress = func(p loadgen.Progress) {
+		if p.Total > 0 && p.Done > 0 {
+			prog.set("loadgen: %s %d/%d ops, %v", p.Phase, p.Done, p.Total, roundDur(p.Elapsed))
+		} else {
+			prog.set("loadgen: %s running, %v", p.Phase, roundDur(p.Elapsed))
+		}
+	}
+	res, err := loadgen.Run(cmd.Context(), cfg)
+	prog.clear()
+	if res.Single.Ran {
+		err = errors.Join(err, f.write(w, res))
+	}
+	if cerr := closeOut(); cerr != nil {
+		err = errors.Join(err, cerr)
+	}
+	if err == nil && res.Unexpected() > 0 {
+		fmt.Fprintf(stderr, "loadgen: %d operations failed unexpectedly (see errors: in the output)\n", res.Unexpected())
+		return &exitError{exitRuntime}
+	}
+	return err
+}
+
+func (f *runFlags) write(w io.Writer, res loadgen.Result) error {
+	switch f.format {
+	case "json":
+		return loadgen.WriteJSON(w, res)
+	case "bench":
+		return loadgen.WriteBench(w, res)
+	}
+	return loadgen.WriteSeed(w, res)
+}
+
+// selfCommand is this program run with a hidden subcommand, or nil if its
+// path is unknown.
+func selfCommand(sub string) []string {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil
+	}
+	return []string{exe, sub}
+}

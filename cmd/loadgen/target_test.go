@@ -1,0 +1,199 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/kernfsim/kernfsim/loadgen"
+)
+
+// smallTree keeps the server's start-up short.
+var smallTree = []string{"--cpus", "8", "--mem-blocks", "4"}
+
+// The default target starts a kernfsim server in a separate process,
+// measures through its mount and leaves nothing behind.
+func TestDefaultTarget(t *testing.T) {
+	requireFUSE(t)
+	for _, op := range []string{"open-read-close", "stat", "readdir", "walk", "hwloc"} {
+		t.Run(op, func(t *testing.T) {
+			times, tree := 100, smallTree
+			if op == "hwloc" {
+				times, tree = 1, []string{"--cpus", "2", "--sockets", "1", "--mem-blocks", "4"}
+			}
+			code, out, errOut := runArgs(context.Background(), append([]string{"--threads", "2", "--times", strconv.Itoa(times),
+				"--lock", "rcu", "--op", op}, tree...)...)
+			if code != exitOK {
+				t.Fatalf("exit %d, stderr %q", code, errOut)
+			}
+			if rest := checkSeed(t, out, times, 2); !strings.Contains(rest, "target:       kernfsim: FUSE mount at ") ||
+				!strings.Contains(rest, "lock rcu") || !strings.Contains(rest, "errors:       none") {
+				t.Errorf("summary:\n%s", rest)
+			}
+			noLeftovers(t)
+		})
+	}
+}
+
+// Churn through the mount's bus/kernfsim files: only the expected errnos.
+func TestDefaultTargetChurn(t *testing.T) {
+	requireFUSE(t)
+	code, out, errOut := runArgs(context.Background(), append([]string{"--threads", "2", "--times", "300", "--churn", "1000",
+		"--format", "json"}, smallTree...)...)
+	var j loadgen.JSONRun
+	if code != exitOK || json.Unmarshal([]byte(out), &j) != nil {
+		t.Fatalf("exit %d, stderr %q\n%s", code, errOut, out)
+	}
+	if j.Churn == nil || j.Churn.Adds == 0 || j.Unexpected != 0 {
+		t.Errorf("churn %+v, unexpected %d", j.Churn, j.Unexpected)
+	}
+	for _, e := range j.Errors {
+		if !e.Expected || (e.Errno != "ENOENT" && e.Errno != "ENODEV") {
+			t.Errorf("unexpected error %+v", e)
+		}
+	}
+	noLeftovers(t)
+}
+
+func TestProcsDefaultTarget(t *testing.T) {
+	requireFUSE(t)
+	code, out, errOut := runArgs(context.Background(), append([]string{"--procs", "--threads", "2", "--times", "100", "--missing"}, smallTree...)...)
+	if code != exitOK {
+		t.Fatalf("exit %d, stderr %q", code, errOut)
+	}
+	checkSeed(t, out, 100, 2)
+	noLeftovers(t)
+}
+
+// Interrupted (Ctrl-C): the partial results are printed, the exit status
+// is 1, and the mount and its directory are gone.
+func TestDefaultTargetInterrupted(t *testing.T) {
+	requireFUSE(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		// Cancel once the server is up.
+		for range 3000 {
+			if dirs, _ := filepath.Glob(filepath.Join(os.TempDir(), "loadgen-kernfsim-*", "devices")); len(dirs) > 0 {
+				break
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+		time.Sleep(50 * time.Millisecond)
+		cancel()
+	}()
+	code, out, errOut := runArgs(ctx, append([]string{"--threads", "2", "--times", "100000000"}, smallTree...)...)
+	if code != exitRuntime || !strings.Contains(errOut, "interrupted") {
+		t.Errorf("exit %d, stderr %q: want 1 and interrupted", code, errOut)
+	}
+	if !singleLine.MatchString(strings.SplitN(out, "\n", 2)[0]) || !strings.Contains(out, "interrupted:  partial results") {
+		t.Errorf("partial output lacks the interrupted line:\n%s", out)
+	}
+	noLeftovers(t)
+}
+
+func TestDefaultTargetUnavailable(t *testing.T) {
+	defer func(s func(context.Context, []string, io.Writer, io.Writer) int) { serveMain = s }(serveMain)
+	serveMain = nil
+	code, _, errOut := runArgs(context.Background(), "--threads", "1", "--times", "10")
+	if code != exitRuntime || !strings.Contains(errOut, "kernfsim server not available yet") {
+		t.Errorf("exit %d, stderr %q", code, errOut)
+	}
+	code, _, errOut = runArgs(context.Background(), "compare", "--targets", "kernfsim")
+	if code != exitRuntime || !strings.Contains(errOut, "kernfsim server not available yet") {
+		t.Errorf("compare --targets kernfsim: exit %d, stderr %q", code, errOut)
+	}
+}
+
+var compareArgs = []string{"compare", "--targets", "sim", "--locks", "mutex,rcu", "--threads", "1,2",
+	"--times", "20", "--sim-times", "50", "--repeats", "1", "--cpus", "8", "--mem-blocks", "4"}
+
+func TestCompareGolden(t *testing.T) {
+	svg := filepath.Join(t.TempDir(), "c.svg")
+	code, out, errOut := runArgs(context.Background(), append(compareArgs, "--plot", svg)...)
+	if code != exitOK || errOut != "" {
+		t.Fatalf("exit %d, stderr %q", code, errOut)
+	}
+	golden(t, "compare_sim.golden", out)
+	if data, err := os.ReadFile(svg); err != nil || !strings.Contains(string(data), "<svg") {
+		t.Errorf("plot: %v, %.100q", err, data)
+	}
+}
+
+func TestCompareFormats(t *testing.T) {
+	code, out, errOut := runArgs(context.Background(), append(compareArgs, "--format", "json")...)
+	var j loadgen.JSONCompare
+	if code != exitOK || json.Unmarshal([]byte(out), &j) != nil || len(j.Cells) != 2*2*2 || j.Schema != loadgen.SchemaCompare {
+		t.Errorf("json: exit %d, stderr %q, %d cells", code, errOut, len(j.Cells))
+	}
+	code, out, _ = runArgs(context.Background(), append(compareArgs, "--format", "bench")...)
+	if n := strings.Count(out, "\nBenchmarkSysfs/target=sim/lock="); code != exitOK || n != 8 {
+		t.Errorf("bench: exit %d, %d lines, want 8:\n%s", code, n, out)
+	}
+	golden(t, "compare_sim_bench.golden", out)
+}
+
+// With the real /sys and a kernfsim server: every row kind.
+func TestCompareAllTargets(t *testing.T) {
+	requireFUSE(t)
+	code, out, errOut := runArgs(context.Background(), append([]string{"compare", "--locks", "rwsem", "--threads", "2", "--times", "20",
+		"--sim-times", "50", "--repeats", "1", "--ops", "files"}, smallTree...)...)
+	if code != exitOK || errOut != "" {
+		t.Fatalf("exit %d, stderr %q", code, errOut)
+	}
+	for _, row := range []string{"\nkernfsim   rwsem", "\nsim        rwsem", "\nsys        host"} {
+		if !strings.Contains(out, row) {
+			t.Errorf("table lacks row %q:\n%s", row, out)
+		}
+	}
+	noLeftovers(t)
+}
+
+// A mount whose server died: exit 2, saying the server is gone and how to
+// recover.
+func TestDeadMount(t *testing.T) {
+	requireFUSE(t)
+	s, err := loadgen.StartServer(context.Background(), loadgen.ServerConfig{Command: serverCommand(), Args: smallTree})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	pid := serverPid(t, s.Mountpoint())
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	for range 200 {
+		if _, err := os.Stat(s.Mountpoint()); errors.Is(err, syscall.ENOTCONN) {
+			break
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	code, _, errOut := runArgs(context.Background(), "--path", s.Mountpoint(), "--threads", "1", "--times", "10")
+	if code != exitUsage || !strings.Contains(errOut, "transport endpoint is not connected") || !strings.Contains(errOut, "umount -l") {
+		t.Errorf("exit %d, stderr %q: want 2, the dead server and how to recover", code, errOut)
+	}
+}
+
+// serverPid finds the server process serving mnt: the __serve child
+// whose command line names it.
+func serverPid(t *testing.T, mnt string) int {
+	t.Helper()
+	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	for _, p := range procs {
+		cmd, _ := os.ReadFile(p)
+		if strings.Contains(string(cmd), "__serve\x00"+mnt+"\x00") {
+			pid, _ := strconv.Atoi(strings.Split(p, "/")[2])
+			return pid
+		}
+	}
+	t.Fatalf("no server process for %s", mnt)
+	return 0
+}

@@ -1,0 +1,331 @@
+package loadgen
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime"
+	"slices"
+	"time"
+)
+
+// Compare defaults: a plain compare finishes in a few minutes on 2 cores.
+const (
+	DefaultCompareTimes   = 500
+	DefaultCompareRepeats = 3
+)
+
+// DefaultCompareOps are the seed's two benchmarks.
+var DefaultCompareOps = []string{"files", "missing"}
+
+// DefaultCompareThreads is 1, ncpus, 4 x ncpus and 48 (the seed's largest
+// machine), without repeats, in increasing order.
+func DefaultCompareThreads() []int {
+	n := runtime.NumCPU()
+	t := []int{1, n, 4 * n, 48}
+	slices.Sort(t)
+	return slices.Compact(t)
+}
+
+// Row is one line of a comparison: a target under a lock. Kernfsim rows
+// without a Dir get a server Compare starts (CompareConfig.Server).
+type Row struct {
+	Target Target
+}
+
+// Label is the row's name in tables and plots: "sim rwsem", "sys".
+func (r Row) Label() string {
+	if r.Target.Kind == TargetPath {
+		return targetLabel(r.Target)
+	}
+	return targetLabel(r.Target) + " " + r.Target.Lock
+}
+
+// CompareConfig is a grid of runs: every row x op x thread count,
+// repeated.
+type CompareConfig struct {
+	Rows    []Row
+	Ops     []string // op labels: files, missing, or an Op name (stat, readdir, ...)
+	Threads []int
+	Times   int // per worker; 0 means DefaultCompareTimes
+	// SimTimes is Times for sim rows, whose operations are 10-1000 times
+	// cheaper; 0 means 20 x Times.
+	SimTimes int
+	Repeats  int // 0 means DefaultCompareRepeats
+	NoPin    bool
+	// Server starts the servers of kernfsim rows without a Dir.
+	Server *ServerConfig
+	// Progress, if not nil, is called before each run.
+	Progress func(CompareProgress)
+}
+
+// CompareProgress is where a comparison stands.
+type CompareProgress struct {
+	Done, Total int
+	Elapsed     time.Duration
+	Next        string // the run about to start
+}
+
+// CompareResult is a comparison's measurements.
+type CompareResult struct {
+	Ops         []string
+	Threads     []int
+	Times       int
+	SimTimes    int
+	Repeats     int
+	CPUs        int
+	Pinned      bool
+	Rows        []Row  // Dir filled in for kernfsim rows Compare mounted
+	Cells       []Cell // row-major: for each row, op, thread count
+	Elapsed     time.Duration
+	Interrupted bool
+}
+
+// Cell is the runs of one row, op and thread count.
+type Cell struct {
+	Row     Row
+	Op      string
+	Threads int
+	Runs    []CellRun // one per repeat done, in order
+}
+
+// CellRun is one run's figures.
+type CellRun struct {
+	SinglePerOp time.Duration
+	PerOp       time.Duration // concur wall per-op (Result.WallPerOp)
+	WorkerPerOp time.Duration // the workers' own per-op (Result.ConcurPerOp)
+	P50, P99    time.Duration
+	OpsPerSec   float64
+	Efficiency  float64
+	Unexpected  int64
+}
+
+// Median is the median of each figure over the cell's runs.
+func (c Cell) Median() CellRun {
+	if len(c.Runs) == 0 {
+		return CellRun{}
+	}
+	med := func(f func(CellRun) float64) float64 {
+		v := make([]float64, len(c.Runs))
+		for i, r := range c.Runs {
+			v[i] = f(r)
+		}
+		slices.Sort(v)
+		if n := len(v); n%2 == 0 {
+			return (v[n/2-1] + v[n/2]) / 2
+		}
+		return v[len(v)/2]
+	}
+	d := func(f func(CellRun) time.Duration) time.Duration {
+		return time.Duration(med(func(r CellRun) float64 { return float64(f(r)) }))
+	}
+	var unexpected int64
+	for _, r := range c.Runs {
+		unexpected += r.Unexpected
+	}
+	return CellRun{SinglePerOp: d(func(r CellRun) time.Duration { return r.SinglePerOp }),
+		PerOp:       d(func(r CellRun) time.Duration { return r.PerOp }),
+		WorkerPerOp: d(func(r CellRun) time.Duration { return r.WorkerPerOp }),
+		P50:         d(func(r CellRun) time.Duration { return r.P50 }), P99: d(func(r CellRun) time.Duration { return r.P99 }),
+		OpsPerSec:  med(func(r CellRun) float64 { return r.OpsPerSec }),
+		Efficiency: med(func(r CellRun) float64 { return r.Efficiency }), Unexpected: unexpected}
+}
+
+// Cell returns the cell of row index i, op and threads, or nil.
+func (r *CompareResult) Cell(i int, op string, threads int) *Cell {
+	for k := range r.Cells {
+		c := &r.Cells[k]
+		if c.Row == r.Rows[i] && c.Op == op && c.Threads == threads {
+			return c
+		}
+	}
+	return nil
+}
+
+// RatioToMutex is c's median per-op over that of the mutex row of the
+// same target kind, op and thread count; false without one.
+func (r *CompareResult) RatioToMutex(c Cell) (float64, bool) {
+	for i, row := range r.Rows {
+		if row.Target.Kind != c.Row.Target.Kind || row.Target.Lock != "mutex" || c.Row.Target.Kind == TargetPath {
+			continue
+		}
+		m := r.Cell(i, c.Op, c.Threads)
+		if m == nil || len(m.Runs) == 0 || m.Median().PerOp == 0 {
+			return 0, false
+		}
+		return float64(c.Median().PerOp) / float64(m.Median().PerOp), true
+	}
+	return 0, false
+}
+
+// Unexpected is the number of unexpected errors in every run.
+func (r *CompareResult) Unexpected() int64 {
+	var n int64
+	for _, c := range r.Cells {
+		n += c.Median().Unexpected
+	}
+	return n
+}
+
+func (c CompareConfig) withDefaults() CompareConfig {
+	if c.Times == 0 {
+		c.Times = DefaultCompareTimes
+	}
+	if c.Repeats == 0 {
+		c.Repeats = DefaultCompareRepeats
+	}
+	if c.SimTimes == 0 {
+		c.SimTimes = 20 * c.Times
+	}
+	if len(c.Ops) == 0 {
+		c.Ops = DefaultCompareOps
+	}
+	if len(c.Threads) == 0 {
+		c.Threads = DefaultCompareThreads()
+	}
+	return c
+}
+
+func (c CompareConfig) validate() error {
+	switch {
+	case len(c.Rows) == 0:
+		return badConfig("Rows", "name at least one target", "nothing to compare")
+	case c.Times <= 0 || c.SimTimes <= 0 || c.Repeats <= 0:
+		return badConfig("Times", "give positive numbers", "times %d, sim times %d, repeats %d", c.Times, c.SimTimes, c.Repeats)
+	}
+	for _, t := range c.Threads {
+		if t <= 0 {
+			return badConfig("Threads", "give positive numbers", "%d threads", t)
+		}
+	}
+	for _, op := range c.Ops {
+		if _, _, ok := parseOpLabel(op); !ok {
+			return badConfig("Ops", "use files, missing, stat-missing or an operation name ("+opNames()+")", "unknown op %q", op)
+		}
+	}
+	return nil
+}
+
+// parseOpLabel is opLabel's inverse.
+func parseOpLabel(s string) (Op, bool, bool) {
+	switch s {
+	case "files":
+		return OpOpenReadClose, false, true
+	case "missing":
+		return OpOpenReadClose, true, true
+	case "stat-missing":
+		return OpStat, true, true
+	}
+	return Op(s), false, slices.Contains(Ops, Op(s))
+}
+
+// Compare runs every row x op x thread count Repeats times, interleaved
+// (A B C A B C ...) so that drift in the machine hits every row alike:
+// repeat by repeat, thread count by thread count, op by op, row by row. It
+// starts the servers kernfsim rows need first and stops them at the end.
+// When ctx is cancelled it returns what was measured, Interrupted set,
+// and ctx's error.
+func Compare(ctx context.Context, cc CompareConfig) (res CompareResult, err error) {
+	cc = cc.withDefaults()
+	if err := cc.validate(); err != nil {
+		return CompareResult{}, err
+	}
+	res = CompareResult{Ops: cc.Ops, Threads: cc.Threads, Times: cc.Times, SimTimes: cc.SimTimes, Repeats: cc.Repeats,
+		CPUs: len(allowedCPUs()), Pinned: !cc.NoPin, Rows: slices.Clone(cc.Rows)}
+	stop, err := startServers(ctx, res.Rows, cc.Server)
+	defer func() { err = errors.Join(err, stop()) }()
+	if err != nil {
+		return res, err
+	}
+	res.Cells = makeCells(res)
+	t0 := time.Now()
+	err = runGrid(ctx, cc, &res, t0)
+	res.Elapsed = time.Since(t0)
+	if ctx.Err() != nil {
+		res.Interrupted = true
+	}
+	return res, err
+}
+
+func makeCells(res CompareResult) []Cell {
+	var cells []Cell
+	for _, row := range res.Rows {
+		for _, op := range res.Ops {
+			for _, th := range res.Threads {
+				cells = append(cells, Cell{Row: row, Op: op, Threads: th})
+			}
+		}
+	}
+	return cells
+}
+
+// runGrid runs the cells in interleaved order.
+func runGrid(ctx context.Context, cc CompareConfig, res *CompareResult, t0 time.Time) error {
+	total, done := cc.Repeats*len(res.Cells), 0
+	for range cc.Repeats {
+		for _, th := range res.Threads {
+			for _, op := range res.Ops {
+				for i := range res.Rows {
+					c := res.Cell(i, op, th)
+					if cc.Progress != nil {
+						cc.Progress(CompareProgress{Done: done, Total: total, Elapsed: time.Since(t0),
+							Next: fmt.Sprintf("%s op=%s threads=%d", c.Row.Label(), op, th)})
+					}
+					if err := runCell(ctx, cc, c); err != nil {
+						return err
+					}
+					done++
+				}
+			}
+		}
+	}
+	return nil
+}
+
+func runCell(ctx context.Context, cc CompareConfig, c *Cell) error {
+	op, missing, _ := parseOpLabel(c.Op)
+	times := cc.Times
+	if c.Row.Target.Kind == TargetSim {
+		times = cc.SimTimes
+	}
+	r, err := Run(ctx, Config{Target: c.Row.Target, Op: op, Missing: missing, Threads: c.Threads,
+		Times: times, NoPin: cc.NoPin})
+	if err != nil {
+		return fmt.Errorf("%s op=%s threads=%d: %w", c.Row.Label(), c.Op, c.Threads, err)
+	}
+	c.Runs = append(c.Runs, CellRun{SinglePerOp: r.SinglePerOp(), PerOp: r.WallPerOp(), WorkerPerOp: r.ConcurPerOp(),
+		P50: r.Concur.Latency.P50, P99: r.Concur.Latency.P99, OpsPerSec: r.OpsPerSec(),
+		Efficiency: r.Efficiency(), Unexpected: r.Unexpected()})
+	return nil
+}
+
+// startServers starts a server for each kernfsim row without a Dir and
+// fills the Dir in; stop stops them all.
+func startServers(ctx context.Context, rows []Row, sc *ServerConfig) (stop func() error, err error) {
+	var servers []*Server
+	stop = func() error {
+		var errs []error
+		for _, s := range servers {
+			errs = append(errs, s.Close())
+		}
+		return errors.Join(errs...)
+	}
+	for i := range rows {
+		t := &rows[i].Target
+		if t.Kind != TargetKernfsim || t.Dir != "" {
+			continue
+		}
+		if sc == nil {
+			return stop, ErrNoServer
+		}
+		c := *sc
+		c.Lock = t.Lock
+		s, err := StartServer(ctx, c)
+		if err != nil {
+			return stop, err
+		}
+		servers = append(servers, s)
+		t.Dir = s.Mountpoint()
+	}
+	return stop, nil
+}

@@ -1,0 +1,272 @@
+package loadgen
+
+import (
+	"fmt"
+	"runtime"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/kernfsim/kernfsim/kernfsim"
+	"github.com/kernfsim/kernfsim/locking"
+)
+
+// Op is what each iteration of a worker's loop does.
+type Op string
+
+// The operations. Each is one timed operation unless noted.
+const (
+	// OpOpenReadClose opens the worker's file, reads BufSize bytes at
+	// offset 0 and closes it (the original benchmark). Worker i uses file
+	// i mod K of K distinct files.
+	OpOpenReadClose Op = "open-read-close"
+	// OpStat is stat(2) of the worker's file.
+	OpStat Op = "stat"
+	// OpReaddir opens the directory holding the worker's file, reads every
+	// entry (getdents until the end) and closes it.
+	OpReaddir Op = "readdir"
+	// OpWalk is open-read-close of the worker's file reached through a deep
+	// path with a symlink in it (bus/cpu/devices/cpuN/..., as udev walks).
+	OpWalk Op = "walk"
+	// OpSameFile is open-read-close of one file by every worker (Fox Chen's
+	// original).
+	OpSameFile Op = "same-file"
+	// OpRandom is open-read-close of a file drawn at random each iteration
+	// from a set of at least Threads files (Ian Kent's realistic mix).
+	OpRandom Op = "random"
+	// OpHwloc is one whole CPU topology discovery, as hwloc does it at
+	// start-up: list cpu/ and node/, then read every cpuN/topology/*,
+	// cpuN/cache/index*/* and nodeN/cpulist. One operation is one whole
+	// discovery; Result.FilesPerOp says how many files that is.
+	OpHwloc Op = "hwloc"
+)
+
+// Ops lists the operations in the order of their documentation.
+var Ops = []Op{OpOpenReadClose, OpStat, OpReaddir, OpWalk, OpSameFile, OpRandom, OpHwloc}
+
+// Defaults.
+const (
+	DefaultTimes       = 10000 // per worker, as Ian Kent's runs
+	DefaultHwlocTimes  = 20    // OpHwloc: one operation is a whole discovery
+	DefaultBufSize     = 32    // bytes per read, as the original
+	DefaultMissingPath = "devices/system/cpu/does_not_exist"
+	DefaultLock        = "rwsem"
+	// DefaultChurnAttrs is how many attrN files a churned device gets.
+	DefaultChurnAttrs = 2
+)
+
+// DefaultSimCred is the identity --sim workers use: an unprivileged user,
+// like someone running the benchmark, so that every permission check takes
+// the owner/group/other path rather than root's bypass.
+var DefaultSimCred = kernfsim.Cred{Uid: 1000, Gid: 1000}
+
+// TargetKind says what a run's operations are served by.
+type TargetKind string
+
+const (
+	// TargetSim is the in-process kernfsim walker over a synthetic tree.
+	TargetSim TargetKind = "sim"
+	// TargetPath is real system calls against any directory.
+	TargetPath TargetKind = "path"
+	// TargetKernfsim is a kernfsim FUSE mount: Dir if given, else one Run
+	// starts with Config.Server and removes afterwards.
+	TargetKernfsim TargetKind = "kernfsim"
+)
+
+// Target is what a run measures.
+type Target struct {
+	Kind TargetKind
+	// Dir is the directory the paths are relative to (TargetPath, and
+	// TargetKernfsim once mounted).
+	Dir string
+	// Lock is the strategy (TargetSim and TargetKernfsim); "" means
+	// DefaultLock.
+	Lock string
+	// Tree sizes the synthetic tree (TargetSim; a zero field takes the
+	// kernfsim default, so the zero value is a 64-CPU, 2-socket server).
+	Tree kernfsim.SynthConfig
+	// Cred is the workers' identity under TargetSim; nil means
+	// DefaultSimCred.
+	Cred *kernfsim.Cred
+}
+
+// Config is one run.
+type Config struct {
+	Target Target
+	Op     Op // "" means OpOpenReadClose
+	// Missing makes every worker look up MissingPath, which must not
+	// exist: the failing open (or stat) is the operation.
+	Missing     bool
+	MissingPath string // "" means DefaultMissingPath
+	Threads     int    // 0 means every CPU this process may run on
+	Times       int    // per worker; 0 means DefaultTimes (DefaultHwlocTimes for OpHwloc)
+	// Files is K, the number of distinct files (worker i uses file i mod
+	// K); 0 means max(1, Threads/2), or len(FileList) when that is given.
+	Files int
+	// FileList names the files, relative to the target (or absolute under
+	// a path target); empty means chosen automatically: cpuN/topology/core_id
+	// first, then the other topology files, then cache files.
+	FileList []string
+	BufSize  int  // bytes per read; 0 means DefaultBufSize
+	NoPin    bool // do not pin worker i to CPU i mod ncpus
+	// Procs runs each worker as a separate process, started with
+	// WorkerCommand (which must run ServeWorker). Not with TargetSim.
+	Procs         bool
+	WorkerCommand []string
+	// Server starts the kernfsim server for a TargetKernfsim without Dir.
+	Server *ServerConfig
+	// Churn is devices added or removed per second during the run (through
+	// bus/kernfsim/new_device and delete_device); 0 means none.
+	Churn float64
+	// Progress, if not nil, is called about five times a second from
+	// another goroutine while a phase runs.
+	Progress func(Progress)
+}
+
+// Progress is where a run stands.
+type Progress struct {
+	Phase   string // "single" or "concur"
+	Done    int64  // operations finished in this phase (0 with Procs)
+	Total   int64  // operations in this phase
+	Elapsed time.Duration
+}
+
+// ConfigError is a Config that cannot run: bad input, not a failure.
+type ConfigError struct {
+	Field   string // the Config field (or the path) at fault
+	Problem string // what is wrong
+	Hint    string // what to do about it
+}
+
+func (e *ConfigError) Error() string {
+	s := e.Field + ": " + e.Problem
+	if e.Hint != "" {
+		s += " (" + e.Hint + ")"
+	}
+	return s
+}
+
+func badConfig(field, hint, format string, args ...any) *ConfigError {
+	return &ConfigError{Field: field, Problem: fmt.Sprintf(format, args...), Hint: hint}
+}
+
+// withDefaults returns c with every zero field set to its default.
+func (c Config) withDefaults() Config {
+	if c.Op == "" {
+		c.Op = OpOpenReadClose
+	}
+	if c.MissingPath == "" {
+		c.MissingPath = DefaultMissingPath
+	}
+	if c.Threads == 0 {
+		c.Threads = runtime.NumCPU()
+	}
+	if c.Times == 0 {
+		c.Times = DefaultTimes
+		if c.Op == OpHwloc {
+			c.Times = DefaultHwlocTimes
+		}
+	}
+	if c.Files == 0 {
+		c.Files = max(1, c.Threads/2)
+		if len(c.FileList) > 0 {
+			c.Files = len(c.FileList)
+		}
+	}
+	if c.BufSize == 0 {
+		c.BufSize = DefaultBufSize
+	}
+	if c.Target.Lock == "" && c.Target.Kind != TargetPath {
+		c.Target.Lock = DefaultLock
+	}
+	return c
+}
+
+// validate checks what can be checked without touching the target.
+func (c Config) validate() error {
+	pos := func(field string, v int) error {
+		if v <= 0 {
+			return badConfig(field, "give a positive number", "%d is not positive", v)
+		}
+		return nil
+	}
+	for _, err := range []error{pos("Threads", c.Threads), pos("Times", c.Times),
+		pos("Files", c.Files), pos("BufSize", c.BufSize), c.validateOp(), c.validateTarget(),
+		c.validateProcs(), c.validateChurn()} {
+		if err != nil {
+			return err
+		}
+	}
+	if len(c.FileList) > 0 && c.Files > len(c.FileList) {
+		return badConfig("Files", "give at most as many as the files listed",
+			"%d distinct files asked for, but only %d listed", c.Files, len(c.FileList))
+	}
+	return nil
+}
+
+func (c Config) validateOp() error {
+	if !slices.Contains(Ops, c.Op) {
+		return badConfig("Op", "valid operations are "+opNames(), "unknown operation %q", c.Op)
+	}
+	if c.Missing && c.Op != OpOpenReadClose && c.Op != OpStat && c.Op != OpSameFile {
+		return badConfig("Missing", "use it with open-read-close or stat",
+			"a missing path cannot be the object of %s", c.Op)
+	}
+	return nil
+}
+
+func opNames() string {
+	s := make([]string, len(Ops))
+	for i, o := range Ops {
+		s[i] = string(o)
+	}
+	return strings.Join(s, ", ")
+}
+
+func (c Config) validateTarget() error {
+	t := c.Target
+	switch t.Kind {
+	case TargetSim, TargetKernfsim:
+		if !slices.Contains(locking.Names, t.Lock) {
+			return badConfig("Lock", "valid strategies are "+strings.Join(locking.Names, ", "),
+				"unknown lock strategy %q", t.Lock)
+		}
+	case TargetPath:
+		if t.Dir == "" {
+			return badConfig("Dir", "name the directory to measure", "a path target needs a directory")
+		}
+	default:
+		return badConfig("Target", "use sim, path or kernfsim", "unknown target kind %q", t.Kind)
+	}
+	if t.Kind == TargetSim {
+		if err := t.Tree.WithDefaults().Validate(); err != nil {
+			return &ConfigError{Field: "Tree", Problem: err.Error()}
+		}
+	}
+	return nil
+}
+
+func (c Config) validateProcs() error {
+	switch {
+	case !c.Procs:
+		return nil
+	case c.Target.Kind == TargetSim:
+		return badConfig("Procs", "drop --procs, or measure a mount (--path DIR or the default target)",
+			"worker processes cannot share the in-process tree of a sim target")
+	case len(c.WorkerCommand) == 0:
+		return badConfig("WorkerCommand", "set it to a command that runs ServeWorker", "Procs needs a worker command")
+	}
+	return nil
+}
+
+func (c Config) validateChurn() error {
+	switch {
+	case c.Churn < 0:
+		return badConfig("Churn", "give a rate of 0 or more per second", "%g is negative", c.Churn)
+	case c.Churn > 0 && c.Target.Kind != TargetPath && c.Target.Lock == "none":
+		return badConfig("Churn", "use mutex, rwsem or rcu", "lock strategy none refuses writers, so nothing can churn")
+	case c.Churn > 100000:
+		return badConfig("Churn", "give at most 100000 per second", "%g per second is more than a writer can do", c.Churn)
+	}
+	return nil
+}

@@ -1,0 +1,36 @@
+// Package loadgen reproduces the sysfs path-walk benchmarks the kernfs
+// locking work was measured with (Fox Chen's sysfs_benchmark, as Ian Kent
+// ran it for "kernfs: proposed locking and concurrency improvement"), and
+// compares kernfsim's lock strategies side by side.
+//
+// It is a library: Run(ctx, Config) measures one configuration and returns
+// a Result; Compare runs a grid of them; the reporters (WriteSeed,
+// WriteJSON, WriteBench, WriteCompareTable, ...) are functions of an
+// io.Writer and a result. Nothing here parses flags, exits or prints on its
+// own.
+//
+// A run has two phases, as the original program: a single worker does
+// Times operations, then Threads workers do Times operations each at once.
+// Workers are goroutines locked to their OS thread and, unless NoPin,
+// pinned with sched_setaffinity to CPU i mod ncpus (or separate processes,
+// Config.Procs). They wait at a start barrier, then time their own loop on
+// the monotonic clock, one clock read per operation, recording each
+// operation's latency in a per-worker HdrHistogram.
+//
+// Targets: the in-process kernfsim walker (TargetSim), real system calls
+// against any directory (TargetPath: /sys, tmpfs, a kernfsim mount), or a
+// kernfsim FUSE server that Run starts in a separate process on a
+// temporary mountpoint (TargetKernfsim, see StartServer).
+//
+// Lock ordering (outer to inner): loadgen holds no lock across a call
+// into a target.
+//
+//	churner.mu: the churner's counters, taken by the churner and by
+//	Result assembly after the churner has stopped
+//	Server.outMu: the server's captured stdout and stderr
+//
+// Everything else a worker touches during a phase is its own (its
+// histogram, its error counts) or accessed atomically (its progress
+// counter, the phase's stop flag), and is read by the collector only after
+// the worker has sent its result.
+package loadgen

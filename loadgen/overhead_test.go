@@ -1,0 +1,74 @@
+package loadgen
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// rawFile is what the original's single run reads on this machine.
+const rawFile = "/sys/devices/system/cpu/cpu0/topology/core_id"
+
+// rawLoop is the minimal loop loadgen is measured against: n x open, one
+// 32-byte read, close, with nothing else.
+func rawLoop(n int, buf []byte) error {
+	for range n {
+		fd, err := unix.Open(rawFile, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return err
+		}
+		if _, err := unix.Read(fd, buf); err != nil {
+			return err
+		}
+		unix.Close(fd)
+	}
+	return nil
+}
+
+// rawPerOp times rawLoop on CPU 0, as loadgen's single worker runs.
+func rawPerOp(n int) (time.Duration, error) {
+	unlock, err := lockThread(0)
+	if err != nil {
+		return 0, err
+	}
+	defer unlock()
+	buf := make([]byte, DefaultBufSize)
+	t0 := time.Now()
+	err = rawLoop(n, buf)
+	return time.Since(t0) / time.Duration(n), err
+}
+
+func loadgenPerOp(n int) (time.Duration, error) {
+	r, err := Run(context.Background(), Config{Target: Target{Kind: TargetPath, Dir: "/sys"}, Threads: 1, Times: n,
+		FileList: []string{"devices/system/cpu/cpu0/topology/core_id"}})
+	return r.SinglePerOp(), err
+}
+
+// BenchmarkRawSyscalls and BenchmarkLoadgenSingle compare loadgen's single
+// run against /sys with the minimal loop (go test -bench . -run '^$'):
+// loadgen's own overhead per operation is the difference.
+func BenchmarkRawSyscalls(b *testing.B) {
+	requireSysB(b)
+	buf := make([]byte, DefaultBufSize)
+	b.ResetTimer()
+	if err := rawLoop(b.N, buf); err != nil {
+		b.Fatal(err)
+	}
+}
+
+func BenchmarkLoadgenSingle(b *testing.B) {
+	requireSysB(b)
+	d, err := loadgenPerOp(max(b.N, 100))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportMetric(float64(d), "ns/op")
+}
+
+func requireSysB(b *testing.B) {
+	if err := unix.Access(rawFile, unix.R_OK); err != nil {
+		b.Skip(rawFile, err)
+	}
+}

@@ -1,0 +1,158 @@
+package loadgen
+
+import (
+	"encoding/json"
+	"io"
+	"time"
+)
+
+// SchemaRun names the JSON document WriteJSON writes.
+const SchemaRun = "kernfsim-loadgen-run/1"
+
+// JSONRun is the JSON form of a Result. Durations are integer
+// nanoseconds (fields ending _ns); per-op means are float nanoseconds.
+type JSONRun struct {
+	Schema      string      `json:"schema"`
+	Target      JSONTarget  `json:"target"`
+	Op          string      `json:"op"`
+	Missing     bool        `json:"missing"`
+	Threads     int         `json:"threads"`
+	Times       int         `json:"times"`
+	CPUs        int         `json:"cpus"`
+	Pinned      bool        `json:"pinned"`
+	Procs       bool        `json:"procs"`
+	BufSize     int         `json:"bufsize"`
+	Files       []string    `json:"files"`
+	FilesPerOp  int         `json:"files_per_op"`
+	ClockCostNs float64     `json:"clock_cost_ns"`
+	Single      *JSONPhase  `json:"single"`
+	Concur      *JSONPhase  `json:"concur"`
+	Ratio       float64     `json:"ratio"`      // concur per-op / single per-op
+	Efficiency  float64     `json:"efficiency"` // 1.0 ideal
+	OpsPerSec   float64     `json:"ops_per_sec"`
+	Churn       *JSONChurn  `json:"churn,omitempty"`
+	Errors      []JSONError `json:"errors"`
+	Unexpected  int64       `json:"unexpected_errors"`
+	Interrupted bool        `json:"interrupted"`
+}
+
+// JSONTarget is a Target.
+type JSONTarget struct {
+	Kind  string `json:"kind"`           // sim, path, kernfsim
+	Label string `json:"label"`          // sim, sys, path, kernfsim: the bench "target=" key
+	Dir   string `json:"dir,omitempty"`  // path and kernfsim
+	Lock  string `json:"lock,omitempty"` // sim and kernfsim
+	CPUs  int    `json:"tree_cpus,omitempty"`
+}
+
+// JSONPhase is a Phase; nil when the phase did not run.
+type JSONPhase struct {
+	WallNs      int64        `json:"wall_ns"`
+	PerOpNs     float64      `json:"per_op_ns"`      // mean over workers of their total / ops (the seed's "per")
+	WallPerOpNs float64      `json:"wall_per_op_ns"` // wall / ops per worker
+	Latency     JSONLatency  `json:"latency"`
+	Workers     []JSONWorker `json:"workers"` // completion order
+}
+
+// JSONWorker is a WorkerResult.
+type JSONWorker struct {
+	Worker  int     `json:"worker"`
+	CPU     int     `json:"cpu"` // -1: not pinned
+	Ops     int64   `json:"ops"`
+	TotalNs int64   `json:"total_ns"`
+	PerOpNs float64 `json:"per_op_ns"`
+}
+
+// JSONLatency is a Latency.
+type JSONLatency struct {
+	Count  int64 `json:"count"`
+	MeanNs int64 `json:"mean_ns"`
+	P50Ns  int64 `json:"p50_ns"`
+	P99Ns  int64 `json:"p99_ns"`
+	P999Ns int64 `json:"p999_ns"`
+	MaxNs  int64 `json:"max_ns"`
+}
+
+// JSONChurn is a ChurnResult.
+type JSONChurn struct {
+	Rate      float64     `json:"rate"`
+	Achieved  float64     `json:"achieved"`
+	Adds      int64       `json:"adds"`
+	Removes   int64       `json:"removes"`
+	ElapsedNs int64       `json:"elapsed_ns"`
+	Errors    []JSONError `json:"errors"`
+}
+
+// JSONError is an ErrorCount.
+type JSONError struct {
+	Errno    string `json:"errno"` // ENOENT; "success" when a missing path was found
+	Code     int    `json:"code"`
+	Churn    bool   `json:"churn"` // on a churned device's file
+	Expected bool   `json:"expected"`
+	Count    int64  `json:"count"`
+	Path     string `json:"path"`
+}
+
+// WriteJSON writes r as one indented JSON document (JSONRun).
+func WriteJSON(w io.Writer, r Result) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(ToJSON(r))
+}
+
+// ToJSON converts r to its JSON form.
+func ToJSON(r Result) JSONRun {
+	j := JSONRun{Schema: SchemaRun, Target: jsonTarget(r.Target), Op: string(r.Op), Missing: r.Missing,
+		Threads: r.Threads, Times: r.Times, CPUs: r.CPUs, Pinned: r.Pinned, Procs: r.Procs,
+		BufSize: r.BufSize, Files: r.Files, FilesPerOp: r.FilesPerOp, ClockCostNs: r.ClockCostNs,
+		Single: jsonPhase(r.Single), Concur: jsonPhase(r.Concur), Ratio: r.Ratio(),
+		Efficiency: r.Efficiency(), OpsPerSec: r.OpsPerSec(), Errors: jsonErrors(r.Errors),
+		Unexpected: r.Unexpected(), Interrupted: r.Interrupted}
+	if c := r.Churn; c != nil {
+		j.Churn = &JSONChurn{Rate: c.Rate, Achieved: c.Achieved(), Adds: c.Adds, Removes: c.Removes,
+			ElapsedNs: int64(c.Elapsed), Errors: jsonErrors(c.Errors)}
+	}
+	return j
+}
+
+func jsonTarget(t Target) JSONTarget {
+	j := JSONTarget{Kind: string(t.Kind), Label: targetLabel(t), Dir: t.Dir, Lock: t.Lock}
+	if t.Kind == TargetSim {
+		j.CPUs = t.Tree.WithDefaults().CPUs
+	}
+	return j
+}
+
+func jsonPhase(p Phase) *JSONPhase {
+	if !p.Ran {
+		return nil
+	}
+	j := &JSONPhase{WallNs: int64(p.Wall), PerOpNs: float64(meanPerOp(p.Workers)), WallPerOpNs: float64(wallPerOp(p)), Latency: JSONLatency{
+		Count: p.Latency.Count, MeanNs: int64(p.Latency.Mean), P50Ns: int64(p.Latency.P50),
+		P99Ns: int64(p.Latency.P99), P999Ns: int64(p.Latency.P999), MaxNs: int64(p.Latency.Max)},
+		Workers: []JSONWorker{}}
+	for _, w := range p.Workers {
+		j.Workers = append(j.Workers, JSONWorker{Worker: w.Worker, CPU: w.CPU, Ops: w.Ops,
+			TotalNs: int64(w.Total), PerOpNs: perOpNs(w)})
+	}
+	return j
+}
+
+func perOpNs(w WorkerResult) float64 {
+	if w.Ops == 0 {
+		return 0
+	}
+	return float64(w.Total) / float64(w.Ops)
+}
+
+func jsonErrors(es []ErrorCount) []JSONError {
+	out := []JSONError{}
+	for _, e := range es {
+		out = append(out, JSONError{Errno: e.Name(), Code: int(e.Errno), Churn: e.Churn,
+			Expected: e.Expected(), Count: e.Count, Path: e.Path})
+	}
+	return out
+}
+
+// nsOf is d in float nanoseconds.
+func nsOf(d time.Duration) float64 { return float64(d) }

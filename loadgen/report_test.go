@@ -1,0 +1,182 @@
+package loadgen
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
+
+// golden compares got with testdata/name, or rewrites it with -update.
+func golden(t *testing.T, name, got string) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if *update {
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test -update to create it)", err)
+	}
+	if got != string(want) {
+		t.Errorf("output differs from %s (go test -update accepts it):\n%s", path, firstDiff(got, string(want)))
+	}
+}
+
+func firstDiff(got, want string) string {
+	g, w := strings.Split(got, "\n"), strings.Split(want, "\n")
+	for i := range min(len(g), len(w)) {
+		if g[i] != w[i] {
+			return "line " + itoa(i+1) + ":\n got  " + g[i] + "\n want " + w[i]
+		}
+	}
+	return "got " + itoa(len(g)) + " lines, want " + itoa(len(w))
+}
+
+// fixture is a Result with fixed figures: two workers on a 2-CPU machine,
+// the first reading slower, with churn.
+func fixture() Result {
+	us := time.Microsecond
+	lat := Latency{Count: 20000, Mean: 4 * us, P50: 3900 * time.Nanosecond, P99: 9 * us, P999: 20 * us, Max: 1200 * us}
+	return Result{
+		Target: Target{Kind: TargetSim, Lock: "rwsem"}, Op: OpOpenReadClose, Threads: 2, Times: 10000, CPUs: 2,
+		Pinned: true, BufSize: 32, Files: []string{"devices/system/cpu/cpu0/topology/core_id"}, FilesPerOp: 1,
+		ClockCostNs: 38,
+		Single: Phase{Ran: true, Workers: []WorkerResult{{Worker: 0, CPU: 0, Ops: 10000, Total: 37802725 * time.Nanosecond}},
+			Wall: 38 * time.Millisecond, Latency: Latency{Count: 10000, Mean: 3780 * time.Nanosecond, P50: 3 * us, P99: 8 * us, P999: 15 * us, Max: 90 * us}},
+		Concur: Phase{Ran: true, Workers: []WorkerResult{
+			{Worker: 1, CPU: 1, Ops: 10000, Total: 40 * time.Millisecond},
+			{Worker: 0, CPU: 0, Ops: 10000, Total: 42 * time.Millisecond}},
+			Wall: 42 * time.Millisecond, Latency: lat},
+		Churn:  &ChurnResult{Rate: 100, Adds: 3, Removes: 2, Elapsed: 50 * time.Millisecond},
+		Errors: []ErrorCount{{Errno: syscall.ENOENT, Churn: true, Count: 17, Path: "devices/kernfsim/loadgen0/uevent"}},
+	}
+}
+
+func TestWriteSeedGolden(t *testing.T) {
+	var b bytes.Buffer
+	if err := WriteSeed(&b, fixture()); err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "seed.golden", b.String())
+	// The first lines are exactly the original program's.
+	lines := strings.Split(b.String(), "\n")
+	for i, want := range []string{
+		"single: total 37.802725ms per 3.780273us",
+		"concur: total 40.000000ms per 4.000000us  CPU 1",
+		"concur: total 42.000000ms per 4.200000us  CPU 0",
+		"times: 10000 threads: 2 cpus: 2",
+	} {
+		if lines[i] != want {
+			t.Errorf("line %d: got %q, want %q", i+1, lines[i], want)
+		}
+	}
+}
+
+func TestWriteJSONGolden(t *testing.T) {
+	var b bytes.Buffer
+	if err := WriteJSON(&b, fixture()); err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "run.json.golden", b.String())
+	var j JSONRun
+	if err := json.Unmarshal(b.Bytes(), &j); err != nil {
+		t.Fatal(err)
+	}
+	if j.Schema != SchemaRun || len(j.Concur.Workers) != 2 || j.Errors[0].Errno != "ENOENT" || !j.Errors[0].Expected {
+		t.Errorf("round trip: %+v", j)
+	}
+}
+
+func TestWriteBenchGolden(t *testing.T) {
+	var b bytes.Buffer
+	if err := WriteBench(&b, fixture()); err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "bench.golden", b.String())
+}
+
+func TestEfficiency(t *testing.T) {
+	r := fixture()
+	// single 3.78us x 2 threads / 2 cpus over the wall per-op, 42ms / 10000 = 4.2us.
+	if got, want := r.Efficiency(), 3.7802725/4.2; abs(got-want) > 1e-3 {
+		t.Errorf("Efficiency() = %v, want %v", got, want)
+	}
+	if got, want := r.Ratio(), 4.1/3.7802725; abs(got-want) > 1e-3 {
+		t.Errorf("Ratio() = %v, want %v", got, want)
+	}
+}
+
+func abs(v float64) float64 {
+	if v < 0 {
+		return -v
+	}
+	return v
+}
+
+// compareFixture is a CompareResult with fixed figures.
+func compareFixture() CompareResult {
+	rows := []Row{{Target{Kind: TargetSim, Lock: "mutex"}}, {Target{Kind: TargetSim, Lock: "rcu"}},
+		{Target{Kind: TargetPath, Dir: "/sys"}}}
+	r := CompareResult{Ops: []string{"files", "missing"}, Threads: []int{1, 48}, Times: 2000, SimTimes: 20000,
+		Repeats: 3, CPUs: 2, Pinned: true, Rows: rows, Elapsed: 61 * time.Second}
+	r.Cells = makeCells(r)
+	for i := range r.Cells {
+		c := &r.Cells[i]
+		base := time.Duration(100*(i%4+1)+50*(i/4)) * time.Nanosecond
+		for rep := range 3 {
+			per := base * time.Duration(c.Threads) * time.Duration(rep+2) / 2
+			c.Runs = append(c.Runs, CellRun{SinglePerOp: base, PerOp: per, WorkerPerOp: per * 9 / 10, P50: per, P99: 2 * per,
+				OpsPerSec: 1e9 / float64(per), Efficiency: float64(base) * float64(c.Threads) / float64(min(c.Threads, 2)) / float64(per)})
+		}
+	}
+	return r
+}
+
+func TestCompareReportsGolden(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		write func(io.Writer, CompareResult) error
+	}{{"compare_table.golden", WriteCompareTable}, {"compare.json.golden", WriteCompareJSON}, {"compare_bench.golden", WriteCompareBench}} {
+		t.Run(tc.name, func(t *testing.T) {
+			var b bytes.Buffer
+			if err := tc.write(&b, compareFixture()); err != nil {
+				t.Fatal(err)
+			}
+			golden(t, tc.name, b.String())
+		})
+	}
+}
+
+func TestComparePlot(t *testing.T) {
+	var b bytes.Buffer
+	if err := WriteComparePlot(&b, compareFixture()); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"<svg", "op=files", "op=missing", "sim mutex", "sim rcu", "sys", "threads"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("plot lacks %q", want)
+		}
+	}
+}
+
+func TestCellMedian(t *testing.T) {
+	c := Cell{Runs: []CellRun{{PerOp: 3}, {PerOp: 1}, {PerOp: 2}}}
+	if got := c.Median().PerOp; got != 2 {
+		t.Errorf("median of 3, 1, 2: got %v, want 2", got)
+	}
+	c.Runs = append(c.Runs, CellRun{PerOp: 10})
+	if got := c.Median().PerOp; got != 2 { // (2+3)/2 truncated to ns
+		t.Errorf("median of 1, 2, 3, 10: got %v, want 2", got)
+	}
+}

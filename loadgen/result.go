@@ -1,0 +1,258 @@
+package loadgen
+
+import (
+	"cmp"
+	"slices"
+	"syscall"
+	"time"
+
+	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
+	"golang.org/x/sys/unix"
+)
+
+// Result is what one run measured. A run interrupted by its context has
+// Interrupted set and holds what was measured until then.
+type Result struct {
+	Target      Target // Dir is the mountpoint for a kernfsim target Run started
+	Op          Op
+	Missing     bool
+	Threads     int
+	Times       int // per worker, as configured
+	CPUs        int // CPUs this process may run on
+	Pinned      bool
+	Procs       bool
+	BufSize     int
+	Files       []string // relative to the target: the K files (or dirs), the random set, or hwloc's list
+	FilesPerOp  int      // files one operation reads: 1, or the files of one hwloc discovery
+	ClockCostNs float64  // one read of the monotonic clock; every operation includes one
+	Single      Phase
+	Concur      Phase
+	Churn       *ChurnResult // nil without churn
+	Errors      []ErrorCount // every failed operation, by errno and kind
+	Interrupted bool
+}
+
+// Phase is one phase of a run: single (one worker) or concur (Threads
+// workers at once).
+type Phase struct {
+	Ran     bool
+	Workers []WorkerResult // in completion order
+	Wall    time.Duration  // from the start barrier to the last worker's end
+	Latency Latency        // every operation of every worker
+}
+
+// WorkerResult is one worker's loop.
+type WorkerResult struct {
+	Worker int           `json:"worker"`
+	CPU    int           `json:"cpu"` // -1 when not pinned
+	Ops    int64         `json:"ops"` // finished operations: Times unless interrupted
+	Total  time.Duration `json:"total_ns"`
+}
+
+// PerOp is the worker's mean time per operation (the original's "per").
+func (w WorkerResult) PerOp() time.Duration {
+	if w.Ops == 0 {
+		return 0
+	}
+	return w.Total / time.Duration(w.Ops)
+}
+
+// Latency summarises a histogram of operation latencies.
+type Latency struct {
+	Count int64
+	Mean  time.Duration
+	P50   time.Duration
+	P99   time.Duration
+	P999  time.Duration
+	Max   time.Duration
+}
+
+// ErrorCount is how often operations failed with one errno.
+type ErrorCount struct {
+	Errno syscall.Errno
+	// Churn is set for failures on a churned device's file; ENOENT and
+	// ENODEV there are expected (the device was being removed).
+	Churn bool
+	Count int64
+	Path  string // one path it happened on
+}
+
+// Expected reports whether the failure is one churn causes.
+func (e ErrorCount) Expected() bool {
+	return e.Churn && (e.Errno == syscall.ENOENT || e.Errno == syscall.ENODEV)
+}
+
+// Name is the errno's symbol, such as ENOENT.
+func (e ErrorCount) Name() string { return errnoName(e.Errno) }
+
+// errnoName is the symbol of e ("ENOENT"), or "errno N"; 0 is "success",
+// which a missing-path operation that found its path reports.
+func errnoName(e syscall.Errno) string {
+	if e == 0 {
+		return "success"
+	}
+	if n := unix.ErrnoName(e); n != "" {
+		return n
+	}
+	return "errno " + itoa(int(e))
+}
+
+// Unexpected is the number of failed operations churn does not explain.
+func (r Result) Unexpected() int64 {
+	var n int64
+	for _, e := range r.Errors {
+		if !e.Expected() {
+			n += e.Count
+		}
+	}
+	if r.Churn != nil {
+		for _, e := range r.Churn.Errors {
+			n += e.Count
+		}
+	}
+	return n
+}
+
+// SinglePerOp is the single worker's time per operation.
+func (r Result) SinglePerOp() time.Duration { return meanPerOp(r.Single.Workers) }
+
+// ConcurPerOp is the mean over the concurrent workers of their time per
+// operation: the seed's "per", each worker timing its own loop.
+func (r Result) ConcurPerOp() time.Duration { return meanPerOp(r.Concur.Workers) }
+
+// WallPerOp is the concur phase's wall time per operation of a worker:
+// Wall over the operations each worker did. When the workers run all at
+// once, as in the original, it equals ConcurPerOp; unlike it, it stays
+// right when a short run lets the scheduler run the workers one after
+// another (each then times only its own turn). Tables, benchmark lines and
+// Efficiency use it.
+func (r Result) WallPerOp() time.Duration { return wallPerOp(r.Concur) }
+
+func wallPerOp(p Phase) time.Duration {
+	var ops int64
+	for _, w := range p.Workers {
+		ops = max(ops, w.Ops)
+	}
+	if ops == 0 {
+		return 0
+	}
+	return p.Wall / time.Duration(ops)
+}
+
+func meanPerOp(ws []WorkerResult) time.Duration {
+	var sum time.Duration
+	var n int
+	for _, w := range ws {
+		if w.Ops > 0 {
+			sum += w.PerOp()
+			n++
+		}
+	}
+	if n == 0 {
+		return 0
+	}
+	return sum / time.Duration(n)
+}
+
+// Ratio is concur per-op over single per-op (the seed's comparison); 0 if
+// either phase is missing.
+func (r Result) Ratio() float64 {
+	s, c := r.SinglePerOp(), r.ConcurPerOp()
+	if s == 0 || c == 0 {
+		return 0
+	}
+	return float64(c) / float64(s)
+}
+
+// Efficiency is the scaling efficiency: the time per operation perfect
+// scaling would give, single x threads / min(threads, cpus), over the
+// measured WallPerOp. 1.0 is ideal; 0.5 means the work took twice as long
+// as it would with the CPUs shared perfectly.
+func (r Result) Efficiency() float64 {
+	return efficiency(r.SinglePerOp(), r.WallPerOp(), len(r.Concur.Workers), r.CPUs)
+}
+
+func efficiency(single, concur time.Duration, threads, cpus int) float64 {
+	if single == 0 || concur == 0 || threads == 0 || cpus == 0 {
+		return 0
+	}
+	ideal := float64(single) * float64(threads) / float64(min(threads, cpus))
+	return ideal / float64(concur)
+}
+
+// OpsPerSec is the concur phase's aggregate throughput: every worker's
+// operations over the phase's wall time.
+func (r Result) OpsPerSec() float64 {
+	var ops int64
+	for _, w := range r.Concur.Workers {
+		ops += w.Ops
+	}
+	if r.Concur.Wall <= 0 {
+		return 0
+	}
+	return float64(ops) / r.Concur.Wall.Seconds()
+}
+
+// histogram bounds: 1 ns to 60 s at 3 significant digits.
+const (
+	histMax    = int64(60 * time.Second)
+	histDigits = 3
+)
+
+// newHist returns an empty histogram whose pages are already faulted in
+// (Reset writes every count), so that recording does not fault.
+func newHist() *hdrhistogram.Histogram {
+	h := hdrhistogram.New(1, histMax, histDigits)
+	h.Reset()
+	return h
+}
+
+func summarize(h *hdrhistogram.Histogram) Latency {
+	if h == nil || h.TotalCount() == 0 {
+		return Latency{}
+	}
+	q := h.ValueAtPercentilesSlice([]float64{50, 99, 99.9})
+	return Latency{
+		Count: h.TotalCount(),
+		Mean:  time.Duration(h.Mean()),
+		P50:   time.Duration(q[0]),
+		P99:   time.Duration(q[1]),
+		P999:  time.Duration(q[2]),
+		Max:   time.Duration(h.Max()),
+	}
+}
+
+// errTally counts a worker's failures by errno and kind.
+type errTally map[errKey]*ErrorCount
+
+type errKey struct {
+	errno syscall.Errno
+	churn bool
+}
+
+func (t errTally) add(e syscall.Errno, churn bool, path string, n int64) {
+	k := errKey{e, churn}
+	if c := t[k]; c != nil {
+		c.Count += n
+		return
+	}
+	t[k] = &ErrorCount{Errno: e, Churn: churn, Count: n, Path: path}
+}
+
+// sorted returns the counts, unexpected first, then by count.
+func (t errTally) sorted() []ErrorCount {
+	out := make([]ErrorCount, 0, len(t))
+	for _, c := range t {
+		out = append(out, *c)
+	}
+	slices.SortFunc(out, func(a, b ErrorCount) int {
+		if a.Expected() != b.Expected() {
+			if a.Expected() {
+				return 1
+			}
+			return -1
+		}
+		return cmp.Or(cmp.Compare(b.Count, a.Count), cmp.Compare(a.Errno, b.Errno))
+	})
+	return out
+}

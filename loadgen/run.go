@@ -1,0 +1,267 @@
+package loadgen
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
+)
+
+// progressEvery is how often Config.Progress is called.
+const progressEvery = 200 * time.Millisecond
+
+// Run measures one configuration: set up the target and choose the files,
+// run the single phase, then the concur phase, and return what they
+// measured. A *ConfigError means bad input. When ctx is cancelled, Run
+// stops the workers, cleans up (a server it started is stopped and its
+// mountpoint removed) and returns what was measured with Interrupted set
+// and ctx's error. While a phase's threads run, Run raises GOMAXPROCS to
+// their number plus one (see threads), and restores it after.
+func Run(ctx context.Context, cfg Config) (res Result, err error) {
+	cfg = cfg.withDefaults()
+	if err := cfg.validate(); err != nil {
+		return Result{}, err
+	}
+	e, err := setup(ctx, cfg)
+	if err != nil {
+		return Result{}, err
+	}
+	defer func() { err = errors.Join(err, e.close()) }()
+	res = e.newResult()
+	tally := errTally{}
+	e.warmUp()
+	e.churn.start()
+	for _, ph := range []struct {
+		name string
+		n    int
+		out  *Phase
+	}{{"single", 1, &res.Single}, {"concur", cfg.Threads, &res.Concur}} {
+		if *ph.out, err = e.phase(ctx, ph.name, ph.n, tally); err != nil || ctx.Err() != nil {
+			break
+		}
+	}
+	res.Churn = e.churn.finish()
+	res.Errors = tally.sorted()
+	if err == nil && ctx.Err() != nil {
+		res.Interrupted, err = true, ctx.Err()
+	}
+	if err == nil && e.server != nil && e.server.exited() {
+		err = fmt.Errorf("the kernfsim server exited during the run: %s", e.server.Stderr())
+	}
+	return res, err
+}
+
+// env is a run's set-up: the target, the plan and the helpers around them.
+type env struct {
+	cfg    Config
+	target Target
+	t      target
+	p      *plan
+	cpus   []int
+	churn  *churner // nil without churn
+	server *Server  // nil unless Run started one
+}
+
+func setup(ctx context.Context, cfg Config) (e *env, err error) {
+	e = &env{cfg: cfg, target: cfg.Target, cpus: allowedCPUs()}
+	defer func() {
+		if err != nil {
+			e.close()
+		}
+	}()
+	if e.t, err = e.openTarget(ctx); err != nil {
+		return e, err
+	}
+	if e.p, err = makePlan(e.t, cfg); err != nil {
+		return e, err
+	}
+	if cfg.Churn > 0 {
+		if e.churn, err = newChurner(e.t, cfg.Churn); err != nil {
+			return e, err
+		}
+		e.p.Churn = e.churn.files()
+	}
+	return e, nil
+}
+
+func (e *env) openTarget(ctx context.Context) (target, error) {
+	switch e.target.Kind {
+	case TargetSim:
+		return newSimTarget(e.target, e.cfg.Churn > 0)
+	case TargetKernfsim:
+		if e.target.Dir == "" {
+			if e.cfg.Server == nil {
+				return nil, ErrNoServer
+			}
+			sc := *e.cfg.Server
+			sc.Lock = e.target.Lock
+			s, err := StartServer(ctx, sc)
+			if err != nil {
+				return nil, err
+			}
+			e.server, e.target.Dir = s, s.Mountpoint()
+		}
+	}
+	return newPathTarget(e.target.Dir)
+}
+
+func (e *env) close() error {
+	var err error
+	if e.churn != nil {
+		e.churn.finish()
+	}
+	if e.server != nil {
+		err = e.server.Close()
+	}
+	return err
+}
+
+func (e *env) newResult() Result {
+	fpo := 1
+	if e.p.Op == OpHwloc {
+		fpo = len(e.p.Set)
+	}
+	return Result{Target: e.target, Op: e.cfg.Op, Missing: e.cfg.Missing, Threads: e.cfg.Threads,
+		Times: e.cfg.Times, CPUs: len(e.cpus), Pinned: !e.cfg.NoPin, Procs: e.cfg.Procs,
+		BufSize: e.cfg.BufSize, Files: e.p.Names, FilesPerOp: fpo, ClockCostNs: clockCost()}
+}
+
+// cpuOf is the CPU worker i is pinned to, or -1.
+func (e *env) cpuOf(i int) int {
+	if e.cfg.NoPin {
+		return -1
+	}
+	return e.cpus[i%len(e.cpus)]
+}
+
+// outcome is one worker's report to the collector.
+type outcome struct {
+	res  WorkerResult
+	hist *hdrhistogram.Histogram
+	errs errTally
+	err  error // the worker could not run
+}
+
+// warmUp does, untimed, the first operation of each worker of the concur
+// phase, so that every path the workers use has been looked up once (the
+// real /sys's dentries are warm; a fresh --sim walker's are not).
+// One hwloc discovery reads every file already.
+func (e *env) warmUp() {
+	n := e.cfg.Threads
+	if e.p.Op == OpHwloc {
+		n = 1
+	}
+	for i := range n {
+		newWorker(i, -1, 1, e.cfg.BufSize, e.t, e.p).do()
+	}
+}
+
+// phase runs n workers at once and summarises them, adding their failures
+// to tally. It collects garbage first, so that the set-up's garbage is not
+// collected on a phase's time.
+func (e *env) phase(ctx context.Context, name string, n int, tally errTally) (Phase, error) {
+	runtime.GC()
+	run := e.threads
+	if e.cfg.Procs {
+		run = e.procs
+	}
+	outs, wall, err := run(ctx, name, n)
+	ph := Phase{Ran: len(outs) > 0, Wall: wall}
+	all := newHist()
+	for _, o := range outs {
+		if o.err != nil {
+			err = errors.Join(err, o.err)
+			continue
+		}
+		ph.Workers = append(ph.Workers, o.res)
+		all.Merge(o.hist)
+		for k, c := range o.errs {
+			tally.add(k.errno, k.churn, c.Path, c.Count)
+		}
+	}
+	ph.Latency = summarize(all)
+	return ph, err
+}
+
+// threads runs n workers as goroutines locked to their threads. It raises
+// GOMAXPROCS to n+1 while they run, so that every worker thread is
+// scheduled by the kernel as the original's pthreads were, not queued for
+// one of GOMAXPROCS Ps by Go's scheduler (which would hand a P from thread
+// to thread whenever a worker blocks, and run each worker for 10 ms
+// slices).
+func (e *env) threads(ctx context.Context, name string, n int) ([]outcome, time.Duration, error) {
+	if old := runtime.GOMAXPROCS(0); old < n+1 {
+		runtime.GOMAXPROCS(n + 1)
+		defer runtime.GOMAXPROCS(old)
+	}
+	ws := make([]*worker, n)
+	var ready sync.WaitGroup
+	start, stop := make(chan struct{}), new(atomic.Bool)
+	results := make(chan outcome, n)
+	for i := range ws {
+		ws[i] = newWorker(i, e.cpuOf(i), e.cfg.Times, e.cfg.BufSize, e.t, e.p)
+		ready.Add(1)
+		go ws[i].runThread(&ready, start, stop, results)
+	}
+	ready.Wait()
+	t0 := time.Now()
+	close(start)
+	report := func() { e.report(name, t0, n, sumDone(ws)) }
+	outs := collect(ctx, results, n, func() { stop.Store(true) }, report)
+	return outs, time.Since(t0), nil
+}
+
+func sumDone(ws []*worker) int64 {
+	var s int64
+	for _, w := range ws {
+		s += w.done.n.Load()
+	}
+	return s
+}
+
+// runThread is a worker goroutine: lock and pin, wait for the start, loop,
+// report.
+func (w *worker) runThread(ready *sync.WaitGroup, start <-chan struct{}, stop *atomic.Bool, out chan<- outcome) {
+	unlock, err := lockThread(w.cpu)
+	ready.Done()
+	<-start
+	if err != nil {
+		out <- outcome{err: fmt.Errorf("worker %d: pinning to CPU %d: %w", w.index, w.cpu, err)}
+		return
+	}
+	w.loop(stop)
+	unlock()
+	out <- outcome{res: w.res, hist: w.hist, errs: w.errs}
+}
+
+// collect receives n outcomes in completion order, calling stop once if
+// ctx ends first and tick every progressEvery.
+func collect(ctx context.Context, results <-chan outcome, n int, stop, tick func()) []outcome {
+	t := time.NewTicker(progressEvery)
+	defer t.Stop()
+	done := ctx.Done()
+	outs := make([]outcome, 0, n)
+	for len(outs) < n {
+		select {
+		case o := <-results:
+			outs = append(outs, o)
+		case <-done:
+			stop()
+			done = nil
+		case <-t.C:
+			tick()
+		}
+	}
+	return outs
+}
+
+func (e *env) report(phase string, t0 time.Time, n int, done int64) {
+	if e.cfg.Progress != nil {
+		e.cfg.Progress(Progress{Phase: phase, Done: done, Total: int64(n) * int64(e.cfg.Times), Elapsed: time.Since(t0)})
+	}
+}

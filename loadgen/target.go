@@ -1,0 +1,240 @@
+package loadgen
+
+import (
+	"context"
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/kernfsim/kernfsim/kernfsim"
+	"github.com/kernfsim/kernfsim/locking"
+)
+
+// target serves a run's operations. Its methods are safe for concurrent
+// use; each worker passes its own buffer. Paths are in the form abs
+// returns.
+type target interface {
+	// readFile opens p read-only, reads len(buf) bytes at offset 0 and
+	// closes it.
+	readFile(p string, buf []byte) error
+	// stat is stat(2) of p, following symlinks.
+	stat(p string) error
+	// readDir opens the directory p, reads every entry and closes it; buf
+	// is scratch space.
+	readDir(p string, buf []byte) error
+	// abs is the form of rel (a path relative to the target's root) the
+	// other methods take.
+	abs(rel string) string
+	// list returns the entries of the directory rel, for choosing files.
+	list(rel string) ([]entry, error)
+	// write writes data to the attribute rel as one write(2) (churn).
+	write(rel string, data []byte) error
+}
+
+// entry is a directory entry.
+type entry struct {
+	name string
+	dir  bool // a directory (not a symlink to one)
+	file bool // a regular file (a sysfs attribute)
+}
+
+// errnoOf is the errno behind err: a syscall.Errno as is, fs.ErrNotExist
+// as ENOENT, fs.ErrPermission as EACCES, anything else EIO.
+func errnoOf(err error) syscall.Errno {
+	var e syscall.Errno
+	switch {
+	case errors.As(err, &e):
+		return e
+	case errors.Is(err, fs.ErrNotExist):
+		return syscall.ENOENT
+	case errors.Is(err, fs.ErrPermission):
+		return syscall.EACCES
+	}
+	return syscall.EIO
+}
+
+// simTarget is the in-process walker: the tree's own code path, no system
+// calls.
+type simTarget struct {
+	t    *kernfsim.Tree
+	w    *kernfsim.Walker
+	cred kernfsim.Cred
+}
+
+func newSimTarget(t Target, churn bool) (*simTarget, error) {
+	s, err := locking.New(t.Lock, locking.Options{})
+	if err != nil {
+		return nil, &ConfigError{Field: "Lock", Problem: err.Error()}
+	}
+	tree, err := kernfsim.NewSynthetic(s, t.Tree.WithDefaults())
+	if err != nil {
+		return nil, &ConfigError{Field: "Tree", Problem: err.Error()}
+	}
+	st := &simTarget{t: tree, w: kernfsim.NewWalker(tree, kernfsim.WalkerOptions{}), cred: DefaultSimCred}
+	if t.Cred != nil {
+		st.cred = *t.Cred
+	}
+	if _, err := st.w.Resolve(kernfsim.RootCred, churnControl); churn && err != nil {
+		if _, err := kernfsim.AddABI(tree, nil); err != nil {
+			return nil, err
+		}
+	}
+	return st, nil
+}
+
+func (s *simTarget) readFile(p string, buf []byte) error {
+	_, err := s.w.ReadFile(s.cred, p, buf)
+	return err
+}
+
+func (s *simTarget) stat(p string) error {
+	_, err := s.w.Stat(s.cred, p)
+	return err
+}
+
+func (s *simTarget) readDir(p string, _ []byte) error {
+	n, err := s.w.Resolve(s.cred, p)
+	if err != nil {
+		return err
+	}
+	f, err := s.t.Open(n, os.O_RDONLY, s.cred)
+	if err != nil {
+		return err
+	}
+	defer f.Release()
+	return s.t.Readdir(n, 0, func(kernfsim.Dirent) bool { return true })
+}
+
+func (s *simTarget) abs(rel string) string { return strings.TrimPrefix(rel, "/") }
+
+func (s *simTarget) list(rel string) ([]entry, error) {
+	n, err := s.w.Resolve(s.cred, rel)
+	if err != nil {
+		return nil, err
+	}
+	var ents []entry
+	err = s.t.Readdir(n, 0, func(d kernfsim.Dirent) bool {
+		ents = append(ents, entry{name: d.Name, dir: d.Kind == kernfsim.KindDir, file: d.Kind == kernfsim.KindAttr})
+		return true
+	})
+	slices.SortFunc(ents, func(a, b entry) int { return strings.Compare(a.name, b.name) })
+	return ents, err
+}
+
+// write writes as root, as udev or an administrator would.
+func (s *simTarget) write(rel string, data []byte) error {
+	f, err := s.w.Open(kernfsim.RootCred, rel, os.O_WRONLY)
+	if err != nil {
+		return err
+	}
+	defer f.Release()
+	_, err = f.Write(context.Background(), data)
+	return err
+}
+
+// pathTarget is real system calls against a directory.
+type pathTarget struct{ dir string }
+
+// newPathTarget checks that dir is a directory that answers.
+func newPathTarget(dir string) (*pathTarget, error) {
+	var st unix.Stat_t
+	err := retry(func() error { return unix.Stat(dir, &st) })
+	switch {
+	case err == unix.ENOTCONN:
+		return nil, deadMount(dir)
+	case err != nil:
+		return nil, badConfig("Dir", "give an existing directory", "%s: %v", dir, err)
+	case st.Mode&unix.S_IFMT != unix.S_IFDIR:
+		return nil, badConfig("Dir", "give a directory", "%s is not a directory", dir)
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, err
+	}
+	return &pathTarget{dir: abs}, nil
+}
+
+// deadMount is the error for a FUSE mount whose server has gone.
+func deadMount(dir string) *ConfigError {
+	return badConfig("Dir", "unmount it with 'umount -l "+dir+"' (or 'fusermount3 -uz "+dir+"') and start the server again",
+		"%s: transport endpoint is not connected: the filesystem server behind this mount is gone", dir)
+}
+
+// retry runs fn again while it fails with EINTR.
+func retry(fn func() error) error {
+	for {
+		if err := fn(); err != unix.EINTR {
+			return err
+		}
+	}
+}
+
+func (p *pathTarget) readFile(path string, buf []byte) error {
+	var fd int
+	err := retry(func() (err error) { fd, err = unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC, 0); return })
+	if err != nil {
+		return err
+	}
+	err = retry(func() error { _, err := unix.Read(fd, buf); return err })
+	unix.Close(fd)
+	return err
+}
+
+func (p *pathTarget) stat(path string) error {
+	var st unix.Stat_t
+	return retry(func() error { return unix.Stat(path, &st) })
+}
+
+func (p *pathTarget) readDir(path string, buf []byte) error {
+	var fd int
+	err := retry(func() (err error) {
+		fd, err = unix.Open(path, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+		return
+	})
+	if err != nil {
+		return err
+	}
+	defer unix.Close(fd)
+	for {
+		var n int
+		if err := retry(func() (err error) { n, err = unix.Getdents(fd, buf); return }); err != nil || n == 0 {
+			return err
+		}
+	}
+}
+
+func (p *pathTarget) abs(rel string) string {
+	if filepath.IsAbs(rel) {
+		return rel
+	}
+	return filepath.Join(p.dir, rel)
+}
+
+func (p *pathTarget) list(rel string) ([]entry, error) {
+	des, err := os.ReadDir(p.abs(rel))
+	ents := make([]entry, 0, len(des))
+	for _, d := range des {
+		ents = append(ents, entry{name: d.Name(), dir: d.IsDir(), file: d.Type().IsRegular()})
+	}
+	return ents, err
+}
+
+func (p *pathTarget) write(rel string, data []byte) error {
+	path := p.abs(rel)
+	var fd int
+	err := retry(func() (err error) { fd, err = unix.Open(path, unix.O_WRONLY|unix.O_CLOEXEC, 0); return })
+	if err != nil {
+		return &fs.PathError{Op: "open", Path: path, Err: err}
+	}
+	defer unix.Close(fd)
+	if err := retry(func() error { _, err := unix.Write(fd, data); return err }); err != nil {
+		return &fs.PathError{Op: "write", Path: path, Err: err}
+	}
+	return nil
+}
