@@ -15,5 +15,5 @@ GOMAXPROCS=1 go test -count=1 -run 'Torture|Grace|Differential' ./locking/ ./ker
 
 # Each fuzz target briefly (its seed corpus also runs in the go test above).
 for target in FuzzControlFiles FuzzWalk FuzzValidateName; do
-	go test -run '^$' -fuzz "^${target}\$" -fuzztime 10s ./kernfsim/
+	go test -run '^$' -fuzz "^${target}\$" -fuzztime 10s -fuzzminimizetime 2s ./kernfsim/
 done
