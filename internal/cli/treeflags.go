@@ -74,10 +74,16 @@ type Built struct {
 // Build makes the tree the flags describe. A flag value out of range is a
 // *UsageError naming the flag.
 func (f *TreeFlags) Build() (*Built, error) {
+	return f.BuildWith(f.lock)
+}
+
+// BuildWith is Build under lock instead of --lock (loadgen compares
+// several locks on one set of tree flags).
+func (f *TreeFlags) BuildWith(lock string) (*Built, error) {
 	if err := f.validate(); err != nil {
 		return nil, err
 	}
-	s, err := locking.New(f.lock, locking.Options{Grace: f.grace})
+	s, err := locking.New(lock, locking.Options{Grace: f.grace})
 	if err != nil {
 		return nil, &UsageError{Err: err}
 	}
@@ -94,6 +100,18 @@ func (f *TreeFlags) Build() (*Built, error) {
 	return &Built{Tree: t, Stats: stats, Report: report}, nil
 }
 
+// Args renders the tree flags as they were set, for passing them to a
+// kernfsim server loadgen starts (--lock excluded: the caller chooses it).
+func Args(fs *pflag.FlagSet) []string {
+	var args []string
+	fs.Visit(func(fl *pflag.Flag) {
+		if fl.Name != "lock" && slices.Contains(TreeFlagNames, fl.Name) {
+			args = append(args, "--"+fl.Name+"="+fl.Value.String())
+		}
+	})
+	return args
+}
+
 // populate builds the synthetic tree or loads the host mirror into t.
 func (f *TreeFlags) populate(t *kernfsim.Tree) (report string, err error) {
 	if f.tree != "host" {
@@ -105,6 +123,9 @@ func (f *TreeFlags) populate(t *kernfsim.Tree) (report string, err error) {
 	}
 	return rep.String(), nil
 }
+
+// TreeFlagNames are the flags AddTreeFlags defines.
+var TreeFlagNames = []string{"lock", "tree", "cpus", "sockets", "threads-per-core", "numa-nodes", "mem-blocks", "netdevs", "disks", "gp", "gp-tick", "expedite-cost", "rcu-normal"}
 
 // synthFlags are the flags that size a synthetic tree only.
 var synthFlags = []string{"cpus", "sockets", "threads-per-core", "numa-nodes", "mem-blocks", "netdevs", "disks"}
