@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"runtime"
 	"sync/atomic"
 
 	"github.com/kernfsim/kernfsim/kernfsim"
@@ -94,6 +95,7 @@ func (f *StatsFile) Show(_ context.Context, buf *bytes.Buffer) error {
 	if s := f.srv.Load(); s != nil {
 		line("server.nodeids", s.Nodeids())
 		line("server.open_files", s.OpenFiles())
+		line("server.goroutines", runtime.NumGoroutine())
 		for i, n := range s.stats.Requests() {
 			line("requests."+Opcodes[i], n)
 		}
