@@ -162,7 +162,7 @@ func CheckMountpoint(mnt string, force bool) error {
 	case !fi.IsDir():
 		return usage("mountpoint %s is not a directory", mnt)
 	}
-	if mounted, err := isMountpoint(mnt); err == nil && mounted {
+	if mounted, err := IsMountpoint(mnt); err == nil && mounted {
 		return usage("mountpoint %s is already a mount: unmount it first (umount %s) or choose another directory", mnt, mnt)
 	}
 	entries, err := os.ReadDir(mnt)
@@ -175,9 +175,9 @@ func CheckMountpoint(mnt string, force bool) error {
 	return nil
 }
 
-// isMountpoint reports whether mnt is a mount point in this mount
+// IsMountpoint reports whether mnt is a mount point in this mount
 // namespace, from /proc/self/mountinfo.
-func isMountpoint(mnt string) (bool, error) {
+func IsMountpoint(mnt string) (bool, error) {
 	f, err := os.Open("/proc/self/mountinfo")
 	if err != nil {
 		return false, err

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/kernfsim/kernfsim/internal/fusetest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -60,20 +61,8 @@ func build(out, pkg string) error {
 	return nil
 }
 
-// requireFUSE skips without /dev/fuse or root, but fails when CI is set:
-// CI machines must run the FUSE tests.
-func requireFUSE(t testing.TB) {
-	t.Helper()
-	_, err := os.Stat("/dev/fuse")
-	switch {
-	case err == nil && os.Geteuid() == 0:
-		return
-	case os.Getenv("CI") != "":
-		t.Fatalf("FUSE tests need /dev/fuse and root under CI (stat /dev/fuse: %v, euid %d)", err, os.Geteuid())
-	default:
-		t.Skipf("no FUSE here (stat /dev/fuse: %v, euid %d)", err, os.Geteuid())
-	}
-}
+// requireFUSE skips without FUSE, failing instead under CI.
+func requireFUSE(t testing.TB) { t.Helper(); fusetest.RequireFUSE(t) }
 
 // kernfsimCmd is the command kernfsim args. A binary built with -race
 // would sleep 1 s at exit (GORACE atexit_sleep_ms), which would count in

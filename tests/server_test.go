@@ -5,11 +5,11 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"github.com/kernfsim/kernfsim/internal/fusetest"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -65,35 +65,7 @@ func detachAll(t testing.TB, mnt string) {
 }
 
 // isMounted reports whether mnt is a mount point in this mount namespace.
-func isMounted(t testing.TB, mnt string) bool {
-	t.Helper()
-	b, err := os.ReadFile("/proc/self/mountinfo")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if f := strings.Fields(line); len(f) > 4 && unescapeMountinfo(f[4]) == mnt {
-			return true
-		}
-	}
-	return false
-}
-
-// unescapeMountinfo undoes mountinfo's octal escapes (\040 for a space).
-func unescapeMountinfo(s string) string {
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] == '\\' && i+3 < len(s) {
-			if v, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
-				b.WriteByte(byte(v))
-				i += 3
-				continue
-			}
-		}
-		b.WriteByte(s[i])
-	}
-	return b.String()
-}
+func isMounted(t testing.TB, mnt string) bool { t.Helper(); return fusetest.IsMounted(t, mnt) }
 
 // startServer runs `kernfsim mount MNT args...` and returns once it has
 // printed its status line. When the test ends the server gets SIGTERM
