@@ -13,6 +13,9 @@ import (
 const (
 	DefaultCompareTimes   = 500
 	DefaultCompareRepeats = 3
+	// DefaultCompareHwlocTimes is discoveries per worker in hwloc and
+	// lstopo cells: one, as an MPI rank does at start-up.
+	DefaultCompareHwlocTimes = 1
 )
 
 // DefaultCompareOps are the seed's two benchmarks.
@@ -51,8 +54,12 @@ type CompareConfig struct {
 	// SimTimes is Times for sim rows, whose operations are 10-1000 times
 	// cheaper; 0 means 20 x Times.
 	SimTimes int
-	Repeats  int // 0 means DefaultCompareRepeats
-	NoPin    bool
+	// HwlocTimes is Times for hwloc and lstopo cells, whose operation is a
+	// whole discovery (sim rows: SimTimes/Times times that); 0 means
+	// DefaultCompareHwlocTimes.
+	HwlocTimes int
+	Repeats    int // 0 means DefaultCompareRepeats
+	NoPin      bool
 	// Server starts the servers of kernfsim rows without a Dir.
 	Server *ServerConfig
 	// Progress, if not nil, is called before each run.
@@ -72,6 +79,7 @@ type CompareResult struct {
 	Threads     []int
 	Times       int
 	SimTimes    int
+	HwlocTimes  int
 	Repeats     int
 	CPUs        int
 	Pinned      bool
@@ -79,6 +87,9 @@ type CompareResult struct {
 	Cells       []Cell // row-major: for each row, op, thread count
 	Elapsed     time.Duration
 	Interrupted bool
+	// Notes say what runs left out, once per row and note ("sys rwsem:
+	// no memory hot-add: ..."), and which cells were skipped.
+	Notes []string
 }
 
 // Cell is the runs of one row, op and thread count.
@@ -98,6 +109,23 @@ type CellRun struct {
 	OpsPerSec   float64
 	Efficiency  float64
 	Unexpected  int64
+	// Done and DoneMax are the median and the largest of the concur
+	// workers' time to done (WorkerResult.Done): the figure of hwloc
+	// cells, the start-up wait of half and of all MPI ranks.
+	Done, DoneMax time.Duration
+}
+
+// fieldOp reports whether the op label names an operation whose figure is
+// the time to done, not the per-op.
+func fieldOp(label string) bool { return label == string(OpHwloc) || label == string(OpLstopo) }
+
+// Figure is the run's headline figure for op: Done for hwloc and lstopo,
+// PerOp otherwise.
+func (c CellRun) Figure(op string) time.Duration {
+	if fieldOp(op) {
+		return c.Done
+	}
+	return c.PerOp
 }
 
 // Median is the median of each figure over the cell's runs.
@@ -128,7 +156,8 @@ func (c Cell) Median() CellRun {
 		WorkerPerOp: d(func(r CellRun) time.Duration { return r.WorkerPerOp }),
 		P50:         d(func(r CellRun) time.Duration { return r.P50 }), P99: d(func(r CellRun) time.Duration { return r.P99 }),
 		OpsPerSec:  med(func(r CellRun) float64 { return r.OpsPerSec }),
-		Efficiency: med(func(r CellRun) float64 { return r.Efficiency }), Unexpected: unexpected}
+		Efficiency: med(func(r CellRun) float64 { return r.Efficiency }), Unexpected: unexpected,
+		Done: d(func(r CellRun) time.Duration { return r.Done }), DoneMax: d(func(r CellRun) time.Duration { return r.DoneMax })}
 }
 
 // Cell returns the cell of row index i, op and threads, or nil.
@@ -142,18 +171,19 @@ func (r *CompareResult) Cell(i int, op string, threads int) *Cell {
 	return nil
 }
 
-// RatioToMutex is c's median per-op over that of the mutex row of the
-// same target kind, op and thread count; false without one.
+// RatioToMutex is c's median figure (per-op; time to done for hwloc) over
+// that of the mutex row of the same target kind, op and thread count;
+// false without one.
 func (r *CompareResult) RatioToMutex(c Cell) (float64, bool) {
 	for i, row := range r.Rows {
 		if row.Target.Kind != c.Row.Target.Kind || row.Target.Lock != "mutex" || c.Row.Target.Kind == TargetPath {
 			continue
 		}
 		m := r.Cell(i, c.Op, c.Threads)
-		if m == nil || len(m.Runs) == 0 || m.Median().PerOp == 0 {
+		if m == nil || len(m.Runs) == 0 || m.Median().Figure(c.Op) == 0 {
 			return 0, false
 		}
-		return float64(c.Median().PerOp) / float64(m.Median().PerOp), true
+		return float64(c.Median().Figure(c.Op)) / float64(m.Median().Figure(c.Op)), true
 	}
 	return 0, false
 }
@@ -177,6 +207,9 @@ func (c CompareConfig) withDefaults() CompareConfig {
 	if c.SimTimes == 0 {
 		c.SimTimes = 20 * c.Times
 	}
+	if c.HwlocTimes == 0 {
+		c.HwlocTimes = DefaultCompareHwlocTimes
+	}
 	if len(c.Ops) == 0 {
 		c.Ops = DefaultCompareOps
 	}
@@ -190,8 +223,9 @@ func (c CompareConfig) validate() error {
 	switch {
 	case len(c.Rows) == 0:
 		return badConfig("Rows", "name at least one target", "nothing to compare")
-	case c.Times <= 0 || c.SimTimes <= 0 || c.Repeats <= 0:
-		return badConfig("Times", "give positive numbers", "times %d, sim times %d, repeats %d", c.Times, c.SimTimes, c.Repeats)
+	case c.Times <= 0 || c.SimTimes <= 0 || c.HwlocTimes <= 0 || c.Repeats <= 0:
+		return badConfig("Times", "give positive numbers", "times %d, sim times %d, hwloc times %d, repeats %d",
+			c.Times, c.SimTimes, c.HwlocTimes, c.Repeats)
 	}
 	for _, t := range c.Threads {
 		if t <= 0 {
@@ -230,7 +264,8 @@ func Compare(ctx context.Context, cc CompareConfig) (res CompareResult, err erro
 	if err := cc.validate(); err != nil {
 		return CompareResult{}, err
 	}
-	res = CompareResult{Ops: cc.Ops, Threads: cc.Threads, Times: cc.Times, SimTimes: cc.SimTimes, Repeats: cc.Repeats,
+	res = CompareResult{Ops: cc.Ops, Threads: cc.Threads, Times: cc.Times, SimTimes: cc.SimTimes,
+		HwlocTimes: cc.HwlocTimes, Repeats: cc.Repeats,
 		CPUs: len(allowedCPUs()), Pinned: !cc.NoPin, Rows: slices.Clone(cc.Rows)}
 	stop, err := startServers(ctx, res.Rows, cc.Server)
 	defer func() { err = errors.Join(err, stop()) }()
@@ -271,7 +306,7 @@ func runGrid(ctx context.Context, cc CompareConfig, res *CompareResult, t0 time.
 						cc.Progress(CompareProgress{Done: done, Total: total, Elapsed: time.Since(t0),
 							Next: fmt.Sprintf("%s op=%s threads=%d", c.Row.Label(), op, th)})
 					}
-					if err := runCell(ctx, cc, c); err != nil {
+					if err := runCell(ctx, cc, c, res); err != nil {
 						return err
 					}
 					done++
@@ -282,21 +317,59 @@ func runGrid(ctx context.Context, cc CompareConfig, res *CompareResult, t0 time.
 	return nil
 }
 
-func runCell(ctx context.Context, cc CompareConfig, c *Cell) error {
+// runCell runs c once, adding the run's notes to res's. A sim row cannot
+// run lstopo (it needs a filesystem): the cell stays empty, with a note.
+func runCell(ctx context.Context, cc CompareConfig, c *Cell, res *CompareResult) error {
 	op, missing, _ := parseOpLabel(c.Op)
-	times := cc.Times
-	if c.Row.Target.Kind == TargetSim {
-		times = cc.SimTimes
+	if op == OpLstopo && c.Row.Target.Kind == TargetSim {
+		res.note(c.Row.Label() + ": lstopo needs a filesystem, skipped")
+		return nil
 	}
 	r, err := Run(ctx, Config{Target: c.Row.Target, Op: op, Missing: missing, Threads: c.Threads,
-		Times: times, NoPin: cc.NoPin})
+		Times: cc.times(c), NoPin: cc.NoPin})
 	if err != nil {
 		return fmt.Errorf("%s op=%s threads=%d: %w", c.Row.Label(), c.Op, c.Threads, err)
 	}
+	for _, n := range r.Notes {
+		res.note(c.Row.Label() + ": " + n)
+	}
+	done, last := r.TimeToDone()
 	c.Runs = append(c.Runs, CellRun{SinglePerOp: r.SinglePerOp(), PerOp: r.WallPerOp(), WorkerPerOp: r.ConcurPerOp(),
 		P50: r.Concur.Latency.P50, P99: r.Concur.Latency.P99, OpsPerSec: r.OpsPerSec(),
-		Efficiency: r.Efficiency(), Unexpected: r.Unexpected()})
+		Efficiency: r.Efficiency(), Unexpected: r.Unexpected(), Done: done, DoneMax: last})
 	return nil
+}
+
+// times is the operations per worker of c's runs. A coldplug operation
+// is coldplugFiles lookups, so its cells do that many times fewer, and
+// cost what a files cell does. Sim rows do SimTimes/Times times more
+// discoveries than HwlocTimes: one takes ~0.3 ms in process, less than a
+// scheduler tick.
+func (cc CompareConfig) times(c *Cell) int {
+	sim := c.Row.Target.Kind == TargetSim
+	switch {
+	case fieldOp(c.Op) && sim:
+		return cc.simHwlocTimes()
+	case fieldOp(c.Op):
+		return cc.HwlocTimes
+	case c.Op == string(OpColdplug) && sim:
+		return max(1, cc.SimTimes/coldplugFiles)
+	case c.Op == string(OpColdplug):
+		return max(1, cc.Times/coldplugFiles)
+	case sim:
+		return cc.SimTimes
+	}
+	return cc.Times
+}
+
+// simHwlocTimes is the discoveries per worker of hwloc cells of sim rows.
+func (cc CompareConfig) simHwlocTimes() int { return cc.HwlocTimes * max(1, cc.SimTimes/cc.Times) }
+
+// note adds n to the notes unless it is there.
+func (r *CompareResult) note(n string) {
+	if !slices.Contains(r.Notes, n) {
+		r.Notes = append(r.Notes, n)
+	}
 }
 
 // startServers starts a server for each kernfsim row without a Dir and

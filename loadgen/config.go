@@ -36,23 +36,45 @@ const (
 	OpRandom Op = "random"
 	// OpHwloc is one whole CPU topology discovery, as hwloc does it at
 	// start-up: list cpu/ and node/, then read every cpuN/topology/*,
-	// cpuN/cache/index*/* and nodeN/cpulist. One operation is one whole
-	// discovery; Result.FilesPerOp says how many files that is.
+	// cpuN/cache/index*/* and nodeN/{cpulist,cpumap,distance,meminfo}, and
+	// look up the names hwloc tries that are missing (cpufreq/*,
+	// cache/index9, ...: ENOENT is their success). One operation is one
+	// whole discovery; Result.FilesPerOp says how many files that is, and
+	// each worker's WorkerResult.Done its time to done. See ops_hwloc.go.
 	OpHwloc Op = "hwloc"
+	// OpLstopo runs the real `lstopo --of xml --no-io` with HWLOC_FSROOT
+	// pointing at the target (a path or mount, not TargetSim): one
+	// operation is one lstopo process, start-up included.
+	OpLstopo Op = "lstopo"
+	// OpColdplug is udev coldplugging memory blocks: read online, state,
+	// phys_index and valid_zones of one block and look up its missing
+	// driver link, while a writer hot-adds blocks through
+	// devices/system/memory/probe where the target has one. Iteration j of
+	// worker i handles block (i + j x Threads) mod N. See ops_coldplug.go.
+	OpColdplug Op = "coldplug"
 )
 
 // Ops lists the operations in the order of their documentation.
-var Ops = []Op{OpOpenReadClose, OpStat, OpReaddir, OpWalk, OpSameFile, OpRandom, OpHwloc}
+var Ops = []Op{OpOpenReadClose, OpStat, OpReaddir, OpWalk, OpSameFile, OpRandom, OpHwloc, OpLstopo, OpColdplug}
 
 // Defaults.
 const (
 	DefaultTimes       = 10000 // per worker, as Ian Kent's runs
-	DefaultHwlocTimes  = 20    // OpHwloc: one operation is a whole discovery
+	DefaultHwlocTimes  = 20    // OpHwloc and OpLstopo: one operation is a whole discovery
 	DefaultBufSize     = 32    // bytes per read, as the original
 	DefaultMissingPath = "devices/system/cpu/does_not_exist"
 	DefaultLock        = "rwsem"
 	// DefaultChurnAttrs is how many attrN files a churned device gets.
 	DefaultChurnAttrs = 2
+)
+
+// OpColdplug's defaults.
+const (
+	// DefaultColdplugTimes is operations per worker: one is five lookups.
+	DefaultColdplugTimes = 1000
+	// DefaultColdplugRate is the memory blocks the writer adds per second
+	// when Config.Churn is 0.
+	DefaultColdplugRate = 1000
 )
 
 // DefaultSimCred is the identity --sim workers use: an unprivileged user,
@@ -88,6 +110,23 @@ type Target struct {
 	// Cred is the workers' identity under TargetSim; nil means
 	// DefaultSimCred.
 	Cred *kernfsim.Cred
+	// Build, if not nil, builds the TargetSim tree instead of
+	// kernfsim.NewSynthetic(Tree): a host mirror, or a tree with its own
+	// teardown policy (cmd/loadgen passes kernfsim's tree flags this way).
+	// Tree is then read only by reports (its CPUs, if not 0).
+	Build TreeBuilder
+}
+
+// TreeBuilder builds the tree of a TargetSim. It is an interface, not a
+// func, so that a Target stays comparable.
+type TreeBuilder interface {
+	// BuildTree returns a sealed tree under the lock strategy lock. A tree
+	// no run changes for good (a host mirror) may be returned to several
+	// runs.
+	BuildTree(lock string) (*kernfsim.Tree, error)
+	// String names the tree in reports: "synthetic tree of 64 CPUs",
+	// "mirror of /sys".
+	String() string
 }
 
 // Config is one run.
@@ -99,7 +138,7 @@ type Config struct {
 	Missing     bool
 	MissingPath string // "" means DefaultMissingPath
 	Threads     int    // 0 means every CPU this process may run on
-	Times       int    // per worker; 0 means DefaultTimes (DefaultHwlocTimes for OpHwloc)
+	Times       int    // per worker; 0 means DefaultTimes (or the op's: DefaultHwlocTimes, DefaultColdplugTimes)
 	// Files is K, the number of distinct files (worker i uses file i mod
 	// K); 0 means max(1, Threads/2), or len(FileList) when that is given.
 	Files int
@@ -116,7 +155,9 @@ type Config struct {
 	// Server starts the kernfsim server for a TargetKernfsim without Dir.
 	Server *ServerConfig
 	// Churn is devices added or removed per second during the run (through
-	// bus/kernfsim/new_device and delete_device); 0 means none.
+	// bus/kernfsim/new_device and delete_device); 0 means none. Under
+	// OpColdplug it is the memory blocks hot-added per second instead; 0
+	// means DefaultColdplugRate where the target can hot-add, else none.
 	Churn float64
 	// Progress, if not nil, is called about five times a second from
 	// another goroutine while a phase runs.
@@ -162,10 +203,7 @@ func (c Config) withDefaults() Config {
 		c.Threads = runtime.NumCPU()
 	}
 	if c.Times == 0 {
-		c.Times = DefaultTimes
-		if c.Op == OpHwloc {
-			c.Times = DefaultHwlocTimes
-		}
+		c.Times = c.Op.defaultTimes()
 	}
 	if c.Files == 0 {
 		c.Files = max(1, c.Threads/2)
@@ -212,7 +250,22 @@ func (c Config) validateOp() error {
 		return badConfig("Missing", "use it with open-read-close or stat",
 			"a missing path cannot be the object of %s", c.Op)
 	}
+	if c.Op == OpLstopo && c.Target.Kind == TargetSim {
+		return badConfig("Op", "measure a mount (--path DIR or the default target)",
+			"lstopo reads a filesystem, and a sim target has none")
+	}
 	return nil
+}
+
+// defaultTimes is the operations per worker when Config.Times is 0.
+func (o Op) defaultTimes() int {
+	switch o {
+	case OpHwloc, OpLstopo:
+		return DefaultHwlocTimes
+	case OpColdplug:
+		return DefaultColdplugTimes
+	}
+	return DefaultTimes
 }
 
 func opNames() string {
@@ -238,7 +291,7 @@ func (c Config) validateTarget() error {
 	default:
 		return badConfig("Target", "use sim, path or kernfsim", "unknown target kind %q", t.Kind)
 	}
-	if t.Kind == TargetSim {
+	if t.Kind == TargetSim && t.Build == nil {
 		if err := t.Tree.WithDefaults().Validate(); err != nil {
 			return &ConfigError{Field: "Tree", Problem: err.Error()}
 		}

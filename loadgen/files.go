@@ -26,15 +26,35 @@ type plan struct {
 	Dirs    []string `json:"dirs,omitempty"`    // OpReaddir: Dirs[i mod K]; OpHwloc: listed per discovery
 	Set     []string `json:"set,omitempty"`     // OpRandom: drawn from; OpHwloc: read per discovery
 	Churn   []string `json:"churn,omitempty"`   // churned devices' files, read every fourth iteration
-	Names   []string `json:"-"`
+	// OpHwloc: missing names looked up per discovery (ENOENT expected).
+	Probes []string `json:"probes,omitempty"`
+	// OpLstopo: the lstopo binary and its HWLOC_FSROOT.
+	Lstopo string `json:"lstopo,omitempty"`
+	Root   string `json:"root,omitempty"`
+	// OpColdplug: the memory directory, its blocks' names (memoryN), the
+	// attributes read and the missing name looked up in each, and the
+	// stride between a worker's blocks (the run's threads).
+	MemDir string   `json:"mem_dir,omitempty"`
+	Blocks []string `json:"blocks,omitempty"`
+	Attrs  []string `json:"attrs,omitempty"`
+	Absent string   `json:"absent,omitempty"`
+	Stride int      `json:"stride,omitempty"`
+	Names  []string `json:"-"`
 }
 
 // makePlan chooses the files for c against t, checking that each can be
 // read (or stat'ed, or listed) by the workers.
 func makePlan(t target, c Config) (*plan, error) {
 	p := &plan{Op: c.Op}
-	if c.Missing {
+	switch {
+	case c.Missing:
 		return p, p.setMissing(t, c)
+	case c.Op == OpHwloc:
+		return p, p.setHwloc(t, c)
+	case c.Op == OpLstopo:
+		return p, p.setLstopo(t, c)
+	case c.Op == OpColdplug:
+		return p, p.setColdplug(t, c)
 	}
 	rels, err := chooseFiles(t, c)
 	if err != nil {
@@ -50,8 +70,6 @@ func makePlan(t target, c Config) (*plan, error) {
 		p.Files = mapAbs(t, p.Names)
 	case OpRandom:
 		p.Set = mapAbs(t, rels)
-	case OpHwloc:
-		p.Dirs, p.Set = mapAbs(t, []string{cpuDir, nodeDir}), mapAbs(t, rels)
 	default:
 		p.Files = mapAbs(t, rels)
 	}
@@ -97,8 +115,6 @@ func chooseFiles(t target, c Config) ([]string, error) {
 		want = max(c.Threads, c.Files)
 	case OpSameFile:
 		want = 1
-	case OpHwloc:
-		return hwlocFiles(t, c)
 	}
 	if len(c.FileList) > 0 {
 		return checkListed(t, c, c.FileList[:min(want, len(c.FileList))])
@@ -292,19 +308,22 @@ func scanFiles(t target) func(yield func(string) bool) {
 	}
 }
 
-// hwlocFiles is what one topology discovery reads: every topology and
-// cache file of every CPU and every node's cpulist, each checked once.
-func hwlocFiles(t target, c Config) ([]string, error) {
-	cpus := cpuNames(t)
-	if len(cpus) == 0 {
-		return nil, badConfig("Op", "measure a sysfs (a kernfsim mount, /sys or --sim)",
-			"hwloc needs %s/cpuN directories, and %s has none", cpuDir, t.abs(""))
+// filesPerOp is how many files one operation reads or looks up.
+func (p *plan) filesPerOp() int {
+	switch p.Op {
+	case OpHwloc:
+		return len(p.Dirs) + len(p.Set) + len(p.Probes)
+	case OpColdplug:
+		return len(p.Attrs) + 1
 	}
-	var all []string
-	for _, cpu := range cpus {
-		all = appendFiles(t, all, cpuDir+"/"+cpu+"/topology")
+	return 1
+}
+
+// warmWorkers is how many of n workers' first operations warm the target
+// up: one whole discovery reads every file already.
+func (p *plan) warmWorkers(n int) int {
+	if p.Op == OpHwloc || p.Op == OpLstopo {
+		return 1
 	}
-	all = append(all, cacheAndNodeFiles(t, cpus)...)
-	c.Op = OpOpenReadClose
-	return firstUsable(t, c, slices.Values(all), len(all))
+	return n
 }

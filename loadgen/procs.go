@@ -41,6 +41,8 @@ type workerReport struct {
 	Hist   []byte       `json:"hist,omitempty"` // HdrHistogram V2 compressed
 	Errors []ErrorCount `json:"errors,omitempty"`
 	Err    string       `json:"err,omitempty"`
+	// EndMono is when the loop ended, CLOCK_MONOTONIC ns (monoNow).
+	EndMono int64 `json:"end_mono_ns,omitempty"`
 }
 
 const readyLine = "ready\n"
@@ -81,7 +83,7 @@ func ServeWorker(ctx context.Context, in io.Reader, out io.Writer, start io.Read
 
 func (w *worker) report() workerReport {
 	h, err := w.hist.Encode(hdrhistogram.V2CompressedEncodingCookieBase)
-	r := workerReport{Result: w.res, Hist: h, Errors: w.errs.sorted()}
+	r := workerReport{Result: w.res, Hist: h, Errors: w.errs.sorted(), EndMono: w.endMono}
 	if err != nil {
 		r.Err = err.Error()
 	}
@@ -126,6 +128,7 @@ func (e *env) procs(ctx context.Context, name string, n int) ([]outcome, time.Du
 		return nil, 0, err
 	}
 	t0 := time.Now()
+	e.barrier = monoNow()
 	w.Close()
 	outs := collect(ctx, results, n, stopAll, func() { e.report(name, t0, n, 0) })
 	return outs, time.Since(t0), nil
@@ -219,7 +222,7 @@ func (k *child) readReport() outcome {
 	for _, c := range r.Errors {
 		errs.add(c.Errno, c.Churn, c.Path, c.Count)
 	}
-	return outcome{res: r.Result, hist: h, errs: errs}
+	return outcome{res: r.Result, hist: h, errs: errs, endMono: r.EndMono}
 }
 
 // awaitReady waits until n workers are ready; the first failure, or ctx

@@ -18,7 +18,8 @@ const BenchName = "BenchmarkSysfs"
 // metrics are the workers' own per-op (worker-ns/op, the seed's "per"),
 // the single per-op (single-ns/op), concur latency percentiles (p50-ns,
 // p99-ns, p99.9-ns), throughput (ops/s), the concur/single ratio and
-// scaling efficiency.
+// scaling efficiency; hwloc and lstopo lines add the median and the
+// largest worker time to done (done-ns, done-max-ns).
 // The iteration count is Times: operations per worker.
 func WriteBench(w io.Writer, r Result) error {
 	if err := writeBenchHeader(w); err != nil {
@@ -47,9 +48,14 @@ func writeBenchLine(w io.Writer, r Result) error {
 		return nil
 	}
 	l := r.Concur.Latency
-	_, err := fmt.Fprintf(w, "%s\t%d\t%.1f ns/op\t%.1f worker-ns/op\t%.1f single-ns/op\t%d p50-ns\t%d p99-ns\t%d p99.9-ns\t%.0f ops/s\t%.3f ratio\t%.3f efficiency\n",
+	done := ""
+	if r.Op == OpHwloc || r.Op == OpLstopo {
+		med, last := r.TimeToDone()
+		done = fmt.Sprintf("\t%d done-ns\t%d done-max-ns", int64(med), int64(last))
+	}
+	_, err := fmt.Fprintf(w, "%s\t%d\t%.1f ns/op\t%.1f worker-ns/op\t%.1f single-ns/op\t%d p50-ns\t%d p99-ns\t%d p99.9-ns\t%.0f ops/s\t%.3f ratio\t%.3f efficiency%s\n",
 		benchName(r.Target, r), iterations(r), nsOf(r.WallPerOp()), nsOf(r.ConcurPerOp()), nsOf(r.SinglePerOp()),
-		int64(l.P50), int64(l.P99), int64(l.P999), r.OpsPerSec(), r.Ratio(), r.Efficiency())
+		int64(l.P50), int64(l.P99), int64(l.P999), r.OpsPerSec(), r.Ratio(), r.Efficiency(), done)
 	return err
 }
 

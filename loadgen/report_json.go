@@ -12,28 +12,37 @@ const SchemaRun = "kernfsim-loadgen-run/1"
 // JSONRun is the JSON form of a Result. Durations are integer
 // nanoseconds (fields ending _ns); per-op means are float nanoseconds.
 type JSONRun struct {
-	Schema      string      `json:"schema"`
-	Target      JSONTarget  `json:"target"`
-	Op          string      `json:"op"`
-	Missing     bool        `json:"missing"`
-	Threads     int         `json:"threads"`
-	Times       int         `json:"times"`
-	CPUs        int         `json:"cpus"`
-	Pinned      bool        `json:"pinned"`
-	Procs       bool        `json:"procs"`
-	BufSize     int         `json:"bufsize"`
-	Files       []string    `json:"files"`
-	FilesPerOp  int         `json:"files_per_op"`
-	ClockCostNs float64     `json:"clock_cost_ns"`
-	Single      *JSONPhase  `json:"single"`
-	Concur      *JSONPhase  `json:"concur"`
-	Ratio       float64     `json:"ratio"`      // concur per-op / single per-op
-	Efficiency  float64     `json:"efficiency"` // 1.0 ideal
-	OpsPerSec   float64     `json:"ops_per_sec"`
-	Churn       *JSONChurn  `json:"churn,omitempty"`
-	Errors      []JSONError `json:"errors"`
-	Unexpected  int64       `json:"unexpected_errors"`
-	Interrupted bool        `json:"interrupted"`
+	Schema      string     `json:"schema"`
+	Target      JSONTarget `json:"target"`
+	Op          string     `json:"op"`
+	Missing     bool       `json:"missing"`
+	Threads     int        `json:"threads"`
+	Times       int        `json:"times"`
+	CPUs        int        `json:"cpus"`
+	Pinned      bool       `json:"pinned"`
+	Procs       bool       `json:"procs"`
+	BufSize     int        `json:"bufsize"`
+	Files       []string   `json:"files"`
+	FilesPerOp  int        `json:"files_per_op"`
+	ClockCostNs float64    `json:"clock_cost_ns"`
+	Single      *JSONPhase `json:"single"`
+	Concur      *JSONPhase `json:"concur"`
+	Ratio       float64    `json:"ratio"`      // concur per-op / single per-op
+	Efficiency  float64    `json:"efficiency"` // 1.0 ideal
+	OpsPerSec   float64    `json:"ops_per_sec"`
+	// TimeToDone summarises the concur workers' done_ns (hwloc and lstopo).
+	TimeToDone  *JSONTimeToDone `json:"time_to_done,omitempty"`
+	Churn       *JSONChurn      `json:"churn,omitempty"`
+	Errors      []JSONError     `json:"errors"`
+	Unexpected  int64           `json:"unexpected_errors"`
+	Notes       []string        `json:"notes,omitempty"`
+	Interrupted bool            `json:"interrupted"`
+}
+
+// JSONTimeToDone is Result.TimeToDone.
+type JSONTimeToDone struct {
+	MedianNs int64 `json:"median_ns"`
+	LastNs   int64 `json:"last_ns"`
 }
 
 // JSONTarget is a Target.
@@ -43,6 +52,7 @@ type JSONTarget struct {
 	Dir   string `json:"dir,omitempty"`  // path and kernfsim
 	Lock  string `json:"lock,omitempty"` // sim and kernfsim
 	CPUs  int    `json:"tree_cpus,omitempty"`
+	Tree  string `json:"tree,omitempty"` // sim: "synthetic tree of 64 CPUs", "mirror of /sys"
 }
 
 // JSONPhase is a Phase; nil when the phase did not run.
@@ -61,6 +71,7 @@ type JSONWorker struct {
 	Ops     int64   `json:"ops"`
 	TotalNs int64   `json:"total_ns"`
 	PerOpNs float64 `json:"per_op_ns"`
+	DoneNs  int64   `json:"done_ns,omitempty"` // from the start barrier to the worker's end
 }
 
 // JSONLatency is a Latency.
@@ -107,7 +118,11 @@ func ToJSON(r Result) JSONRun {
 		BufSize: r.BufSize, Files: r.Files, FilesPerOp: r.FilesPerOp, ClockCostNs: r.ClockCostNs,
 		Single: jsonPhase(r.Single), Concur: jsonPhase(r.Concur), Ratio: r.Ratio(),
 		Efficiency: r.Efficiency(), OpsPerSec: r.OpsPerSec(), Errors: jsonErrors(r.Errors),
-		Unexpected: r.Unexpected(), Interrupted: r.Interrupted}
+		Unexpected: r.Unexpected(), Notes: r.Notes, Interrupted: r.Interrupted}
+	if r.Concur.Ran && (r.Op == OpHwloc || r.Op == OpLstopo) {
+		med, last := r.TimeToDone()
+		j.TimeToDone = &JSONTimeToDone{MedianNs: int64(med), LastNs: int64(last)}
+	}
 	if c := r.Churn; c != nil {
 		j.Churn = &JSONChurn{Rate: c.Rate, Achieved: c.Achieved(), Adds: c.Adds, Removes: c.Removes,
 			ElapsedNs: int64(c.Elapsed), Errors: jsonErrors(c.Errors)}
@@ -117,8 +132,11 @@ func ToJSON(r Result) JSONRun {
 
 func jsonTarget(t Target) JSONTarget {
 	j := JSONTarget{Kind: string(t.Kind), Label: targetLabel(t), Dir: t.Dir, Lock: t.Lock}
-	if t.Kind == TargetSim {
+	if t.Kind == TargetSim && (t.Build == nil || t.Tree.CPUs > 0) {
 		j.CPUs = t.Tree.WithDefaults().CPUs
+	}
+	if t.Kind == TargetSim {
+		j.Tree = describeTree(t)
 	}
 	return j
 }
@@ -133,7 +151,7 @@ func jsonPhase(p Phase) *JSONPhase {
 		Workers: []JSONWorker{}}
 	for _, w := range p.Workers {
 		j.Workers = append(j.Workers, JSONWorker{Worker: w.Worker, CPU: w.CPU, Ops: w.Ops,
-			TotalNs: int64(w.Total), PerOpNs: perOpNs(w)})
+			TotalNs: int64(w.Total), PerOpNs: perOpNs(w), DoneNs: int64(w.Done)})
 	}
 	return j
 }

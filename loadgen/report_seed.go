@@ -65,9 +65,19 @@ func WriteSummary(w io.Writer, r Result) error {
 		ew.printf("scaling:      concur/single %.2f (each worker's own per-op, as the seed's lines)\n", r.Ratio())
 		ew.printf("efficiency:   %.2f (wall per-op %s; 1.00 = ideal = single x threads / min(threads, cpus))\n",
 			r.Efficiency(), fmtDur(r.WallPerOp()))
+		if r.Op == OpHwloc || r.Op == OpLstopo {
+			med, last := r.TimeToDone()
+			ew.printf("time-to-done: median %s, last %s (per worker, from the start barrier to its end: an MPI rank's wait)\n",
+				fmtDur(med), fmtDur(last))
+		}
 	}
-	if r.Churn != nil {
+	if r.Churn != nil && r.Op == OpColdplug {
+		ew.printf("hot-add:      %s\n", describeHotAdd(*r.Churn))
+	} else if r.Churn != nil {
 		ew.printf("churn:        %s\n", describeChurn(*r.Churn))
+	}
+	for _, n := range r.Notes {
+		ew.printf("note:         %s\n", n)
 	}
 	ew.printf("errors:       %s\n", describeErrors(r))
 	return ew.err
@@ -77,12 +87,19 @@ func describeTarget(r Result) string {
 	t := r.Target
 	switch t.Kind {
 	case TargetSim:
-		c := t.Tree.WithDefaults()
-		return fmt.Sprintf("sim: in-process kernfsim walker, lock %s, synthetic tree of %d CPUs", t.Lock, c.CPUs)
+		return fmt.Sprintf("sim: in-process kernfsim walker, lock %s, %s", t.Lock, describeTree(t))
 	case TargetKernfsim:
 		return fmt.Sprintf("kernfsim: FUSE mount at %s, lock %s", t.Dir, t.Lock)
 	}
 	return "path: " + t.Dir
+}
+
+// describeTree names a sim target's tree.
+func describeTree(t Target) string {
+	if t.Build != nil {
+		return t.Build.String()
+	}
+	return fmt.Sprintf("synthetic tree of %d CPUs", t.Tree.WithDefaults().CPUs)
 }
 
 func describeOp(r Result) string {
@@ -99,13 +116,23 @@ func describeOp(r Result) string {
 	if !r.Pinned {
 		pin = "not pinned"
 	}
-	fmt.Fprintf(&b, ", %d-byte reads, workers are %s, %s", r.BufSize, workers, pin)
+	if r.Op != OpLstopo {
+		fmt.Fprintf(&b, ", %d-byte reads", r.BufSize)
+	}
+	fmt.Fprintf(&b, ", workers are %s, %s", workers, pin)
 	return b.String()
 }
 
 func describeFiles(r Result) string {
-	if r.Op == OpHwloc {
-		return fmt.Sprintf("%d per discovery (every cpuN/topology/*, cpuN/cache/index*/*, nodeN/cpulist)", r.FilesPerOp)
+	switch r.Op {
+	case OpHwloc:
+		return fmt.Sprintf("%d per discovery (lists cpu/ and node/; reads every cpuN/topology/*, cpuN/cache/index*/*, "+
+			"nodeN/{cpulist,cpumap,distance,meminfo}; looks up the missing names hwloc tries)", r.FilesPerOp)
+	case OpLstopo:
+		return strings.Join(r.Files, " ")
+	case OpColdplug:
+		return fmt.Sprintf("%d per block (%s), worker i's iteration j on block (i + j x threads) mod N",
+			r.FilesPerOp, strings.Join(r.Files, " "))
 	}
 	const show = 6
 	names := r.Files[:min(len(r.Files), show)]
@@ -123,6 +150,14 @@ func describeLatency(l Latency) string {
 
 func describeChurn(c ChurnResult) string {
 	s := fmt.Sprintf("%g changes/s asked, %.1f/s done (%d adds, %d removes)", c.Rate, c.Achieved(), c.Adds, c.Removes)
+	for _, e := range c.Errors {
+		s += fmt.Sprintf("; writer %s x%d on %s (unexpected)", e.Name(), e.Count, e.Path)
+	}
+	return s
+}
+
+func describeHotAdd(c ChurnResult) string {
+	s := fmt.Sprintf("%g memory blocks/s asked through %s, %.1f/s done (%d added)", c.Rate, memProbeFile, c.Achieved(), c.Adds)
 	for _, e := range c.Errors {
 		s += fmt.Sprintf("; writer %s x%d on %s (unexpected)", e.Name(), e.Count, e.Path)
 	}

@@ -29,6 +29,9 @@ type Result struct {
 	Concur      Phase
 	Churn       *ChurnResult // nil without churn
 	Errors      []ErrorCount // every failed operation, by errno and kind
+	// Notes say what the run left out and why (a coldplug run without a
+	// writer, say).
+	Notes       []string
 	Interrupted bool
 }
 
@@ -47,6 +50,10 @@ type WorkerResult struct {
 	CPU    int           `json:"cpu"` // -1 when not pinned
 	Ops    int64         `json:"ops"` // finished operations: Times unless interrupted
 	Total  time.Duration `json:"total_ns"`
+	// Done is the worker's time to done: from the phase's start barrier
+	// (not from its own first operation) to its last operation's end. An
+	// MPI rank's start-up waits this long for its topology discovery.
+	Done time.Duration `json:"done_ns"`
 }
 
 // PerOp is the worker's mean time per operation (the original's "per").
@@ -111,6 +118,23 @@ func (r Result) Unexpected() int64 {
 		}
 	}
 	return n
+}
+
+// TimeToDone is the median and the largest of the concur workers' Done:
+// when half of them, and all of them, had finished.
+func (r Result) TimeToDone() (median, last time.Duration) {
+	d := make([]time.Duration, 0, len(r.Concur.Workers))
+	for _, w := range r.Concur.Workers {
+		d = append(d, w.Done)
+	}
+	if len(d) == 0 {
+		return 0, 0
+	}
+	slices.Sort(d)
+	if n := len(d); n%2 == 0 {
+		return (d[n/2-1] + d[n/2]) / 2, d[n-1]
+	}
+	return d[len(d)/2], d[len(d)-1]
 }
 
 // SinglePerOp is the single worker's time per operation.

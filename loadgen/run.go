@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
@@ -20,7 +21,10 @@ const progressEvery = 200 * time.Millisecond
 // measured. A *ConfigError means bad input. When ctx is cancelled, Run
 // stops the workers, cleans up (a server it started is stopped and its
 // mountpoint removed) and returns what was measured with Interrupted set
-// and ctx's error. While a phase's threads run, Run raises GOMAXPROCS to
+// and ctx's error. When a mount's server goes away midway (its root
+// answers ENOTCONN), the workers stop within a progress tick and Run
+// returns what was measured and an error saying how to recover the
+// mountpoint. While a phase's threads run, Run raises GOMAXPROCS to
 // their number plus one (see threads), and restores it after.
 func Run(ctx context.Context, cfg Config) (res Result, err error) {
 	cfg = cfg.withDefaults()
@@ -35,17 +39,21 @@ func Run(ctx context.Context, cfg Config) (res Result, err error) {
 	res = e.newResult()
 	tally := errTally{}
 	e.warmUp()
-	e.churn.start()
+	if e.churn != nil {
+		e.churn.start()
+	}
 	for _, ph := range []struct {
 		name string
 		n    int
 		out  *Phase
 	}{{"single", 1, &res.Single}, {"concur", cfg.Threads, &res.Concur}} {
-		if *ph.out, err = e.phase(ctx, ph.name, ph.n, tally); err != nil || ctx.Err() != nil {
+		if *ph.out, err = e.phase(ctx, ph.name, ph.n, tally); err != nil || ctx.Err() != nil || e.gone() {
 			break
 		}
 	}
-	res.Churn = e.churn.finish()
+	if e.churn != nil {
+		res.Churn = e.churn.finish()
+	}
 	res.Errors = tally.sorted()
 	if err == nil && ctx.Err() != nil {
 		res.Interrupted, err = true, ctx.Err()
@@ -53,7 +61,30 @@ func Run(ctx context.Context, cfg Config) (res Result, err error) {
 	if err == nil && e.server != nil && e.server.exited() {
 		err = fmt.Errorf("the kernfsim server exited during the run: %s", e.server.Stderr())
 	}
+	if err == nil && e.gone() {
+		err = serverGone(e.target.Dir, tally)
+	}
 	return res, err
+}
+
+// gone reports whether the target is a mount whose server has gone: its
+// root answers ENOTCONN.
+func (e *env) gone() bool {
+	return e.target.Kind != TargetSim && errnoOf(e.t.stat(e.t.abs(""))) == syscall.ENOTCONN
+}
+
+// serverGone is the error for a run whose mount lost its server midway,
+// saying how to get the mountpoint back.
+func serverGone(dir string, tally errTally) error {
+	var n int64
+	for k, c := range tally {
+		if k.errno == syscall.ENOTCONN {
+			n += c.Count
+		}
+	}
+	return fmt.Errorf("%s: the filesystem server went away during the run (ENOTCONN, transport endpoint is not connected; "+
+		"%d operations failed so): if it was kernfsim, serve the mountpoint again with 'kernfsim mount %s --force'; "+
+		"otherwise detach the dead mount with 'umount -l %s' (or 'fusermount3 -uz %s')", dir, n, dir, dir, dir)
 }
 
 // env is a run's set-up: the target, the plan and the helpers around them.
@@ -63,8 +94,12 @@ type env struct {
 	t      target
 	p      *plan
 	cpus   []int
-	churn  *churner // nil without churn
-	server *Server  // nil unless Run started one
+	churn  writer  // nil without churn or a coldplug writer
+	server *Server // nil unless Run started one
+	notes  []string
+	// barrier is CLOCK_MONOTONIC (monoNow) when the running phase's start
+	// barrier opened.
+	barrier int64
 }
 
 func setup(ctx context.Context, cfg Config) (e *env, err error) {
@@ -80,13 +115,30 @@ func setup(ctx context.Context, cfg Config) (e *env, err error) {
 	if e.p, err = makePlan(e.t, cfg); err != nil {
 		return e, err
 	}
-	if cfg.Churn > 0 {
-		if e.churn, err = newChurner(e.t, cfg.Churn); err != nil {
-			return e, err
+	return e, e.setupWriter()
+}
+
+// setupWriter makes the writer that changes the tree during the run, if
+// any: coldplug's prober, or the device churner.
+func (e *env) setupWriter() error {
+	switch {
+	case e.cfg.Op == OpColdplug:
+		p, note, err := newProber(e.t, e.cfg, e.p.Blocks)
+		if p != nil {
+			e.churn = p
 		}
-		e.p.Churn = e.churn.files()
+		if note != "" {
+			e.notes = append(e.notes, note)
+		}
+		return err
+	case e.cfg.Churn > 0:
+		c, err := newChurner(e.t, e.cfg.Churn)
+		if err != nil {
+			return err
+		}
+		e.churn, e.p.Churn = c, c.files()
 	}
-	return e, nil
+	return nil
 }
 
 func (e *env) openTarget(ctx context.Context) (target, error) {
@@ -115,20 +167,16 @@ func (e *env) close() error {
 	if e.churn != nil {
 		e.churn.finish()
 	}
-	if e.server != nil {
-		err = e.server.Close()
+	if err = e.p.close(); e.server != nil {
+		err = errors.Join(err, e.server.Close())
 	}
 	return err
 }
 
 func (e *env) newResult() Result {
-	fpo := 1
-	if e.p.Op == OpHwloc {
-		fpo = len(e.p.Set)
-	}
 	return Result{Target: e.target, Op: e.cfg.Op, Missing: e.cfg.Missing, Threads: e.cfg.Threads,
 		Times: e.cfg.Times, CPUs: len(e.cpus), Pinned: !e.cfg.NoPin, Procs: e.cfg.Procs,
-		BufSize: e.cfg.BufSize, Files: e.p.Names, FilesPerOp: fpo, ClockCostNs: clockCost()}
+		BufSize: e.cfg.BufSize, Files: e.p.Names, FilesPerOp: e.p.filesPerOp(), ClockCostNs: clockCost(), Notes: e.notes}
 }
 
 // cpuOf is the CPU worker i is pinned to, or -1.
@@ -145,6 +193,9 @@ type outcome struct {
 	hist *hdrhistogram.Histogram
 	errs errTally
 	err  error // the worker could not run
+	// endMono is when the worker's loop ended (monoNow), for
+	// WorkerResult.Done.
+	endMono int64
 }
 
 // warmUp does, untimed, the first operation of each worker of the concur
@@ -152,11 +203,7 @@ type outcome struct {
 // real /sys's dentries are warm; a fresh --sim walker's are not).
 // One hwloc discovery reads every file already.
 func (e *env) warmUp() {
-	n := e.cfg.Threads
-	if e.p.Op == OpHwloc {
-		n = 1
-	}
-	for i := range n {
+	for i := range e.p.warmWorkers(e.cfg.Threads) {
 		newWorker(i, -1, 1, e.cfg.BufSize, e.t, e.p).do()
 	}
 }
@@ -177,6 +224,9 @@ func (e *env) phase(ctx context.Context, name string, n int, tally errTally) (Ph
 		if o.err != nil {
 			err = errors.Join(err, o.err)
 			continue
+		}
+		if o.endMono > 0 {
+			o.res.Done = time.Duration(o.endMono - e.barrier)
 		}
 		ph.Workers = append(ph.Workers, o.res)
 		all.Merge(o.hist)
@@ -210,8 +260,14 @@ func (e *env) threads(ctx context.Context, name string, n int) ([]outcome, time.
 	}
 	ready.Wait()
 	t0 := time.Now()
+	e.barrier = monoNow()
 	close(start)
-	report := func() { e.report(name, t0, n, sumDone(ws)) }
+	report := func() {
+		e.report(name, t0, n, sumDone(ws))
+		if e.gone() {
+			stop.Store(true) // every further operation would fail with ENOTCONN
+		}
+	}
 	outs := collect(ctx, results, n, func() { stop.Store(true) }, report)
 	return outs, time.Since(t0), nil
 }
@@ -236,7 +292,7 @@ func (w *worker) runThread(ready *sync.WaitGroup, start <-chan struct{}, stop *a
 	}
 	w.loop(stop)
 	unlock()
-	out <- outcome{res: w.res, hist: w.hist, errs: w.errs}
+	out <- outcome{res: w.res, hist: w.hist, errs: w.errs, endMono: w.endMono}
 }
 
 // collect receives n outcomes in completion order, calling stop once if

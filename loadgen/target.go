@@ -68,13 +68,9 @@ type simTarget struct {
 }
 
 func newSimTarget(t Target, churn bool) (*simTarget, error) {
-	s, err := locking.New(t.Lock, locking.Options{})
+	tree, err := buildSimTree(t)
 	if err != nil {
-		return nil, &ConfigError{Field: "Lock", Problem: err.Error()}
-	}
-	tree, err := kernfsim.NewSynthetic(s, t.Tree.WithDefaults())
-	if err != nil {
-		return nil, &ConfigError{Field: "Tree", Problem: err.Error()}
+		return nil, err
 	}
 	st := &simTarget{t: tree, w: kernfsim.NewWalker(tree, kernfsim.WalkerOptions{}), cred: DefaultSimCred}
 	if t.Cred != nil {
@@ -86,6 +82,22 @@ func newSimTarget(t Target, churn bool) (*simTarget, error) {
 		}
 	}
 	return st, nil
+}
+
+// buildSimTree is t's tree: t.Build's, or the synthetic tree t.Tree sizes.
+func buildSimTree(t Target) (*kernfsim.Tree, error) {
+	if t.Build != nil {
+		return t.Build.BuildTree(t.Lock)
+	}
+	s, err := locking.New(t.Lock, locking.Options{})
+	if err != nil {
+		return nil, &ConfigError{Field: "Lock", Problem: err.Error()}
+	}
+	tree, err := kernfsim.NewSynthetic(s, t.Tree.WithDefaults())
+	if err != nil {
+		return nil, &ConfigError{Field: "Tree", Problem: err.Error()}
+	}
+	return tree, nil
 }
 
 func (s *simTarget) readFile(p string, buf []byte) error {

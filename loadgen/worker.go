@@ -1,6 +1,8 @@
 package loadgen
 
 import (
+	"errors"
+	"io/fs"
 	"math/rand/v2"
 	"runtime"
 	"strconv"
@@ -32,7 +34,11 @@ type worker struct {
 	hist  *hdrhistogram.Histogram
 	errs  errTally
 	res   WorkerResult
-	done  paddedCounter // operations finished, accessed atomically
+	// endMono is CLOCK_MONOTONIC when the loop ended, in ns: the
+	// collector turns it into WorkerResult.Done.
+	endMono int64
+	cursor  int           // OpColdplug: the next block's index
+	done    paddedCounter // operations finished, accessed atomically
 }
 
 // paddedCounter is an atomic counter alone on its cache line, so that
@@ -49,6 +55,9 @@ func newWorker(index, cpu, times, bufSize int, t target, p *plan) *worker {
 		hist: newHist(), errs: errTally{}}
 	if p.Op == OpReaddir || p.Op == OpHwloc {
 		w.dbuf = make([]byte, 8192)
+	}
+	if len(p.Blocks) > 0 {
+		w.cursor = index % len(p.Blocks)
 	}
 	w.res = WorkerResult{Worker: index, CPU: cpu}
 	return w
@@ -79,7 +88,15 @@ func (w *worker) loop(stop *atomic.Bool) {
 		prev = now
 		w.done.n.Store(int64(j + 1))
 	}
-	w.res.Ops, w.res.Total = int64(j), prev
+	w.res.Ops, w.res.Total, w.endMono = int64(j), prev, monoNow()
+}
+
+// monoNow is CLOCK_MONOTONIC in nanoseconds: one clock for every process,
+// so that a worker process's end and its parent's start barrier compare.
+func monoNow() int64 {
+	var ts unix.Timespec
+	unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts)
+	return ts.Nano()
 }
 
 // churnPath is the churned device's file iteration j reads instead of
@@ -108,6 +125,10 @@ func (w *worker) do() error {
 		return w.t.readFile(p.Set[w.rng.IntN(len(p.Set))], w.buf)
 	case p.Op == OpHwloc:
 		return w.discover()
+	case p.Op == OpLstopo:
+		return w.lstopo()
+	case p.Op == OpColdplug:
+		return w.coldplug()
 	}
 	return w.t.readFile(p.Files[w.index%len(p.Files)], w.buf)
 }
@@ -131,29 +152,15 @@ func (w *worker) missing() error {
 	return err
 }
 
-// discover is one hwloc topology discovery; it goes on past a failure
-// and returns the first.
-func (w *worker) discover() error {
-	var first error
-	for _, d := range w.p.Dirs {
-		if err := w.t.readDir(d, w.dbuf); err != nil && first == nil {
-			first = err
-		}
-	}
-	for _, f := range w.p.Set {
-		if err := w.t.readFile(f, w.buf); err != nil && first == nil {
-			first = err
-		}
-	}
-	return first
-}
-
 // fail records a failed operation; churnPath is the churned file it
 // read, or "".
 func (w *worker) fail(err error, churnPath string) {
 	path := churnPath
+	var pe *fs.PathError
 	switch p := w.p; {
 	case churnPath != "":
+	case (p.Op == OpHwloc || p.Op == OpLstopo || p.Op == OpColdplug) && errors.As(err, &pe):
+		path = pe.Path // the op's own error names the file
 	case p.Missing != "":
 		path = p.Missing
 	case len(p.Files) > 0:

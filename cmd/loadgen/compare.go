@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/kernfsim/kernfsim/loadgen"
 	"github.com/kernfsim/kernfsim/locking"
@@ -21,6 +22,7 @@ type compareFlags struct {
 	threads    []int
 	times      int
 	simTimes   int
+	hwlocTimes int
 	repeats    int
 	ops        []string
 	targets    []string
@@ -46,9 +48,17 @@ interleaved (A B C A B C ...) so that drift in the machine hits every row
 alike, and prints per op a table: per row (target and lock) and thread count
 the median per-op, its ratio to mutex's (x) and the scaling efficiency (e,
 1.00 ideal). Rows: kernfsim (FUSE mounts loadgen starts, one per lock), sim
-(the in-process walker, one per lock) and sys (the real /sys, a reference).`,
+(the in-process walker, one per lock) and sys (the real /sys, a reference).
+
+The field workloads (--op hwloc, lstopo, coldplug) compare /sys with a mirror
+of it: unless --tree or a flag sizing a synthetic tree is given, the kernfsim
+and sim rows serve --tree host:SYS. An hwloc cell shows the median and the
+last worker's time to done of --hwloc-times discoveries (MPI ranks starting
+at once).`,
 		Example: `  loadgen compare
   loadgen compare --threads 1,2,48 --times 2000 --plot compare.svg
+  loadgen compare --op hwloc                          # /sys and its mirror under each lock
+  loadgen compare --op coldplug --tree synthetic --mem-blocks 100000 --targets kernfsim,sim
   loadgen compare --targets sim --locks mutex,rwsem --format bench > sim.txt; benchstat -col /lock sim.txt`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return f.run(cmd, stderr) },
@@ -57,9 +67,11 @@ the median per-op, its ratio to mutex's (x) and the scaling efficiency (e,
 	fs.StringSliceVar(&f.locks, "locks", locking.Names, "lock strategies")
 	fs.IntSliceVar(&f.threads, "threads", loadgen.DefaultCompareThreads(), "thread counts (default 1, ncpus, 4 x ncpus, 48)")
 	fs.IntVar(&f.times, "times", loadgen.DefaultCompareTimes, "operations per worker in each run")
-	fs.IntVar(&f.simTimes, "sim-times", 0, "operations per worker in each sim run (default 10 x --times: sim operations are 10-50 times cheaper)")
+	fs.IntVar(&f.simTimes, "sim-times", 0, "operations per worker in each sim run (default 20 x --times: sim operations are 10-50 times cheaper)")
+	fs.IntVar(&f.hwlocTimes, "hwloc-times", loadgen.DefaultCompareHwlocTimes, "discoveries per worker in hwloc and lstopo runs (an MPI rank does one)")
 	fs.IntVar(&f.repeats, "repeats", loadgen.DefaultCompareRepeats, "runs of each configuration (the table shows medians)")
 	fs.StringSliceVar(&f.ops, "ops", loadgen.DefaultCompareOps, "ops: files, missing, stat-missing, or an operation ("+opList()+")")
+	fs.StringSliceVar(&f.ops, "op", loadgen.DefaultCompareOps, "the same as --ops")
 	fs.StringSliceVar(&f.targets, "targets", targetKinds, "row kinds: kernfsim, sim, sys (kernfsim and sys are skipped with a note when unavailable, unless named)")
 	fs.StringVar(&f.sysDir, "sys", "/sys", "the real sysfs of the sys rows")
 	fs.StringVar(&f.plot, "plot", "", "also draw per-op latency against threads, a line per row, to `FILE.svg`")
@@ -74,8 +86,13 @@ the median per-op, its ratio to mutex's (x) and the scaling efficiency (e,
 // config turns the flags into a loadgen.CompareConfig; notes are rows
 // skipped, for stderr.
 func (f *compareFlags) config(cmd *cobra.Command) (cc loadgen.CompareConfig, notes []string, err error) {
-	if err := positive(cmd.Flags(), "times", "sim-times", "repeats"); err != nil {
+	if err := positive(cmd.Flags(), "times", "sim-times", "hwloc-times", "repeats"); err != nil {
 		return cc, nil, err
+	}
+	if note, err := f.defaultTree(cmd.Flags()); err != nil {
+		return cc, nil, err
+	} else if note != "" {
+		notes = append(notes, note)
 	}
 	if err := f.tree.validate(); err != nil {
 		return cc, nil, err
@@ -98,8 +115,36 @@ func (f *compareFlags) config(cmd *cobra.Command) (cc loadgen.CompareConfig, not
 		}
 	}
 	cc.Ops, cc.Threads, cc.Times, cc.SimTimes, cc.Repeats, cc.NoPin = f.ops, f.threads, f.times, f.simTimes, f.repeats, !f.pin
+	cc.HwlocTimes = f.hwlocTimes
 	cc.Server = &loadgen.ServerConfig{Command: serverCommand(), Args: append(f.tree.serverArgs(), f.serverArgs...)}
 	return cc, notes, nil
+}
+
+// hostOps are the field workloads, compared on a mirror of the sys rows'
+// directory by default.
+var hostOps = []string{string(loadgen.OpHwloc), string(loadgen.OpLstopo), string(loadgen.OpColdplug)}
+
+// defaultTree sets --tree host:SYS when every op is a field workload and
+// no flag chooses or sizes the tree, and says so.
+func (f *compareFlags) defaultTree(fs *pflag.FlagSet) (string, error) {
+	for _, op := range f.ops {
+		if !slices.Contains(hostOps, op) {
+			return "", nil
+		}
+	}
+	for _, n := range []string{"tree", "cpus", "sockets", "threads-per-core", "numa-nodes", "mem-blocks", "netdevs", "disks"} {
+		if fs.Changed(n) {
+			return "", nil
+		}
+	}
+	if st, err := os.Stat(f.sysDir); err != nil || !st.IsDir() || !slices.ContainsFunc(f.targets, func(k string) bool { return k != "sys" }) {
+		return "", nil // nothing to mirror, or nothing served from a tree
+	}
+	if err := fs.Set("tree", "host:"+f.sysDir); err != nil {
+		return "", &usageError{fmt.Errorf("--sys %s: %w", f.sysDir, err)}
+	}
+	return fmt.Sprintf("the kernfsim and sim rows serve a mirror of %s (--tree host:%s); --tree synthetic for kernfsim's synthetic tree",
+		f.sysDir, f.sysDir), nil
 }
 
 func (f *compareFlags) validateLists() error {
@@ -145,7 +190,7 @@ func (f *compareFlags) rows(kind string, explicit bool) ([]loadgen.Row, string, 
 		}
 	case "sim":
 		for _, l := range f.locks {
-			rows = append(rows, loadgen.Row{Target: loadgen.Target{Kind: loadgen.TargetSim, Lock: l, Tree: f.tree.config()}})
+			rows = append(rows, loadgen.Row{Target: f.tree.simTarget(l)})
 		}
 	case "sys":
 		if st, err := os.Stat(f.sysDir + "/devices/system/cpu"); err != nil || !st.IsDir() {

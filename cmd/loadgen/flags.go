@@ -1,96 +1,137 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/spf13/pflag"
 	"golang.org/x/sys/unix"
 
+	"github.com/kernfsim/kernfsim/internal/cli"
 	"github.com/kernfsim/kernfsim/kernfsim"
+	"github.com/kernfsim/kernfsim/loadgen"
 	"github.com/kernfsim/kernfsim/locking"
 )
 
-// treeFlags size the synthetic tree of --sim and of the kernfsim server
-// loadgen starts. They are kernfsim's own tree flags; a flag not given
-// keeps kernfsim's default (a 64-CPU, 2-socket server), so --sim and the
-// server build the same tree.
+// treeFlags are kernfsim's own tree flags (internal/cli.TreeFlags: --tree
+// synthetic|host[:DIR], --cpus ..., --gp ...). They build the tree of
+// --sim (BuildWith the run's lock) and are passed as given to the kernfsim
+// servers loadgen starts (cli.Args), so both serve the same tree; a flag
+// not given keeps kernfsim's default, a 64-CPU, 2-socket server. --lock is
+// each command's own (one lock, or a list).
 type treeFlags struct {
+	cli.TreeFlags
 	fs    *pflag.FlagSet
-	synth kernfsim.SynthConfig
+	names map[string]bool // the tree flags fs took from cli
+
+	mu      sync.Mutex
+	mirrors map[string]*kernfsim.Tree // host mirrors by lock; protected by mu
 }
 
-// treeFlagNames are the tree flags, in the order they are forwarded:
-// longest SynthConfig field name first, for rewording errors.
-var treeFlagNames = []string{"threads-per-core", "numa-nodes", "mem-blocks", "sockets", "netdevs", "disks", "cpus"}
+var _ loadgen.TreeBuilder = (*treeFlags)(nil)
 
-// fieldOf is the SynthConfig field of a tree flag.
-func fieldOf(flag string) string {
-	return map[string]string{"threads-per-core": "ThreadsPerCore", "numa-nodes": "NUMANodes", "mem-blocks": "MemBlocks",
-		"sockets": "Sockets", "netdevs": "Netdevs", "disks": "Disks", "cpus": "CPUs"}[flag]
-}
-
+// addTreeFlags adds to fs every tree flag but --lock that fs does not
+// define already (teardown has its own --gp list): define the command's
+// own flags first.
 func addTreeFlags(fs *pflag.FlagSet, f *treeFlags) {
-	d := kernfsim.SynthConfig{}.WithDefaults()
-	f.fs = fs
-	fs.IntVar(&f.synth.CPUs, "cpus", d.CPUs, "tree: logical CPUs")
-	fs.IntVar(&f.synth.Sockets, "sockets", d.Sockets, "tree: CPU sockets")
-	fs.IntVar(&f.synth.ThreadsPerCore, "threads-per-core", d.ThreadsPerCore, "tree: SMT threads per core")
-	fs.IntVar(&f.synth.NUMANodes, "numa-nodes", 0, "tree: NUMA nodes (0: one per socket)")
-	fs.IntVar(&f.synth.MemBlocks, "mem-blocks", d.MemBlocks, "tree: memory blocks of 128 MiB")
-	fs.IntVar(&f.synth.Netdevs, "netdevs", d.Netdevs, "tree: ethernet devices, besides lo")
-	fs.IntVar(&f.synth.Disks, "disks", d.Disks, "tree: NVMe disks")
+	own := pflag.NewFlagSet("tree", pflag.ContinueOnError)
+	cli.AddTreeFlags(own, &f.TreeFlags)
+	f.fs, f.names = fs, map[string]bool{}
+	own.VisitAll(func(fl *pflag.Flag) {
+		if fl.Name != "lock" && fs.Lookup(fl.Name) == nil {
+			fs.AddFlag(fl) // the same *Flag: own.Changed sees what fs parsed
+			f.names[fl.Name] = true
+		}
+	})
 }
 
-// config is the SynthConfig of the flags given; the rest stay zero, which
-// WithDefaults fills in.
+// validate checks the tree flags; a bad value is a usage error naming the
+// flag.
+func (f *treeFlags) validate() error { return cliError(f.Validate()) }
+
+// serverArgs are the tree flags given, for a server's command line.
+func (f *treeFlags) serverArgs() []string {
+	var args []string
+	for _, a := range cli.Args(f.fs) {
+		if name, _, _ := strings.Cut(strings.TrimPrefix(a, "--"), "="); f.names[name] {
+			args = append(args, a)
+		}
+	}
+	return args
+}
+
+// config is the synthetic tree the flags size, for commands that take a
+// kernfsim.SynthConfig: a flag not given stays 0, kernfsim's default.
 func (f *treeFlags) config() kernfsim.SynthConfig {
-	c := f.synth
-	for _, z := range []struct {
-		name string
-		v    *int
-	}{{"cpus", &c.CPUs}, {"sockets", &c.Sockets}, {"threads-per-core", &c.ThreadsPerCore},
-		{"mem-blocks", &c.MemBlocks}, {"netdevs", &c.Netdevs}, {"disks", &c.Disks}} {
-		if !f.fs.Changed(z.name) {
-			*z.v = 0
+	var c kernfsim.SynthConfig
+	for name, v := range map[string]*int{"cpus": &c.CPUs, "sockets": &c.Sockets, "threads-per-core": &c.ThreadsPerCore,
+		"numa-nodes": &c.NUMANodes, "mem-blocks": &c.MemBlocks, "netdevs": &c.Netdevs, "disks": &c.Disks} {
+		if f.names[name] && f.fs.Changed(name) {
+			*v, _ = strconv.Atoi(f.fs.Lookup(name).Value.String())
 		}
 	}
 	return c
 }
 
-// validate checks the tree the flags describe, naming the flag at fault.
-func (f *treeFlags) validate() error {
-	err := f.config().WithDefaults().Validate()
-	ce, ok := err.(*kernfsim.ConfigError)
-	if !ok {
-		return err
+// simTarget is the --sim target under lock, its tree built from the flags.
+func (f *treeFlags) simTarget(lock string) loadgen.Target {
+	t := loadgen.Target{Kind: loadgen.TargetSim, Lock: lock, Build: f}
+	if _, host := f.HostDir(); !host {
+		t.Tree = f.config().WithDefaults() // for reports
 	}
-	var pairs []string
-	flag := ce.Field
-	for _, n := range treeFlagNames { // longest field names first: ThreadsPerCore before CPUs
-		field := fieldOf(n)
-		if field == ce.Field {
-			flag = "--" + n
-		}
-		pairs = append(pairs, field, "--"+n)
-	}
-	return &usageError{fmt.Errorf("invalid value %v for %s: %s", ce.Value, flag, strings.NewReplacer(pairs...).Replace(ce.Valid))}
+	return t
 }
 
-// serverArgs are the tree flags given, for the server's command line.
-func (f *treeFlags) serverArgs() []string {
-	var args []string
-	for _, n := range treeFlagNames {
-		if f.fs.Changed(n) {
-			args = append(args, "--"+n+"="+f.fs.Lookup(n).Value.String())
-		}
+// BuildTree builds the tree under lock (loadgen.TreeBuilder). A host
+// mirror is loaded once per lock and given to every run: no run changes
+// it for good (churned devices are removed again, and a mirror has no
+// memory probe to hot-add through), and loading one takes longer than
+// most runs.
+func (f *treeFlags) BuildTree(lock string) (*kernfsim.Tree, error) {
+	_, host := f.HostDir()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if t := f.mirrors[lock]; host && t != nil {
+		return t, nil
 	}
-	return args
+	b, err := f.BuildWith(lock)
+	if ue := (*cli.UsageError)(nil); errors.As(err, &ue) {
+		return nil, &loadgen.ConfigError{Field: "Tree", Problem: ue.Error()}
+	} else if err != nil {
+		return nil, err
+	}
+	if host {
+		if f.mirrors == nil {
+			f.mirrors = map[string]*kernfsim.Tree{}
+		}
+		f.mirrors[lock] = b.Tree
+	}
+	return b.Tree, nil
+}
+
+// String names the tree in reports.
+func (f *treeFlags) String() string {
+	if dir, host := f.HostDir(); host {
+		return "mirror of " + dir
+	}
+	return fmt.Sprintf("synthetic tree of %d CPUs", f.config().WithDefaults().CPUs)
+}
+
+// cliError turns internal/cli's errors into this command's: a
+// *cli.UsageError is bad input (exit 2).
+func cliError(err error) error {
+	var ue *cli.UsageError
+	if errors.As(err, &ue) {
+		return &usageError{ue.Err}
+	}
+	return err
 }
 
 // lockValue is --lock: one of locking.Names.

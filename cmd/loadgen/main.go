@@ -64,7 +64,8 @@ func newRootCmd(stderr io.Writer) *cobra.Command {
 	root.SilenceErrors, root.SilenceUsage = true, true
 	root.CompletionOptions = cobra.CompletionOptions{DisableDefaultCmd: true}
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{err} })
-	root.AddCommand(newCompareCmd(stderr), newServeCmd(), newWorkerCmd())
+	root.AddCommand(newCompareCmd(stderr), newSoakCmd(), newServeCmd(), newWorkerCmd())
+	root.AddCommand(newTeardownCmd(stderr), newUmountStormCmd(), newUnshareCmd(), newKernelChildCmd())
 	return root
 }
 

@@ -51,11 +51,14 @@ Targets: --sim is the in-process kernfsim walker (no FUSE; workers are uid
 1000, gid 1000, so permission checks are a user's); --path DIR is real system
 calls against any directory (/sys, tmpfs, a kernfsim mount); with neither,
 loadgen starts a kernfsim server in a separate process on a temporary
-mountpoint and removes it afterwards. The tree flags size the synthetic tree
-of --sim and of that server (default: a 64-CPU, 2-socket machine).`,
+mountpoint and removes it afterwards. The tree flags (kernfsim's own) build
+the tree of --sim and of that server: a synthetic machine (default 64 CPUs
+in 2 sockets) or, with --tree host[:DIR], a mirror of this host's /sys.`,
 		Example: `  loadgen --sim --lock mutex --threads 48 --times 2000
   loadgen --path /sys --threads 48 --missing
   loadgen --sim --op hwloc --cpus 448 --sockets 4 --threads 8
+  loadgen --op hwloc --tree host --procs --threads 48 --times 1   # MPI ranks starting at once, on a mirror of /sys
+  loadgen --sim --op coldplug --mem-blocks 100000 --lock rcu --churn 2000
   loadgen --sim --lock rcu --churn 200 --format json --out run.json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return f.run(cmd, stderr) },
@@ -69,7 +72,7 @@ func addRunFlags(fs *pflag.FlagSet, f *runFlags) {
 	fs.BoolVar(&f.sim, "sim", false, "measure the in-process kernfsim walker (no FUSE)")
 	fs.Var(lockValue{&f.lock}, "lock", "lock strategy of --sim or of the server loadgen starts: mutex, rwsem, rcu, none")
 	fs.IntVar(&f.threads, "threads", runtime.NumCPU(), "concurrent workers")
-	fs.IntVar(&f.times, "times", 0, "operations per worker (default 10000; 20 for --op hwloc)")
+	fs.IntVar(&f.times, "times", 0, "operations per worker (default 10000; 20 for --op hwloc and lstopo, 1000 for coldplug)")
 	fs.IntVar(&f.files, "files", 0, "distinct files K; worker i uses file i mod K (default max(1, threads/2))")
 	fs.StringArrayVar(&f.fileList, "file", nil, "a file to use, relative to the target (repeatable; default: chosen automatically)")
 	fs.IntVar(&f.bufsize, "bufsize", loadgen.DefaultBufSize, "bytes per read")
@@ -78,7 +81,8 @@ func addRunFlags(fs *pflag.FlagSet, f *runFlags) {
 	fs.StringVar(&f.op, "op", string(loadgen.OpOpenReadClose), "operation: "+opList())
 	fs.BoolVar(&f.pin, "pin", true, "pin worker i to CPU i mod ncpus (--pin=false to let the scheduler place them)")
 	fs.BoolVar(&f.procs, "procs", false, "run workers as separate processes (no shared fd table)")
-	fs.Float64Var(&f.churn, "churn", 0, "add and remove devices at `RATE` per second during the run (kernfsim targets)")
+	fs.Float64Var(&f.churn, "churn", 0, "add and remove devices at `RATE` per second during the run (kernfsim targets); "+
+		"with --op coldplug, hot-add memory blocks at RATE (default 1000 where the target can)")
 	fs.StringVar(&f.format, "format", "seed", "output: seed, json or bench")
 	fs.StringVar(&f.out, "out", "", "write the output to `FILE` instead of standard output")
 	fs.StringArrayVar(&f.serverArgs, "server-arg", nil, "an extra flag for the kernfsim server loadgen starts (repeatable), e.g. --server-arg=--entry-timeout=1s")
@@ -127,7 +131,7 @@ func (f *runFlags) target(cmd *cobra.Command) (loadgen.Target, error) {
 	case f.path != "":
 		return loadgen.Target{Kind: loadgen.TargetPath, Dir: f.path}, nil
 	case f.sim:
-		return loadgen.Target{Kind: loadgen.TargetSim, Lock: f.lock, Tree: f.tree.config()}, nil
+		return f.tree.simTarget(f.lock), nil
 	}
 	return loadgen.Target{Kind: loadgen.TargetKernfsim, Lock: f.lock}, nil
 }

@@ -151,6 +151,11 @@ func (f *TreeFlags) validate() error {
 	return nil
 }
 
+// Validate checks the flags without building the tree: a *UsageError
+// naming the flag, as Build would return (loadgen checks the tree flags
+// it passes on to a server this way).
+func (f *TreeFlags) Validate() error { return f.validate() }
+
 // HostDir is the directory --tree host[:DIR] mirrors, and whether the
 // tree is a host mirror at all.
 func (f *TreeFlags) HostDir() (string, bool) { return f.hostDir, f.tree == "host" }

@@ -1,0 +1,175 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"os/exec"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/spf13/pflag"
+
+	"github.com/kernfsim/kernfsim/loadgen"
+)
+
+// runJSON runs the command line with --format json and decodes the run.
+func runJSON(t *testing.T, args ...string) loadgen.JSONRun {
+	t.Helper()
+	code, out, errOut := runArgs(context.Background(), append(args, "--format", "json")...)
+	var j loadgen.JSONRun
+	if code != exitOK || json.Unmarshal([]byte(out), &j) != nil {
+		t.Fatalf("%q: exit %d, stderr %q\n%s", args, code, errOut, out)
+	}
+	return j
+}
+
+// The tree flags are kernfsim's: --gp reaches the rcu tree of --sim
+// (TestCompareHwloc has --sim rows on --tree host).
+func TestTreeFlagsSim(t *testing.T) {
+	j := runJSON(t, "--sim", "--lock", "rcu", "--gp", "deferred", "--churn", "2000", "--threads", "2", "--times", "500", "--cpus", "8")
+	if j.Target.Tree != "synthetic tree of 8 CPUs" || j.Target.CPUs != 8 || j.Churn == nil || j.Churn.Adds == 0 || j.Unexpected != 0 {
+		t.Errorf("target %+v, churn %+v, %d unexpected", j.Target, j.Churn, j.Unexpected)
+	}
+}
+
+// addTreeFlags leaves --lock and the flags a command defines itself
+// alone, and serverArgs passes on only the tree flags given.
+func TestServerArgs(t *testing.T) {
+	for _, ownGP := range []bool{false, true} {
+		fs := pflag.NewFlagSet("t", pflag.ContinueOnError)
+		if ownGP {
+			fs.StringSlice("gp", nil, "the command's own list, as teardown's")
+		}
+		var f treeFlags
+		addTreeFlags(fs, &f)
+		if err := fs.Parse([]string{"--gp", "expedited", "--cpus", "8", "--tree", "synthetic"}); err != nil {
+			t.Fatal(err)
+		}
+		want := "--cpus=8 --gp=expedited --tree=synthetic"
+		if ownGP {
+			want = "--cpus=8 --tree=synthetic"
+		}
+		if got := strings.Join(f.serverArgs(), " "); got != want || fs.Lookup("lock") != nil {
+			t.Errorf("own --gp %v: server args %q, want %q; --lock defined: %v", ownGP, got, want, fs.Lookup("lock") != nil)
+		}
+		if c := f.config(); c.CPUs != 8 || c.Sockets != 0 {
+			t.Errorf("config %+v, want CPUs 8 and the rest kernfsim's defaults (0)", c)
+		}
+	}
+}
+
+// Against /sys and against a kernfsim mirror of it, one discovery reads
+// the same files and looks up the same missing names (workers as
+// processes: MPI ranks); the real lstopo reads the mirror too.
+func TestMirrorMount(t *testing.T) {
+	requireFUSE(t)
+	s, err := loadgen.StartServer(context.Background(), loadgen.ServerConfig{Command: serverCommand(), Lock: "rcu",
+		Args: []string{"--tree=host"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := s.Close(); err != nil {
+			t.Error(err)
+		}
+		noLeftovers(t)
+	}()
+	sys := runJSON(t, "--path", "/sys", "--op", "hwloc", "--threads", "2", "--times", "1")
+	mirror := runJSON(t, "--path", s.Mountpoint(), "--op", "hwloc", "--threads", "2", "--times", "1", "--procs")
+	if mirror.Unexpected != 0 || len(mirror.Errors) != 0 || mirror.TimeToDone == nil || !mirror.Procs {
+		t.Errorf("errors %+v, time to done %+v", mirror.Errors, mirror.TimeToDone)
+	}
+	if !slices.Equal(sys.Files, mirror.Files) {
+		t.Errorf("the mirror's discovery differs from /sys's:\n%q\n%q", mirror.Files, sys.Files)
+	}
+	if _, err := exec.LookPath("lstopo"); err != nil {
+		t.Skip("no lstopo:", err)
+	}
+	j := runJSON(t, "--path", s.Mountpoint(), "--op", "lstopo", "--threads", "1", "--times", "1")
+	if j.Unexpected != 0 || j.TimeToDone == nil || j.TimeToDone.MedianNs <= 0 {
+		t.Errorf("lstopo: errors %+v, time to done %+v", j.Errors, j.TimeToDone)
+	}
+}
+
+// Coldplug over FUSE: the writer hot-adds blocks through the mount's
+// probe file while the readers see no error; /sys gets readers only.
+func TestColdplugMounts(t *testing.T) {
+	requireFUSE(t)
+	j := runJSON(t, "--op", "coldplug", "--cpus", "8", "--mem-blocks", "100", "--threads", "2", "--times", "30", "--churn", "200")
+	if j.Churn == nil || j.Churn.Adds == 0 || j.Unexpected != 0 || len(j.Errors) != 0 || j.FilesPerOp != 5 {
+		t.Errorf("writer %+v, errors %+v, %d files per op", j.Churn, j.Errors, j.FilesPerOp)
+	}
+	code, out, errOut := runArgs(context.Background(), "--path", "/sys", "--op", "coldplug", "--threads", "2", "--times", "100")
+	if code != exitOK || !strings.Contains(out, "note:         no memory hot-add") || !strings.Contains(out, "errors:       none") {
+		t.Errorf("/sys: exit %d, stderr %q\n%s", code, errOut, out)
+	}
+	noLeftovers(t)
+}
+
+// compare --op hwloc puts /sys beside its mirror, over FUSE and in
+// process, in one run (under one lock here, to keep the test short).
+func TestCompareHwloc(t *testing.T) {
+	requireFUSE(t)
+	args := []string{"compare", "--op", "hwloc", "--locks", "rcu", "--threads", "2", "--repeats", "1"}
+	code, out, errOut := runArgs(context.Background(), append(args, "--format", "json")...)
+	if code != exitOK || !strings.Contains(errOut, "serve a mirror of /sys") {
+		t.Fatalf("exit %d, stderr %q", code, errOut)
+	}
+	var j loadgen.JSONCompare
+	if err := json.Unmarshal([]byte(out), &j); err != nil || len(j.Cells) != 3 {
+		t.Fatalf("%v: %d cells, want 3 rows", err, len(j.Cells))
+	}
+	for _, c := range j.Cells {
+		if c.Median.DoneNs <= 0 || c.Median.DoneMaxNs < c.Median.DoneNs || c.Median.Unexpected != 0 ||
+			(c.Target.Kind == "sim" && c.Target.Tree != "mirror of /sys") {
+			t.Errorf("cell %+v", c)
+		}
+	}
+	code, out, _ = runArgs(context.Background(), append(args, "--targets", "sys")...)
+	for _, want := range []string{"1 discoveries per worker", "op=hwloc", "median/last time to done", "\nsys host"} {
+		if code != exitOK || !strings.Contains(spaces.ReplaceAllString(out, " "), want) {
+			t.Errorf("exit %d: table lacks %q:\n%s", code, want, out)
+		}
+	}
+	code, out, _ = runArgs(context.Background(), append(args, "--format", "bench", "--targets", "sys")...)
+	if code != exitOK || strings.Count(out, "done-ns") != 1 || !strings.Contains(out, "op=hwloc/threads=2\t1\t") {
+		t.Errorf("bench: exit %d:\n%s", code, out)
+	}
+	noLeftovers(t)
+}
+
+func TestCompareColdplug(t *testing.T) {
+	requireSys(t)
+	code, out, errOut := runArgs(context.Background(), "compare", "--op", "coldplug", "--targets", "sim,sys", "--locks", "rwsem",
+		"--tree", "synthetic", "--cpus", "8", "--mem-blocks", "500", "--threads", "2", "--times", "50", "--repeats", "1")
+	if code != exitOK || errOut != "" {
+		t.Fatalf("exit %d, stderr %q", code, errOut)
+	}
+	for _, want := range []string{"op=coldplug", "coldplug: a 5th of that", "\nsim rwsem", "\nsys host", "sys: no memory hot-add"} {
+		if !strings.Contains(spaces.ReplaceAllString(out, " "), want) {
+			t.Errorf("table lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+func TestFieldOpsBadInput(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--sim", "--op", "lstopo"}, "lstopo reads a filesystem"},
+		{[]string{"--sim", "--tree", "host", "--cpus", "8"}, "--cpus sizes a synthetic tree"},
+		{[]string{"--sim", "--tree", "host:/does/not/exist"}, "is not a directory"},
+		{[]string{"--path", "/sys", "--op", "coldplug", "--churn", "10"}, "--churn: /sys is not a kernfsim tree"},
+		{[]string{"--sim", "--gp", "sometimes"}, "valid values are normal, expedited, deferred"},
+		{[]string{"compare", "--hwloc-times", "0"}, "--hwloc-times must be at least 1"},
+	} {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			code, out, errOut := runArgs(context.Background(), tc.args...)
+			if code != exitUsage || !strings.Contains(errOut, tc.want) {
+				t.Errorf("exit %d, stderr %q (stdout %q): want exit 2 and %q", code, errOut, out, tc.want)
+			}
+		})
+	}
+}

@@ -1,0 +1,134 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/kernfsim/kernfsim/loadgen"
+)
+
+// soakFlags are the flags of loadgen soak.
+type soakFlags struct {
+	duration, interval, warmup time.Duration
+	locks                      []string
+	path                       string
+	serverPID                  int
+	readers                    []string
+	perOp                      int
+	churn                      float64
+	stormEvery                 time.Duration
+	stormSize                  int
+	tolerance                  float64
+	serverArgs                 []string
+	tree                       treeFlags
+}
+
+func newSoakCmd() *cobra.Command {
+	f := &soakFlags{}
+	cmd := &cobra.Command{
+		Use:   "soak [--duration D] [--locks LIST | --path DIR] [flags]",
+		Short: "Run readers, device churn and teardown storms for a long time under each lock mode, and check for leaks",
+		Long: `loadgen soak loads a kernfsim mount for --duration: readers on every
+operation (open-read-close, stat, readdir, walk, a missing file) and on the
+churned devices, a writer adding and removing devices at --churn per second,
+and a teardown storm (--storm-size devices created, then deleted with one
+write) every --storm-every. Each lock mode of --locks runs in turn, for an
+equal share of the time, on a kernfsim server of its own (or, with --path,
+the mount there, once).
+
+Every --interval it prints a line: reader ops/s, p99, errors by errno, and
+the server's RSS, OS threads (/proc/PID/status), goroutines and nodeid-table
+size (kernel/kernfsim/stats). After a quarter of each mode's time (--warmup)
+the load pauses and the server's level is taken; at the end again. Each mode
+must show: no unexpected errno (ENOENT and ENODEV on a churned device are
+expected); RSS and goroutines at most --tolerance above their level after
+warm-up; the nodeid table back to its size before the load once the kernel
+has forgotten (echo 2 > /proc/sys/vm/drop_caches, so root only). Otherwise
+the exit status is 1 and the message names the failed condition.`,
+		Example: `  loadgen soak                                # 10 minutes: mutex, rwsem, rcu
+  loadgen soak --duration 60s --interval 5s --cpus 8 --mem-blocks 16
+  loadgen soak --path /mnt/k --duration 30m   # a mount you started (kernfsim mount /mnt/k)`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return f.run(cmd) },
+	}
+	fs := cmd.Flags()
+	fs.DurationVar(&f.duration, "duration", loadgen.DefaultSoakDuration, "how long to soak, shared equally by the lock modes")
+	fs.DurationVar(&f.interval, "interval", loadgen.DefaultSoakInterval, "how often to print a line")
+	fs.DurationVar(&f.warmup, "warmup", 0, "load before the reference level is taken, per mode (default a quarter of each mode's time)")
+	fs.StringSliceVar(&f.locks, "locks", loadgen.DefaultSoakLocks, "lock modes to soak in turn, each on a server of its own")
+	fs.StringVar(&f.path, "path", "", "soak the kernfsim mount at `DIR` instead (its own lock; loadgen starts no server)")
+	fs.IntVar(&f.serverPID, "server-pid", 0, "with --path: the server's process (default: found from /proc)")
+	fs.StringSliceVar(&f.readers, "readers", loadgen.DefaultSoakReaders, "operations the readers do")
+	fs.IntVar(&f.perOp, "per-op", loadgen.DefaultSoakPerOp, "readers per operation")
+	fs.Float64Var(&f.churn, "churn", loadgen.DefaultSoakChurn, "device adds and removes per second")
+	fs.DurationVar(&f.stormEvery, "storm-every", loadgen.DefaultSoakStormEvery, "how often a teardown storm runs")
+	fs.IntVar(&f.stormSize, "storm-size", loadgen.DefaultSoakStormSize, "devices created, then deleted at once, per storm (at most 256)")
+	fs.Float64Var(&f.tolerance, "tolerance", loadgen.DefaultSoakTolerance, "how far above its level after warm-up RSS and goroutines may end (0.10 is 10%)")
+	fs.StringArrayVar(&f.serverArgs, "server-arg", nil, "an extra flag for each kernfsim server loadgen starts (repeatable)")
+	addTreeFlags(fs, &f.tree)
+	return cmd
+}
+
+// config turns the flags into a loadgen.SoakConfig, rejecting bad input.
+func (f *soakFlags) config(fs *pflag.FlagSet) (loadgen.SoakConfig, error) {
+	if err := positive(fs, "per-op", "storm-size", "server-pid"); err != nil {
+		return loadgen.SoakConfig{}, err
+	}
+	if err := f.tree.validate(); err != nil {
+		return loadgen.SoakConfig{}, err
+	}
+	for _, d := range []struct {
+		name string
+		v    time.Duration
+	}{{"duration", f.duration}, {"interval", f.interval}, {"storm-every", f.stormEvery}} {
+		if d.v <= 0 {
+			return loadgen.SoakConfig{}, &usageError{fmt.Errorf("--%s must be positive, got %v", d.name, d.v)}
+		}
+	}
+	switch {
+	case f.warmup < 0:
+		return loadgen.SoakConfig{}, &usageError{fmt.Errorf("--warmup must be 0 or more, got %v", f.warmup)}
+	case f.churn <= 0 || f.churn > 100000:
+		return loadgen.SoakConfig{}, &usageError{fmt.Errorf("--churn must be above 0 and at most 100000 per second, got %g", f.churn)}
+	case f.tolerance <= 0:
+		return loadgen.SoakConfig{}, &usageError{fmt.Errorf("--tolerance must be positive, got %g", f.tolerance)}
+	case f.path != "" && (fs.Changed("locks") || len(f.serverArgs) > 0 || len(f.tree.serverArgs()) > 0):
+		return loadgen.SoakConfig{}, &usageError{errors.New("--locks, --server-arg and tree flags apply to the servers loadgen starts; the mount at --path has its own")}
+	case f.path == "" && fs.Changed("server-pid"):
+		return loadgen.SoakConfig{}, &usageError{errors.New("--server-pid goes with --path")}
+	case len(f.locks) == 0 || len(f.readers) == 0:
+		return loadgen.SoakConfig{}, &usageError{errors.New("--locks and --readers need at least one name each")}
+	}
+	return loadgen.SoakConfig{Duration: f.duration, Interval: f.interval, Warmup: f.warmup, Locks: f.locks,
+		Dir: f.path, ServerPID: f.serverPID, Readers: f.readers, PerOp: f.perOp, Churn: f.churn,
+		StormEvery: f.stormEvery, StormSize: f.stormSize, Tolerance: f.tolerance,
+		Server: &loadgen.ServerConfig{Command: serverCommand(), Args: append(f.tree.serverArgs(), f.serverArgs...)}}, nil
+}
+
+func (f *soakFlags) run(cmd *cobra.Command) error {
+	c, err := f.config(cmd.Flags())
+	if err != nil {
+		return err
+	}
+	out := cmd.OutOrStdout()
+	var werr error
+	c.OnSample = func(s loadgen.SoakSample) { werr = errors.Join(werr, loadgen.WriteSoakSample(out, s)) }
+	c.OnMode = func(m loadgen.SoakMode) { werr = errors.Join(werr, loadgen.WriteSoakMode(out, m, f.tolerance)) }
+	res, err := loadgen.Soak(cmd.Context(), c)
+	if err != nil {
+		return errors.Join(err, werr)
+	}
+	if err := errors.Join(werr, loadgen.WriteSoakSummary(out, res, f.tolerance)); err != nil {
+		return err
+	}
+	if fails := res.Failures(); len(fails) > 0 {
+		fmt.Fprintf(cmd.ErrOrStderr(), "loadgen: soak failed: %s\n", strings.Join(fails, "; "))
+		return &exitError{exitRuntime}
+	}
+	return nil
+}

@@ -1,0 +1,567 @@
+package loadgen
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
+	"golang.org/x/sys/unix"
+)
+
+// The real-kernel reproductions of the seeds: an umount storm (000, 001)
+// and repeated unshare (003, 004). Both run in a child process, a
+// re-execution of loadgen (KernelConfig.Command, which must call
+// ServeKernel), so that no namespace or mount they make can reach
+// loadgen or the host:
+//
+//   - umount-storm's child is started with CLONE_NEWNS (Go's
+//     SysProcAttr.Unshareflags, which also makes / rprivate), so it is the
+//     only process in its mount namespace. It mounts a tmpfs over $TMPDIR
+//     there, makes a fresh directory in it, mounts Count tmpfs below and
+//     unmounts them. Should loadgen or the child be killed, the namespace
+//     dies with the child (Pdeathsig SIGKILL kills the child with
+//     loadgen) and the kernel detaches every mount in it: nothing reaches
+//     the host's mount table, not even a directory.
+//   - unshare's child loops on one locked OS thread that exits with the
+//     loop, so the namespaces it made die with that thread.
+//
+// The protocol: the spec as one JSON line on the child's standard input,
+// its report as one JSON line on its standard output. SIGTERM or SIGINT
+// stop the child's loop early; it still reports.
+
+// Namespaces unshare can make, and their flags.
+var (
+	UnshareNamespaces = []string{"ipc", "net", "mnt", "uts", "pid"}
+	unshareFlags      = map[string]int{"ipc": unix.CLONE_NEWIPC, "net": unix.CLONE_NEWNET,
+		"mnt": unix.CLONE_NEWNS, "uts": unix.CLONE_NEWUTS, "pid": unix.CLONE_NEWPID}
+	unshareFlagNames = map[string]string{"ipc": "CLONE_NEWIPC", "net": "CLONE_NEWNET",
+		"mnt": "CLONE_NEWNS", "uts": "CLONE_NEWUTS", "pid": "CLONE_NEWPID"}
+)
+
+// Kernel operations.
+const (
+	KernelUmountStorm = "umount-storm"
+	KernelUnshare     = "unshare"
+	// stormSource is the source name of every tmpfs the storm mounts, so
+	// that a leak would be recognisable in any mount table.
+	stormSource = "loadgen-umount-storm"
+)
+
+// KernelConfig is one real-kernel reproduction.
+type KernelConfig struct {
+	Op    string // KernelUmountStorm or KernelUnshare
+	Count int    // mounts, or unshares
+	Lazy  bool   // umount-storm: umount2 with MNT_DETACH
+	NS    string // unshare: one of UnshareNamespaces
+	// Command starts the child: a re-execution of loadgen whose hidden
+	// subcommand calls ServeKernel.
+	Command []string
+}
+
+// KernelInfo is the running kernel, printed next to the figures.
+type KernelInfo struct {
+	Release string // uname -r
+	Version string // uname -v: says PREEMPT_DYNAMIC or PREEMPT_RT
+	RCU     []RCUParam
+}
+
+// RCUParam is one of /sys/module/rcupdate/parameters.
+type RCUParam struct {
+	Name  string
+	Value string // "?" when unreadable
+}
+
+// rcuParams are the parameters that choose between normal and expedited
+// grace periods.
+var rcuParams = []string{"rcu_expedited", "rcu_normal", "rcu_normal_after_boot"}
+
+// ReadKernelInfo reads uname and the rcupdate parameters.
+func ReadKernelInfo() KernelInfo {
+	var k KernelInfo
+	var u unix.Utsname
+	if unix.Uname(&u) == nil {
+		k.Release, k.Version = unix.ByteSliceToString(u.Release[:]), unix.ByteSliceToString(u.Version[:])
+	}
+	for _, p := range rcuParams {
+		v := "?"
+		if b, err := os.ReadFile("/sys/module/rcupdate/parameters/" + p); err == nil {
+			v = strings.TrimSpace(string(b))
+		}
+		k.RCU = append(k.RCU, RCUParam{p, v})
+	}
+	return k
+}
+
+// KernelPhase is one timed loop of the child: per-call latency, wall
+// time, and the CPU time the child spent (its threads, and with a fork per
+// iteration its children too).
+type KernelPhase struct {
+	Calls   int           `json:"calls"`
+	Wall    time.Duration `json:"wall_ns"`
+	Sys     time.Duration `json:"sys_ns"`
+	User    time.Duration `json:"user_ns"`
+	Latency Latency       `json:"latency"`
+}
+
+// KernelResult is what a reproduction measured.
+type KernelResult struct {
+	Op     string
+	Kernel KernelInfo
+	Count  int
+	// umount-storm
+	Lazy   bool
+	Dir    string       // where the tmpfs were mounted, in the child's namespace
+	Mount  *KernelPhase // nil for unshare
+	Umount *KernelPhase
+	Host   *HostMounts
+	// unshare
+	NS, Flag string
+	Unshare  *KernelPhase
+	// Baseline is the same loop without the namespace flag, when each
+	// iteration forks (pid): the difference is the namespace's price.
+	Baseline *KernelPhase
+	// ForkPerIteration says each iteration is a clone(2) with the flag and
+	// a wait, not unshare(2) (pid: unshare(CLONE_NEWPID) only affects
+	// children, and a second one fails until a child has entered it).
+	ForkPerIteration bool
+	// Exit is the child's report to its exit having been reaped: the
+	// teardown of what was left (the last namespace, the base tmpfs).
+	Exit        time.Duration
+	Interrupted bool
+}
+
+// HostMounts compares the host's mount table (loadgen's
+// /proc/self/mountinfo) before and after the storm.
+type HostMounts struct {
+	Before, After int
+	// Leaked are mounts of the storm's on the host: always none, unless
+	// the namespace failed.
+	Leaked []string
+	// Others are changes the storm did not make (another program mounted
+	// or unmounted meanwhile), as "+ line" or "- line".
+	Others []string
+}
+
+// Unchanged reports whether the table is the same after as before.
+func (h HostMounts) Unchanged() bool { return len(h.Leaked) == 0 && len(h.Others) == 0 }
+
+// errNotRoot is the *ConfigError for a reproduction run as a user.
+func errNotRoot(op string) error {
+	return badConfig(op, "run it as root (sudo loadgen "+op+" ...)",
+		"needs root: it unshares namespaces and mounts filesystems in a child process (running as uid %d)", os.Geteuid())
+}
+
+func (c KernelConfig) validate() error {
+	switch {
+	case c.Op != KernelUmountStorm && c.Op != KernelUnshare:
+		return badConfig("Op", "use umount-storm or unshare", "unknown kernel operation %q", c.Op)
+	case c.Count <= 0:
+		return badConfig("Count", "give a positive number", "%d is not positive", c.Count)
+	case c.Op == KernelUnshare && !slices.Contains(UnshareNamespaces, c.NS):
+		return badConfig("NS", "valid namespaces are "+strings.Join(UnshareNamespaces, ", "), "unknown namespace %q", c.NS)
+	case len(c.Command) == 0:
+		return badConfig("Command", "set it to a command that runs ServeKernel", "a kernel reproduction needs a child command")
+	case os.Geteuid() != 0:
+		return errNotRoot(c.Op)
+	}
+	return nil
+}
+
+// RunKernel runs a reproduction in a child process and returns what it
+// measured. A *ConfigError means bad input (not root included). When ctx
+// is cancelled the child is told to stop (SIGTERM) and what it measured
+// is returned with Interrupted set and ctx's error.
+func RunKernel(ctx context.Context, c KernelConfig) (KernelResult, error) {
+	res := KernelResult{Op: c.Op, Kernel: ReadKernelInfo(), Count: c.Count, Lazy: c.Lazy, NS: c.NS,
+		Flag: unshareFlagNames[c.NS], ForkPerIteration: c.NS == "pid" && c.Op == KernelUnshare}
+	if err := c.validate(); err != nil {
+		return res, err
+	}
+	spec := kernelSpec{Op: c.Op, Count: c.Count, Lazy: c.Lazy, NS: c.NS}
+	var before []string
+	if c.Op == KernelUmountStorm {
+		ns, err := os.Readlink("/proc/self/ns/mnt")
+		if err != nil {
+			return res, err
+		}
+		spec.HostMntNS = ns
+		if before, err = hostMountTable(); err != nil {
+			return res, err
+		}
+	}
+	if res.ForkPerIteration {
+		tr, err := exec.LookPath("true")
+		if err != nil {
+			return res, fmt.Errorf("unshare --ns pid forks true(1) per iteration: %w", err)
+		}
+		spec.True = tr
+	}
+	rep, exit, err := runKernelChild(ctx, c.Command, spec)
+	res.fill(rep, exit)
+	if c.Op == KernelUmountStorm {
+		after, merr := hostMountTable()
+		res.Host = compareMounts(before, after)
+		err = errors.Join(err, merr)
+		if len(res.Host.Leaked) > 0 {
+			err = errors.Join(err, fmt.Errorf("the storm's mounts reached the host: %q", res.Host.Leaked))
+		}
+	}
+	if ctx.Err() != nil {
+		res.Interrupted = true
+		err = ctx.Err()
+	}
+	return res, err
+}
+
+func (r *KernelResult) fill(rep kernelReport, exit time.Duration) {
+	r.Dir, r.Mount, r.Umount, r.Unshare, r.Baseline = rep.Dir, rep.Mount, rep.Umount, rep.Unshare, rep.Baseline
+	r.Exit, r.Interrupted = exit, rep.Interrupted
+}
+
+// kernelSpec is what the child does.
+type kernelSpec struct {
+	Op        string `json:"op"`
+	Count     int    `json:"count"`
+	Lazy      bool   `json:"lazy,omitempty"`
+	NS        string `json:"ns,omitempty"`
+	HostMntNS string `json:"host_mnt_ns,omitempty"` // the parent's mnt namespace: the child must be elsewhere
+	True      string `json:"true,omitempty"`        // true(1), forked per pid iteration
+}
+
+// kernelReport is what the child sends back.
+type kernelReport struct {
+	Dir         string       `json:"dir,omitempty"`
+	Mount       *KernelPhase `json:"mount,omitempty"`
+	Umount      *KernelPhase `json:"umount,omitempty"`
+	Unshare     *KernelPhase `json:"unshare,omitempty"`
+	Baseline    *KernelPhase `json:"baseline,omitempty"`
+	Interrupted bool         `json:"interrupted,omitempty"`
+	Err         string       `json:"err,omitempty"`
+}
+
+// runKernelChild starts the child, sends spec, reads its report and
+// waits for it; exit is the report to the child's exit.
+func runKernelChild(ctx context.Context, command []string, spec kernelSpec) (rep kernelReport, exit time.Duration, err error) {
+	in, err := json.Marshal(spec)
+	if err != nil {
+		return rep, 0, err
+	}
+	cmd := exec.Command(command[0], command[1:]...)
+	cmd.Stdin = bytes.NewReader(append(in, '\n'))
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	// Own process group: a terminal's Ctrl-C reaches loadgen, which stops
+	// the child so that it still reports. Pdeathsig kills it with loadgen.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if spec.Op == KernelUmountStorm || spec.NS == "mnt" {
+		cmd.SysProcAttr.Unshareflags = unix.CLONE_NEWNS
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return rep, 0, err
+	}
+	done, err := startFromLockedThread(cmd)
+	if err != nil {
+		return rep, 0, fmt.Errorf("starting the %s child: %w", spec.Op, err)
+	}
+	defer context.AfterFunc(ctx, func() { cmd.Process.Signal(syscall.SIGTERM) })()
+	line, rerr := bufio.NewReader(out).ReadBytes('\n')
+	t := time.Now()
+	io.Copy(io.Discard, out)
+	werr := <-done
+	exit = time.Since(t)
+	if rerr == nil {
+		rerr = json.Unmarshal(line, &rep)
+	}
+	switch {
+	case rerr != nil:
+		return rep, exit, fmt.Errorf("the %s child: %v (%v): %s", spec.Op, rerr, werr, bytes.TrimSpace(stderr.Bytes()))
+	case rep.Err != "":
+		return rep, exit, errors.New(rep.Err)
+	case werr != nil && !rep.Interrupted:
+		return rep, exit, fmt.Errorf("the %s child: %v: %s", spec.Op, werr, bytes.TrimSpace(stderr.Bytes()))
+	}
+	return rep, exit, nil
+}
+
+// startFromLockedThread starts cmd from a goroutine that keeps its OS thread until
+// the process exits (Pdeathsig fires when the forking thread exits, and
+// Go lets threads exit); the channel gets Wait's error.
+func startFromLockedThread(cmd *exec.Cmd) (<-chan error, error) {
+	started, done := make(chan error), make(chan error, 1)
+	go func() {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		err := cmd.Start()
+		started <- err
+		if err == nil {
+			done <- cmd.Wait()
+		}
+	}()
+	return done, <-started
+}
+
+// hostMountTable is /proc/self/mountinfo, one line per mount, without the
+// mount IDs (fields 1 and 2), which a remount would change.
+func hostMountTable() ([]string, error) {
+	b, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for line := range strings.Lines(string(b)) {
+		if f := strings.Fields(line); len(f) > 2 {
+			out = append(out, strings.Join(f[2:], " "))
+		}
+	}
+	return out, nil
+}
+
+// compareMounts sets the storm's own mounts apart from others' changes.
+func compareMounts(before, after []string) *HostMounts {
+	h := &HostMounts{Before: len(before), After: len(after)}
+	count := map[string]int{}
+	for _, l := range before {
+		count[l]++
+	}
+	for _, l := range after {
+		count[l]--
+	}
+	for _, l := range after {
+		if strings.Contains(l, " "+stormSource+" ") || strings.Contains(l, "/loadgen-umount-storm-") {
+			h.Leaked = append(h.Leaked, l)
+		}
+	}
+	for l, n := range count {
+		for ; n > 0; n-- {
+			h.Others = append(h.Others, "- "+l)
+		}
+		for ; n < 0; n++ {
+			if !slices.Contains(h.Leaked, l) {
+				h.Others = append(h.Others, "+ "+l)
+			}
+		}
+	}
+	slices.Sort(h.Others)
+	return h
+}
+
+// ServeKernel is the child side: the hidden command behind
+// KernelConfig.Command calls it with its standard input and output.
+// Cancel ctx on SIGTERM and SIGINT. The work runs on a fresh OS thread
+// that exits with it, so any namespace it entered goes with the thread.
+func ServeKernel(ctx context.Context, in io.Reader, out io.Writer) error {
+	var spec kernelSpec
+	if err := json.NewDecoder(in).Decode(&spec); err != nil {
+		return fmt.Errorf("reading the kernel spec: %w", err)
+	}
+	stop := new(atomic.Bool)
+	defer context.AfterFunc(ctx, func() { stop.Store(true) })()
+	var rep kernelReport
+	onFreshThread(func() {
+		switch spec.Op {
+		case KernelUmountStorm:
+			rep = umountStorm(spec, stop)
+		case KernelUnshare:
+			rep = unshareLoop(spec, stop)
+		default:
+			rep = kernelReport{Err: fmt.Sprintf("unknown kernel operation %q", spec.Op)}
+		}
+	})
+	rep.Interrupted = rep.Interrupted || stop.Load()
+	return json.NewEncoder(out).Encode(rep)
+}
+
+// onFreshThread runs fn on an OS thread locked to it that exits when fn
+// returns, taking any namespace fn entered with it. Not the main thread:
+// the runtime cannot end that one (it would stay, wedged, in the
+// namespace), and /proc/self shows its namespaces.
+func onFreshThread(fn func()) {
+	done := make(chan struct{})
+	go func() {
+		runtime.LockOSThread() // never unlocked where fn runs
+		if unix.Gettid() != unix.Getpid() {
+			fn()
+			close(done)
+			return
+		}
+		// Hand over to a goroutine, which cannot run on this thread while
+		// this one holds it locked.
+		started := make(chan struct{})
+		go func() {
+			runtime.LockOSThread()
+			close(started)
+			fn()
+			close(done)
+		}()
+		<-started
+		runtime.UnlockOSThread()
+	}()
+	<-done
+}
+
+// cpuClock reads the CPU time of the calling thread, or with children of
+// the process and its reaped children.
+type cpuClock struct{ withChildren bool }
+
+func (c cpuClock) read() (sys, user time.Duration) {
+	var ru unix.Rusage
+	who := unix.RUSAGE_THREAD
+	if c.withChildren {
+		who = unix.RUSAGE_SELF
+	}
+	unix.Getrusage(who, &ru)
+	sys, user = time.Duration(ru.Stime.Nano()), time.Duration(ru.Utime.Nano())
+	if c.withChildren {
+		unix.Getrusage(unix.RUSAGE_CHILDREN, &ru)
+		sys, user = sys+time.Duration(ru.Stime.Nano()), user+time.Duration(ru.Utime.Nano())
+	}
+	return sys, user
+}
+
+// timedLoop calls op(i) for i in [0, n) until it fails or stop is set,
+// timing each call (one clock read per call).
+func timedLoop(n int, stop *atomic.Bool, clock cpuClock, op func(i int) error) (*KernelPhase, error) {
+	h := newHist()
+	sys0, user0 := clock.read()
+	t0 := time.Now()
+	var prev time.Duration
+	var err error
+	i := 0
+	for ; i < n && !stop.Load(); i++ {
+		if err = op(i); err != nil {
+			break
+		}
+		now := time.Since(t0)
+		tdRecord(h, now-prev)
+		prev = now
+	}
+	sys1, user1 := clock.read()
+	return &KernelPhase{Calls: int(h.TotalCount()), Wall: prev, Sys: sys1 - sys0, User: user1 - user0, Latency: summarize(h)}, err
+}
+
+// umountStorm mounts spec.Count tmpfs and unmounts them, in the private
+// mount namespace the child was started in.
+func umountStorm(spec kernelSpec, stop *atomic.Bool) kernelReport {
+	dir, paths, err := stormDirs(spec)
+	if err != nil {
+		return kernelReport{Err: "umount-storm: " + err.Error()}
+	}
+	rep := kernelReport{Dir: dir}
+	rep.Mount, err = timedLoop(len(paths), stop, cpuClock{}, func(i int) error {
+		return unix.Mount(stormSource, paths[i], "tmpfs", 0, "size=64k")
+	})
+	if err != nil {
+		rep.Err = fmt.Sprintf("umount-storm: mount %d of %d: %v", rep.Mount.Calls+1, spec.Count, err)
+	}
+	flags := 0
+	if spec.Lazy {
+		flags = unix.MNT_DETACH
+	}
+	never := new(atomic.Bool) // unmount all that was mounted, even when asked to stop
+	rep.Umount, err = timedLoop(rep.Mount.Calls, never, cpuClock{}, func(i int) error {
+		return unix.Unmount(paths[i], flags)
+	})
+	if err != nil && rep.Err == "" {
+		rep.Err = fmt.Sprintf("umount-storm: umount %d: %v", rep.Umount.Calls+1, err)
+	}
+	return rep
+}
+
+// stormDirs checks that this process is not in the host's mount
+// namespace, mounts a tmpfs over $TMPDIR, and makes a fresh directory
+// there with spec.Count empty directories to mount on.
+func stormDirs(spec kernelSpec) (dir string, paths []string, err error) {
+	if ns, err := os.Readlink("/proc/self/ns/mnt"); err != nil || ns == spec.HostMntNS {
+		return "", nil, fmt.Errorf("refusing to mount: not in a private mount namespace (%s, %v)", ns, err)
+	}
+	if err := unix.Mount("none", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
+		return "", nil, fmt.Errorf("making / private: %w", err)
+	}
+	base := os.TempDir()
+	if err := unix.Mount(stormSource, base, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "mode=0755"); err != nil {
+		return "", nil, fmt.Errorf("mounting a tmpfs over %s: %w", base, err)
+	}
+	if dir, err = os.MkdirTemp(base, stormSource+"-"); err != nil {
+		return "", nil, err
+	}
+	paths = make([]string, spec.Count)
+	for i := range paths {
+		paths[i] = filepath.Join(dir, itoa(i))
+		if err := os.Mkdir(paths[i], 0o755); err != nil {
+			return "", nil, err
+		}
+	}
+	return dir, paths, nil
+}
+
+// unshareLoop unshares spec.NS spec.Count times on this thread, or for
+// pid forks true(1) into a new pid namespace per iteration, alternating
+// with the same fork without the flag (the baseline), so that drift in
+// the machine hits both alike.
+func unshareLoop(spec kernelSpec, stop *atomic.Bool) kernelReport {
+	var rep kernelReport
+	var err error
+	if spec.NS != "pid" {
+		flag := unshareFlags[spec.NS]
+		rep.Unshare, err = timedLoop(spec.Count, stop, cpuClock{}, func(int) error { return unix.Unshare(flag) })
+	} else {
+		fork := func(flags uintptr) error {
+			cmd := exec.Command(spec.True)
+			cmd.SysProcAttr = &syscall.SysProcAttr{Cloneflags: flags}
+			return cmd.Run()
+		}
+		var ph [2]*KernelPhase
+		ph, err = alternateTimed(spec.Count, stop, cpuClock{withChildren: true},
+			func() error { return fork(unix.CLONE_NEWPID) }, func() error { return fork(0) })
+		rep.Unshare, rep.Baseline = ph[0], ph[1]
+	}
+	if err != nil {
+		rep.Err = fmt.Sprintf("unshare(%s): %v", unshareFlagNames[spec.NS], err)
+	}
+	return rep
+}
+
+// alternateTimed calls a then b, n times or until one fails or stop is set,
+// timing each call and the CPU time around it.
+func alternateTimed(n int, stop *atomic.Bool, clock cpuClock, a, b func() error) ([2]*KernelPhase, error) {
+	ops := [2]func() error{a, b}
+	hs := [2]*hdrhistogram.Histogram{newHist(), newHist()}
+	var out [2]*KernelPhase
+	for k := range out {
+		out[k] = &KernelPhase{}
+	}
+	var err error
+	for i := 0; i < n && !stop.Load() && err == nil; i++ {
+		for k, op := range ops {
+			sys0, user0 := clock.read()
+			t0 := time.Now()
+			if err = op(); err != nil {
+				break
+			}
+			d := time.Since(t0)
+			sys1, user1 := clock.read()
+			tdRecord(hs[k], d)
+			p := out[k]
+			p.Calls, p.Wall, p.Sys, p.User = p.Calls+1, p.Wall+d, p.Sys+sys1-sys0, p.User+user1-user0
+		}
+	}
+	for k := range out {
+		out[k].Latency = summarize(hs[k])
+	}
+	return out, err
+}

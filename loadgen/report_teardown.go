@@ -1,0 +1,481 @@
+package loadgen
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+)
+
+// Reference is a figure a seed thread published, printed beside ours.
+type Reference struct {
+	Seed   string `json:"seed"`   // the seed file's number
+	Source string `json:"source"` // who measured, when, on what
+	Figure string `json:"figure"`
+}
+
+func (r Reference) String() string { return "seed " + r.Seed + " (" + r.Source + "): " + r.Figure }
+
+// The seeds' figures for each reproduction.
+var (
+	seed000 = Reference{"000", "NeilBrown, 2018, 4-CPU VM",
+		"5000 tmpfs umounts took 100 s with synchronize_rcu() in each, 0.6 s with synchronize_rcu_expedited(); " +
+			"mounting them took 8 s (a mount(8) process each); on 1 CPU 18 s and 36 s"}
+	seed001 = Reference{"001", "Eric Chanudet, 2025, 6.15-rc1 PREEMPT_RT, rcu_normal_after_boot=1",
+		"umount 24.6 ms; umount -l 25.6 ms -> 3.2 ms once the RCU sync of a lazy umount is deferred to a worker (queue_rcu_work)"}
+	seed003 = Reference{"003", "Giuseppe Scrivano, 2020",
+		"unshare(CLONE_NEWIPC) x1000: 8.05 s wall, 0.06 s system -> 0.03 s wall, 0.02 s system once free_ipc's synchronize_rcu() moved to a work queue"}
+	seed004 = Reference{"004", "Mike Galbraith, 2012",
+		"hackbench, 400 tasks: 2.6 s; each cloned with CLONE_NEWPID 11.6 s (51.5 s with NEWIPC, NEWNET, NEWUSER too) -> 2.7 s once rcu_barrier() left deactivate_super()"}
+
+	TeardownReferences    = []Reference{seed000}
+	UmountStormReferences = []Reference{seed000, seed001}
+	UnshareReferences     = []Reference{seed003}
+	UnsharePIDReferences  = []Reference{seed003, seed004}
+)
+
+// KernelReferences are the seeds' figures for r's reproduction.
+func KernelReferences(r KernelResult) []Reference {
+	switch {
+	case r.Op == KernelUmountStorm:
+		return UmountStormReferences
+	case r.NS == "pid":
+		return UnsharePIDReferences
+	}
+	return UnshareReferences
+}
+
+// WriteTeardown writes r as a table, a row per (lock, gp), then how the
+// policies compare and the seed's figures:
+//
+//	teardown: 5000 devices, 1 per call, ...
+//	lock  gp         calls  total  caller mean  p50  p99  max  until complete  completed  grace periods
+//	rcu   normal     5000   41.2s  8.24ms       ...
+func WriteTeardown(w io.Writer, r TeardownResult) error {
+	ew := &errWriter{w: w}
+	if r.Interrupted {
+		ew.printf("interrupted: partial results, measured until the run was stopped\n")
+	}
+	ew.printf("teardown: %d devices, %d per call, %s; readers: %d\n", r.Count, r.Batch, describeTDTarget(r), r.Readers)
+	if ew.err != nil {
+		return ew.err
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	head := "lock\tgp\tcalls\ttotal\tcaller mean\tp50\tp99\tmax\tuntil complete\tcompleted\tgrace periods"
+	if r.Readers > 0 {
+		head += "\treaders p99\traced"
+	}
+	fmt.Fprintln(tw, head)
+	for _, run := range r.Runs {
+		c := run.Caller
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%d/%d\t%d", run.Lock, run.GP, run.Calls, fmtDur(run.Total),
+			fmtDur(c.Mean), fmtDur(c.P50), fmtDur(c.P99), fmtDur(c.Max), fmtDur(run.UntilComplete), run.Completed, run.Count,
+			run.Counts.GracePeriods)
+		if rd := run.Reader; rd != nil {
+			fmt.Fprintf(tw, "\t%s\t%d", fmtDur(rd.Latency.P99), rd.Raced())
+		}
+		fmt.Fprintln(tw)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for _, l := range teardownFindings(r) {
+		ew.printf("%s\n", l)
+	}
+	for _, ref := range TeardownReferences {
+		ew.printf("reference: %s\n", ref)
+	}
+	return ew.err
+}
+
+func describeTDTarget(r TeardownResult) string {
+	grace := fmt.Sprintf("gp tick %v", r.Grace.Tick)
+	if r.Grace.Tick == 0 {
+		grace = "gp tick 4ms"
+	}
+	if r.Grace.ExpediteCost > 0 {
+		grace += fmt.Sprintf(", expedite cost %v", r.Grace.ExpediteCost)
+	}
+	if r.Grace.ExpeditedIsNormal {
+		grace += ", rcu-normal"
+	}
+	switch r.Target.Kind {
+	case TargetSim:
+		return fmt.Sprintf("in process (sim: kernfsim.ABI.Delete on a synthetic tree of %d CPUs, no FUSE; %s)",
+			r.Target.Tree.WithDefaults().CPUs, grace)
+	case TargetKernfsim:
+		return "one write(2) to bus/kernfsim/delete_device on a kernfsim FUSE server per run (" + grace + ")"
+	}
+	return "one write(2) to bus/kernfsim/delete_device on the kernfsim mount at " + r.Target.Dir
+}
+
+// teardownFindings compares the policies of r's rcu runs: normal over
+// expedited total and the deferred caller, or with a batch what the
+// grace period added to a call; then the references' own work.
+func teardownFindings(r TeardownResult) []string {
+	by := map[string]TeardownRun{}
+	var out []string
+	for _, run := range r.Runs {
+		if run.Lock == "rcu" {
+			by[run.GP] = run
+		}
+	}
+	n, okN := by["normal"]
+	x, okX := by["expedited"]
+	d, okD := by["deferred"]
+	switch {
+	case r.Batch > 1 && okN:
+		s := fmt.Sprintf("batch: %d devices per call: normal %s per call, %.1f grace periods per call",
+			r.Batch, fmtDur(n.Caller.Mean), float64(n.Counts.GracePeriods)/float64(max(n.Calls, 1)))
+		if okD {
+			s += fmt.Sprintf("; deferred %s (the removal's own work): the grace period added %s per call",
+				fmtDur(d.Caller.Mean), fmtSignedDur(n.Caller.Mean-d.Caller.Mean))
+		}
+		out = append(out, s)
+	case r.Batch == 1 && okN && okX && x.Total > 0:
+		out = append(out, fmt.Sprintf("normal/expedited: total %.0fx (issue target >= 100x; seed 000: 100 s / 0.6 s = 167x)",
+			float64(n.Total)/float64(x.Total)))
+	}
+	if okD && r.Batch == 1 {
+		target := ""
+		if r.Target.Kind == TargetSim {
+			target = " (issue target in process: <= 2us per removal)"
+		}
+		out = append(out, fmt.Sprintf("deferred: caller mean %s per call%s; every teardown completed %s after the storm began",
+			fmtDur(d.Caller.Mean), target, fmtDur(d.UntilComplete)))
+	}
+	for _, run := range r.Runs {
+		if run.Lock != "rcu" {
+			out = append(out, fmt.Sprintf("%s: the removal's own work, without any grace period: caller mean %s per call",
+				run.Lock, fmtDur(run.Caller.Mean)))
+		}
+	}
+	return out
+}
+
+// SchemaTeardown names the JSON document WriteTeardownJSON writes.
+const SchemaTeardown = "kernfsim-loadgen-teardown/1"
+
+// JSONTeardown is the JSON form of a TeardownResult: one run object per
+// (lock, gp). Durations are integer nanoseconds (_ns).
+type JSONTeardown struct {
+	Schema         string            `json:"schema"`
+	Target         JSONTarget        `json:"target"`
+	Count          int               `json:"count"`
+	Batch          int               `json:"batch"`
+	Readers        int               `json:"readers"`
+	Attrs          int               `json:"attrs"`
+	CPUs           int               `json:"cpus"`
+	GPTickNs       int64             `json:"gp_tick_ns"`
+	ExpediteCostNs int64             `json:"expedite_cost_ns"`
+	RCUNormal      bool              `json:"rcu_normal"`
+	Runs           []JSONTeardownRun `json:"runs"`
+	References     []Reference       `json:"references"`
+	Interrupted    bool              `json:"interrupted"`
+}
+
+// JSONTeardownRun is a TeardownRun.
+type JSONTeardownRun struct {
+	Lock            string  `json:"lock"`
+	GP              string  `json:"gp"` // normal, expedited, deferred; "n/a" for mutex and rwsem
+	Count           int     `json:"count"`
+	Completed       int     `json:"completed"` // devices whose teardown had completed after the barrier
+	TotalNs         int64   `json:"total_ns"`
+	CallerMeanNs    int64   `json:"caller_mean_ns"`
+	CallerP50Ns     int64   `json:"caller_p50_ns"`
+	CallerP99Ns     int64   `json:"caller_p99_ns"`
+	CallerMaxNs     int64   `json:"caller_max_ns"`
+	UntilCompleteNs int64   `json:"until_complete_ns"`
+	Removed         int     `json:"removed"`
+	Calls           int     `json:"calls"`
+	Batch           int     `json:"batch"`
+	PerDeviceNs     float64 `json:"per_device_ns"` // total_ns / removed
+	CreateNs        int64   `json:"create_ns"`
+	Dir             string  `json:"dir,omitempty"`
+	// The tree's counters over the storm and the wait; teardowns count
+	// nodes (a device is two: its directory and its class link).
+	TeardownsQueued       uint64       `json:"teardowns_queued"`
+	TeardownsCompleted    uint64       `json:"teardowns_completed"`
+	GracePeriods          uint64       `json:"grace_periods"`
+	ExpeditedGracePeriods uint64       `json:"expedited_grace_periods"`
+	Readers               *JSONReaders `json:"readers"` // null without readers
+}
+
+// JSONReaders is a ReaderResult.
+type JSONReaders struct {
+	Readers int         `json:"readers"`
+	Latency JSONLatency `json:"latency"`
+	Raced   int64       `json:"raced"` // reads of a device being removed (ENOENT, ENODEV)
+	Errors  []JSONError `json:"errors"`
+}
+
+// WriteTeardownJSON writes r as one indented JSON document.
+func WriteTeardownJSON(w io.Writer, r TeardownResult) error {
+	j := JSONTeardown{Schema: SchemaTeardown, Target: jsonTarget(r.Target), Count: r.Count, Batch: r.Batch,
+		Readers: r.Readers, Attrs: r.Attrs, CPUs: r.CPUs, GPTickNs: int64(r.Grace.Tick),
+		ExpediteCostNs: int64(r.Grace.ExpediteCost), RCUNormal: r.Grace.ExpeditedIsNormal,
+		Runs: []JSONTeardownRun{}, References: TeardownReferences, Interrupted: r.Interrupted}
+	for _, run := range r.Runs {
+		j.Runs = append(j.Runs, jsonTeardownRun(run, r.Batch))
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(j)
+}
+
+func jsonTeardownRun(run TeardownRun, batch int) JSONTeardownRun {
+	c := run.Caller
+	j := JSONTeardownRun{Lock: run.Lock, GP: run.GP, Count: run.Count, Completed: run.Completed,
+		TotalNs: int64(run.Total), CallerMeanNs: int64(c.Mean), CallerP50Ns: int64(c.P50), CallerP99Ns: int64(c.P99),
+		CallerMaxNs: int64(c.Max), UntilCompleteNs: int64(run.UntilComplete), Removed: run.Removed, Calls: run.Calls,
+		Batch: batch, CreateNs: int64(run.Create), Dir: run.Dir, TeardownsQueued: run.Counts.Queued,
+		TeardownsCompleted: run.Counts.Completed, GracePeriods: run.Counts.GracePeriods,
+		ExpeditedGracePeriods: run.Counts.Expedited}
+	if run.Removed > 0 {
+		j.PerDeviceNs = float64(run.Total) / float64(run.Removed)
+	}
+	if rd := run.Reader; rd != nil {
+		j.Readers = &JSONReaders{Readers: rd.Readers, Latency: latencyJSON(rd.Latency), Raced: rd.Raced(),
+			Errors: jsonErrors(rd.Errors)}
+	}
+	return j
+}
+
+func latencyJSON(l Latency) JSONLatency {
+	return JSONLatency{Count: l.Count, MeanNs: int64(l.Mean), P50Ns: int64(l.P50), P99Ns: int64(l.P99),
+		P999Ns: int64(l.P999), MaxNs: int64(l.Max)}
+}
+
+// TeardownBenchName is the benchmark name prefix of WriteTeardownBench.
+const TeardownBenchName = "BenchmarkTeardown"
+
+// WriteTeardownBench writes a Go benchmark line per run:
+//
+//	BenchmarkTeardown/target=sim/lock=rcu/gp=normal/batch=1/readers=0  5000  8240000 ns/op  ...
+//
+// The iterations are the calls; ns/op is the caller's mean per call. gp
+// is "na" for mutex and rwsem (a slash would split the key).
+func WriteTeardownBench(w io.Writer, r TeardownResult) error {
+	if err := writeBenchHeader(w); err != nil {
+		return err
+	}
+	ew := &errWriter{w: w}
+	for _, run := range r.Runs {
+		gp := strings.ReplaceAll(run.GP, "/", "")
+		c := run.Caller
+		ew.printf("%s/target=%s/lock=%s/gp=%s/batch=%d/readers=%d\t%d\t%d ns/op\t%d p50-ns\t%d p99-ns\t%d max-ns\t%d total-ns\t%d until-complete-ns\t%d completed\t%d grace-periods",
+			TeardownBenchName, targetLabel(r.Target), run.Lock, gp, r.Batch, r.Readers, run.Calls, int64(c.Mean),
+			int64(c.P50), int64(c.P99), int64(c.Max), int64(run.Total), int64(run.UntilComplete), run.Completed,
+			run.Counts.GracePeriods)
+		if rd := run.Reader; rd != nil {
+			ew.printf("\t%d reader-p99-ns", int64(rd.Latency.P99))
+		}
+		ew.printf("\n")
+	}
+	return ew.err
+}
+
+// WriteKernel writes a reproduction's result: the kernel and its
+// rcupdate parameters, the figures, the host check, the seeds' figures.
+func WriteKernel(w io.Writer, r KernelResult) error {
+	ew := &errWriter{w: w}
+	if r.Interrupted {
+		ew.printf("interrupted:  partial results, measured until the run was stopped\n")
+	}
+	ew.printf("kernel:       %s %s\n", r.Kernel.Release, r.Kernel.Version)
+	var ps []string
+	for _, p := range r.Kernel.RCU {
+		ps = append(ps, p.Name+"="+p.Value)
+	}
+	ew.printf("rcupdate:     %s\n", strings.Join(ps, " "))
+	if r.Op == KernelUmountStorm {
+		writeUmountStorm(ew, r)
+	} else {
+		writeUnshare(ew, r)
+	}
+	if r.Exit > 0 {
+		ew.printf("exit:         %s from the child's report to its exit (what was left in it torn down)\n", fmtDur(r.Exit))
+	}
+	for _, ref := range KernelReferences(r) {
+		ew.printf("reference:    %s\n", ref)
+	}
+	return ew.err
+}
+
+func writeUmountStorm(ew *errWriter, r KernelResult) {
+	how := "umount2(path, 0)"
+	if r.Lazy {
+		how = "umount2(path, MNT_DETACH) (umount -l)"
+	}
+	ew.printf("umount-storm: %d tmpfs mounted, then %s each, in a private mount namespace under %s (on a tmpfs over $TMPDIR there)\n",
+		r.Count, how, r.Dir)
+	ew.printf("mount:        %s\n", describeKernelPhase(r.Mount, "mount"))
+	ew.printf("umount:       %s\n", describeKernelPhase(r.Umount, "umount"))
+	if h := r.Host; h != nil {
+		switch {
+		case len(h.Leaked) > 0:
+			ew.printf("host mounts:  LEAKED %d of the storm's mounts: %s\n", len(h.Leaked), strings.Join(h.Leaked, "; "))
+		case h.Unchanged():
+			ew.printf("host mounts:  unchanged (%d before, %d after)\n", h.Before, h.After)
+		default:
+			ew.printf("host mounts:  none of the storm's; %d changes by others meanwhile (%d before, %d after): %s\n",
+				len(h.Others), h.Before, h.After, strings.Join(h.Others, "; "))
+		}
+	}
+}
+
+func writeUnshare(ew *errWriter, r KernelResult) {
+	if r.ForkPerIteration {
+		ew.printf("unshare:      %d x clone(%s) of true(1) and wait, in a child process: a fork per iteration, because unshare(%s) "+
+			"only moves later children into the new namespace and fails again until one has entered it\n", r.Count, r.Flag, r.Flag)
+	} else {
+		ew.printf("unshare:      %d x unshare(%s) in a child process, on one thread\n", r.Count, r.Flag)
+	}
+	ew.printf("iterations:   %s\n", describeKernelPhase(r.Unshare, "iteration"))
+	if b := r.Baseline; b != nil {
+		ew.printf("baseline:     %s (the same without %s)\n", describeKernelPhase(b, "iteration"), r.Flag)
+		if u := r.Unshare; u != nil && u.Calls > 0 && b.Calls > 0 {
+			ew.printf("namespace:    %s p50, %s mean wall and %s system per iteration above the baseline (iterations alternateTimed with it)\n",
+				fmtSignedDur(u.Latency.P50-b.Latency.P50), fmtSignedDur(u.Wall/time.Duration(u.Calls)-b.Wall/time.Duration(b.Calls)),
+				fmtSignedDur(u.Sys/time.Duration(u.Calls)-b.Sys/time.Duration(b.Calls)))
+		}
+	}
+}
+
+// describeKernelPhase is "total 1.23s (246us per mount), sys 1.10s, user 2ms;
+// latency mean ... (5000 ops)".
+func describeKernelPhase(p *KernelPhase, per string) string {
+	if p == nil || p.Calls == 0 {
+		return "none"
+	}
+	n := time.Duration(p.Calls)
+	return fmt.Sprintf("wall %s (%s per %s), sys %s (%s per %s), user %s; %s", fmtDur(p.Wall), fmtDur(p.Wall/n), per,
+		fmtDur(p.Sys), fmtDur(p.Sys/n), per, fmtDur(p.User), describeLatency(p.Latency))
+}
+
+func fmtSignedDur(d time.Duration) string {
+	if d < 0 {
+		return "-" + fmtDur(-d)
+	}
+	return "+" + fmtDur(d)
+}
+
+// Schemas of WriteKernelJSON's documents.
+const (
+	SchemaUmountStorm = "kernfsim-loadgen-umount-storm/1"
+	SchemaUnshare     = "kernfsim-loadgen-unshare/1"
+)
+
+// JSONKernel is the JSON form of a KernelResult; the fields of the other
+// reproduction are left out.
+type JSONKernel struct {
+	Schema      string           `json:"schema"`
+	Kernel      JSONKernelInfo   `json:"kernel"`
+	Count       int              `json:"count"`
+	Lazy        *bool            `json:"lazy,omitempty"`
+	Dir         string           `json:"dir,omitempty"`
+	Mount       *JSONKernelPhase `json:"mount,omitempty"`
+	Umount      *JSONKernelPhase `json:"umount,omitempty"`
+	Host        *JSONHostMounts  `json:"host_mounts,omitempty"`
+	NS          string           `json:"ns,omitempty"`
+	Flag        string           `json:"flag,omitempty"`
+	ForkPerIter *bool            `json:"fork_per_iteration,omitempty"`
+	Unshare     *JSONKernelPhase `json:"unshare,omitempty"`
+	Baseline    *JSONKernelPhase `json:"baseline,omitempty"`
+	ExitNs      int64            `json:"exit_ns"`
+	References  []Reference      `json:"references"`
+	Interrupted bool             `json:"interrupted"`
+}
+
+// JSONKernelInfo is a KernelInfo; rcupdate maps each parameter to its
+// value ("?" when unreadable).
+type JSONKernelInfo struct {
+	Release  string            `json:"release"`
+	Version  string            `json:"version"`
+	RCUpdate map[string]string `json:"rcupdate"`
+}
+
+// JSONKernelPhase is a KernelPhase.
+type JSONKernelPhase struct {
+	Calls        int         `json:"calls"`
+	WallNs       int64       `json:"wall_ns"`
+	PerCallNs    float64     `json:"per_call_ns"`
+	SysNs        int64       `json:"sys_ns"`
+	SysPerCallNs float64     `json:"sys_per_call_ns"`
+	UserNs       int64       `json:"user_ns"`
+	Latency      JSONLatency `json:"latency"`
+}
+
+// JSONHostMounts is a HostMounts.
+type JSONHostMounts struct {
+	Before    int      `json:"before"`
+	After     int      `json:"after"`
+	Unchanged bool     `json:"unchanged"`
+	Leaked    []string `json:"leaked"`
+	Others    []string `json:"others"`
+}
+
+// WriteKernelJSON writes r as one indented JSON document.
+func WriteKernelJSON(w io.Writer, r KernelResult) error {
+	ki := JSONKernelInfo{Release: r.Kernel.Release, Version: r.Kernel.Version, RCUpdate: map[string]string{}}
+	for _, p := range r.Kernel.RCU {
+		ki.RCUpdate[p.Name] = p.Value
+	}
+	j := JSONKernel{Kernel: ki, Count: r.Count, ExitNs: int64(r.Exit), References: KernelReferences(r),
+		Interrupted: r.Interrupted}
+	if r.Op == KernelUmountStorm {
+		j.Schema, j.Lazy, j.Dir = SchemaUmountStorm, &r.Lazy, r.Dir
+		j.Mount, j.Umount = jsonKernelPhase(r.Mount), jsonKernelPhase(r.Umount)
+		if h := r.Host; h != nil {
+			j.Host = &JSONHostMounts{Before: h.Before, After: h.After, Unchanged: h.Unchanged(),
+				Leaked: append([]string{}, h.Leaked...), Others: append([]string{}, h.Others...)}
+		}
+	} else {
+		j.Schema, j.NS, j.Flag, j.ForkPerIter = SchemaUnshare, r.NS, r.Flag, &r.ForkPerIteration
+		j.Unshare, j.Baseline = jsonKernelPhase(r.Unshare), jsonKernelPhase(r.Baseline)
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(j)
+}
+
+func jsonKernelPhase(p *KernelPhase) *JSONKernelPhase {
+	if p == nil {
+		return nil
+	}
+	j := &JSONKernelPhase{Calls: p.Calls, WallNs: int64(p.Wall), SysNs: int64(p.Sys), UserNs: int64(p.User),
+		Latency: latencyJSON(p.Latency)}
+	if p.Calls > 0 {
+		j.PerCallNs, j.SysPerCallNs = float64(p.Wall)/float64(p.Calls), float64(p.Sys)/float64(p.Calls)
+	}
+	return j
+}
+
+// WriteKernelBench writes Go benchmark lines: per phase for umount-storm
+// (BenchmarkUmountStorm/lazy=false/phase=umount), per loop for unshare
+// (BenchmarkUnshare/ns=ipc; ns=pid-baseline for pid's baseline). ns/op is
+// the wall time per call.
+func WriteKernelBench(w io.Writer, r KernelResult) error {
+	if err := writeBenchHeader(w); err != nil {
+		return err
+	}
+	ew := &errWriter{w: w}
+	line := func(name string, p *KernelPhase) {
+		if p == nil || p.Calls == 0 {
+			return
+		}
+		n := float64(p.Calls)
+		ew.printf("%s\t%d\t%.0f ns/op\t%d p50-ns\t%d p99-ns\t%d max-ns\t%.0f sys-ns/op\n", name, p.Calls,
+			float64(p.Wall)/n, int64(p.Latency.P50), int64(p.Latency.P99), int64(p.Latency.Max), float64(p.Sys)/n)
+	}
+	if r.Op == KernelUmountStorm {
+		line(fmt.Sprintf("BenchmarkUmountStorm/lazy=%t/phase=mount", r.Lazy), r.Mount)
+		line(fmt.Sprintf("BenchmarkUmountStorm/lazy=%t/phase=umount", r.Lazy), r.Umount)
+		return ew.err
+	}
+	line("BenchmarkUnshare/ns="+r.NS, r.Unshare)
+	line("BenchmarkUnshare/ns="+r.NS+"-baseline", r.Baseline)
+	return ew.err
+}

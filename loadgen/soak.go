@@ -1,0 +1,976 @@
+package loadgen
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
+
+	"github.com/kernfsim/kernfsim/locking"
+)
+
+// Soak defaults.
+const (
+	DefaultSoakDuration   = 10 * time.Minute
+	DefaultSoakInterval   = 10 * time.Second
+	DefaultSoakPerOp      = 2   // readers per operation
+	DefaultSoakChurn      = 100 // device changes per second
+	DefaultSoakStormEvery = 2 * time.Second
+	DefaultSoakStormSize  = 64
+	DefaultSoakTolerance  = 0.10
+	// SoakMissing names the missing-file reader among SoakConfig.Readers.
+	SoakMissing = "missing"
+)
+
+// DefaultSoakLocks are the lock modes a soak runs in turn: every mode
+// that takes writers (none refuses them).
+var DefaultSoakLocks = []string{"mutex", "rwsem", "rcu"}
+
+// DefaultSoakReaders are the readers' operations.
+var DefaultSoakReaders = []string{string(OpOpenReadClose), string(OpStat), string(OpReaddir), string(OpWalk), SoakMissing}
+
+// SoakConfig is a soak: readers on every operation, device churn and
+// teardown storms against a kernfsim mount, under each lock mode in turn,
+// each on a server of its own. It checks three conditions per mode: no
+// unexpected errno; the server's RSS and goroutines at the end within
+// Tolerance of their level after warm-up; the nodeid table back to its
+// baseline once the kernel forgets (drop_caches).
+type SoakConfig struct {
+	Duration time.Duration // the whole soak, shared equally by the modes; 0 means DefaultSoakDuration
+	Interval time.Duration // between samples; 0 means DefaultSoakInterval
+	// Warmup is the load before the reference level is taken, per mode;
+	// 0 means a quarter of each mode's time.
+	Warmup time.Duration
+	Locks  []string // the modes in turn; nil means DefaultSoakLocks
+	// Dir soaks the kernfsim mount there instead (one mode, its own lock);
+	// ServerPID is its server's process, 0 to find it from /proc.
+	Dir       string
+	ServerPID int
+	Server    *ServerConfig // starts each mode's server (Lock is set per mode)
+	Readers   []string      // operations (Ops, or SoakMissing); nil means DefaultSoakReaders
+	PerOp     int           // readers per operation; 0 means DefaultSoakPerOp
+	Churn     float64       // device changes per second; 0 means DefaultSoakChurn
+	// A teardown storm creates StormSize devices, then deletes them all
+	// with one write, every StormEvery.
+	StormEvery time.Duration
+	StormSize  int
+	Tolerance  float64 // 0 means DefaultSoakTolerance
+	// OnSample and OnMode, if not nil, are called with each sample and
+	// each finished mode, from Soak's goroutine.
+	OnSample func(SoakSample)
+	OnMode   func(SoakMode)
+}
+
+// ServerLevel is what a server process holds at one moment.
+type ServerLevel struct {
+	RSS        int64 // bytes (VmRSS)
+	Threads    int64 // OS threads (/proc/PID/status)
+	Goroutines int64 // server.goroutines of the stats file
+	Nodeids    int64 // server.nodeids: the nodeid table's size
+	OpenFiles  int64 // server.open_files
+}
+
+// SoakSample is one periodic sample of a mode.
+type SoakSample struct {
+	Lock      string
+	Elapsed   time.Duration // since the mode's load began
+	Warmup    bool          // taken during warm-up
+	Ops       int64         // reader operations in the interval
+	OpsPerSec float64
+	P99       time.Duration // of the interval's reader operations
+	Errors    []ErrorCount  // failures in the interval, readers' and writers'
+	Server    ServerLevel
+	Changes   int64 // churn changes and storms in the mode so far
+	Storms    int64
+}
+
+// SoakMode is what one lock mode's soak did and found.
+type SoakMode struct {
+	Lock     string
+	Elapsed  time.Duration
+	Ops      int64
+	Errors   []ErrorCount // every failure in the mode, unexpected first
+	Changes  int64        // churn adds and removes
+	Storms   int64
+	Torn     int64       // devices torn down by storms
+	Warm     ServerLevel // settled (see settle), after warm-up
+	End      ServerLevel // settled, after the load
+	Baseline int64       // nodeids after drop_caches, before the load
+	Forgot   int64       // nodeids after drop_caches, after the load
+	Failures []string    // the conditions that failed, in words
+}
+
+// SoakResult is a whole soak.
+type SoakResult struct {
+	Modes       []SoakMode
+	Interrupted bool
+}
+
+// Failures are every mode's failed conditions, each prefixed by its mode.
+func (r SoakResult) Failures() []string {
+	var out []string
+	for _, m := range r.Modes {
+		for _, f := range m.Failures {
+			out = append(out, "lock="+m.Lock+": "+f)
+		}
+	}
+	return out
+}
+
+func (c SoakConfig) withDefaults() SoakConfig {
+	set := func(d *time.Duration, v time.Duration) {
+		if *d == 0 {
+			*d = v
+		}
+	}
+	set(&c.Duration, DefaultSoakDuration)
+	set(&c.Interval, DefaultSoakInterval)
+	set(&c.StormEvery, DefaultSoakStormEvery)
+	if c.Locks == nil {
+		c.Locks = DefaultSoakLocks
+	}
+	if c.Dir != "" {
+		c.Locks = []string{""} // the mount's own, read from its stats file
+	}
+	if c.Readers == nil {
+		c.Readers = DefaultSoakReaders
+	}
+	c.PerOp = cmpOr(c.PerOp, DefaultSoakPerOp)
+	c.Churn = cmpOr(c.Churn, DefaultSoakChurn)
+	c.StormSize = cmpOr(c.StormSize, DefaultSoakStormSize)
+	c.Tolerance = cmpOr(c.Tolerance, DefaultSoakTolerance)
+	return c
+}
+
+// cmpOr is v, or d when v is its type's zero value.
+func cmpOr[T comparable](v, d T) T {
+	var zero T
+	if v == zero {
+		return d
+	}
+	return v
+}
+
+func (c SoakConfig) validate() error {
+	mode := c.Duration / time.Duration(len(c.Locks))
+	switch {
+	case c.Duration < 0 || c.Interval <= 0 || c.Warmup < 0 || c.StormEvery < 0:
+		return badConfig("Duration", "give positive durations", "negative duration, interval, warm-up or storm period")
+	case mode < 2*time.Second:
+		return badConfig("Duration", "give at least 2s per lock mode", "%v for %d lock modes is too short", c.Duration, len(c.Locks))
+	case c.Warmup >= mode:
+		return badConfig("Warmup", "make the warm-up shorter than each mode's share", "warm-up %v, but each mode runs %v", c.Warmup, mode)
+	case c.PerOp < 0 || c.StormSize < 0 || c.StormSize > 256 || c.Churn < 0 || c.Tolerance < 0:
+		return badConfig("Readers", "give counts of 0 or more (storms of at most 256 devices)", "a negative count, rate or tolerance")
+	case c.Dir == "" && c.Server == nil:
+		return ErrNoServer
+	}
+	for _, l := range c.Locks {
+		if c.Dir == "" && !slices.Contains(locking.Names, l) {
+			return badConfig("Lock", "valid strategies are "+strings.Join(locking.Names, ", "), "unknown lock strategy %q", l)
+		}
+	}
+	for _, r := range c.Readers {
+		if r != SoakMissing && (!slices.Contains(Ops, Op(r)) || Op(r) == OpHwloc) {
+			return badConfig("Op", "valid readers are open-read-close, stat, readdir, walk, same-file, random, missing", "unknown reader %q", r)
+		}
+	}
+	return nil
+}
+
+// Soak runs the soak c describes, mode after mode, and returns what each
+// found. A mode's failed conditions are in the result (Failures), not the
+// error; the error is bad input (*ConfigError), a server that could not
+// start or died (saying how to recover a --path mount), or ctx's end
+// (Interrupted is then set).
+func Soak(ctx context.Context, c SoakConfig) (SoakResult, error) {
+	c = c.withDefaults()
+	if err := c.validate(); err != nil {
+		return SoakResult{}, err
+	}
+	var res SoakResult
+	per := c.Duration / time.Duration(len(c.Locks))
+	for _, lock := range c.Locks {
+		m, err := soakMode(ctx, c, lock, per)
+		if m.Lock != "" {
+			res.Modes = append(res.Modes, m)
+			if c.OnMode != nil && err == nil {
+				c.OnMode(m)
+			}
+		}
+		if ctx.Err() != nil {
+			res.Interrupted = true
+			return res, ctx.Err()
+		}
+		if err != nil {
+			return res, err
+		}
+	}
+	return res, nil
+}
+
+// soakMode runs one mode for d on a server of its own (or on c.Dir).
+func soakMode(ctx context.Context, c SoakConfig, lock string, d time.Duration) (m SoakMode, err error) {
+	p, err := openSoakServer(ctx, c, lock)
+	if err != nil {
+		return m, err
+	}
+	defer func() { err = errors.Join(err, p.close()) }()
+	m.Lock = p.lockName
+	if m.Baseline, err = p.forget(ctx, -1); err != nil {
+		return m, err
+	}
+	l, err := newSoakLoad(p.t, c, m.Lock != "none")
+	if err != nil {
+		return m, err
+	}
+	warm := cmpOr(c.Warmup, d/4)
+	s := &soakSampler{c: c, p: p, l: l, lock: m.Lock, t0: time.Now(), warmEnd: warm}
+	if m.Warm, err = s.segment(ctx, warm, true); err == nil {
+		m.End, err = s.segment(ctx, d-warm, false)
+	}
+	l.finish()
+	m.Elapsed, m.Ops, m.Errors = time.Since(s.t0), l.ops(), l.total.sorted()
+	m.Changes, m.Storms, m.Torn = l.changes.Load(), l.storms.Load(), l.torn.Load()
+	if err != nil {
+		return m, err
+	}
+	if m.Forgot, err = p.forget(ctx, m.Baseline); err != nil {
+		return m, err
+	}
+	m.Failures = m.check(c.Tolerance)
+	return m, nil
+}
+
+// check returns the conditions m fails. A level that fell is no leak;
+// one that grew by more than tol is.
+func (m SoakMode) check(tol float64) []string {
+	var f []string
+	var bad []string
+	var n int64
+	for _, e := range m.Errors {
+		if !e.Expected() {
+			n += e.Count
+			bad = append(bad, fmt.Sprintf("%s x%d on %s", e.Name(), e.Count, e.Path))
+		}
+	}
+	if n > 0 {
+		f = append(f, fmt.Sprintf("%d unexpected errors (%s)", n, strings.Join(bad, "; ")))
+	}
+	grew := func(what string, warm, end int64, unit func(int64) string) {
+		if float64(end) > float64(warm)*(1+tol) {
+			f = append(f, fmt.Sprintf("server %s grew %.1f%% after warm-up (%s, then %s at the end; at most %.0f%% allowed)",
+				what, 100*(float64(end)/float64(warm)-1), unit(warm), unit(end), 100*tol))
+		}
+	}
+	grew("RSS", m.Warm.RSS, m.End.RSS, fmtMiB)
+	grew("goroutines", m.Warm.Goroutines, m.End.Goroutines, itoa64)
+	if m.Forgot != m.Baseline {
+		f = append(f, fmt.Sprintf("nodeid table not back to baseline after drop_caches (%d nodeids, baseline %d)", m.Forgot, m.Baseline))
+	}
+	return f
+}
+
+func fmtMiB(b int64) string { return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20)) }
+func itoa64(v int64) string { return itoa(int(v)) }
+
+// soakSampler takes a mode's periodic samples while its load runs.
+type soakSampler struct {
+	c       SoakConfig
+	p       *soakServer
+	l       *soakLoad
+	lock    string
+	t0      time.Time
+	warmEnd time.Duration
+	last    time.Time // the previous sample
+}
+
+// segment runs the load for d, sampling every interval, then stops it
+// and returns the server's settled level.
+func (s *soakSampler) segment(ctx context.Context, d time.Duration, warm bool) (ServerLevel, error) {
+	s.l.start(warm)
+	end := time.After(d)
+	tick, alive := time.NewTicker(s.c.Interval), time.NewTicker(250*time.Millisecond)
+	defer tick.Stop()
+	defer alive.Stop()
+	var err error
+	for err == nil {
+		select {
+		case <-ctx.Done():
+			err = ctx.Err()
+		case <-end:
+			s.l.stop()
+			if err = s.sample(); err == nil { // the segment's tail
+				return s.p.settle(ctx)
+			}
+			return ServerLevel{}, s.p.gone(err, s.l.total)
+		case <-tick.C:
+			err = s.sample()
+		case <-alive.C: // notices a dead server within 250 ms
+			_, err = s.p.process()
+		}
+	}
+	s.l.stop()
+	return ServerLevel{}, s.p.gone(err, s.l.total)
+}
+
+func (s *soakSampler) sample() error {
+	lv, err := s.p.level()
+	if err != nil {
+		return err
+	}
+	now := time.Now()
+	ops, h, errs := s.l.drain()
+	secs := now.Sub(s.last).Seconds()
+	s.last = now
+	smp := SoakSample{Lock: s.lock, Elapsed: now.Sub(s.t0), Warmup: now.Sub(s.t0) < s.warmEnd, Ops: ops,
+		P99: time.Duration(h.ValueAtQuantile(99)), Errors: errs.sorted(), Server: lv,
+		Changes: s.l.changes.Load(), Storms: s.l.storms.Load()}
+	if secs > 0 {
+		smp.OpsPerSec = float64(ops) / secs
+	}
+	if s.c.OnSample != nil {
+		s.c.OnSample(smp)
+	}
+	return nil
+}
+
+// soakActor is one reader or writer goroutine's tallies, drained by the
+// sampler.
+type soakActor struct {
+	mu   sync.Mutex
+	hist *hdrhistogram.Histogram // this interval's latencies; protected by mu
+	ops  int64                   // operations in this interval; protected by mu
+	errs errTally                // this interval's failures; protected by mu
+}
+
+func newSoakActor() *soakActor { return &soakActor{hist: newHist(), errs: errTally{}} }
+
+// record adds one operation that took d and failed with err (or not);
+// expected marks a failure churn explains when it is ENOENT or ENODEV.
+func (a *soakActor) record(d time.Duration, err error, expected bool, path string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if d > 0 {
+		a.ops++
+		if a.hist.RecordValue(int64(d)) != nil {
+			a.hist.RecordValue(histMax)
+		}
+	}
+	if err != nil {
+		a.errs.add(errnoOf(err), expected, path, 1)
+	}
+}
+
+// drain returns and resets the actor's interval tallies.
+func (a *soakActor) drain(h *hdrhistogram.Histogram, errs errTally) int64 {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	h.Merge(a.hist)
+	a.hist.Reset()
+	for k, e := range a.errs {
+		errs.add(k.errno, k.churn, e.Path, e.Count)
+	}
+	clear(a.errs)
+	n := a.ops
+	a.ops = 0
+	return n
+}
+
+// soakLoad is a mode's load: readers on every operation, a reader of the
+// churned devices, the churner and the storms. It runs in segments
+// (start, stop) so that the server can settle and be measured between
+// them.
+type soakLoad struct {
+	t       target
+	c       SoakConfig
+	readers []*soakReader
+	writers []*soakActor // the churner's and the storms' failures
+	present []bool       // churn slots; owned by the churner while it runs
+	changes atomic.Int64
+	storms  atomic.Int64
+	torn    atomic.Int64
+	stopCh  chan struct{} // closed to end a segment
+	wg      sync.WaitGroup
+	// total and totalOps are every failure and operation so far: owned by
+	// the sampler's goroutine, which folds the actors' tallies in.
+	total    errTally
+	totalOps int64
+}
+
+// soakReader is a reader goroutine's state: an operation's worker, or
+// (devices set) the reader of the churned and stormed devices.
+type soakReader struct {
+	*soakActor
+	w        *worker
+	path     string
+	devices  []string
+	warmOnly bool // runs during warm-up only
+}
+
+const (
+	// soakWarmBoost multiplies the readers during warm-up. The server's
+	// high-water marks (go-fuse's bursts of reader goroutines grow with
+	// the clients, and the runtime keeps a dead goroutine's g for reuse)
+	// are then reached in warm-up, so that the level after it is the
+	// steady state's, and what grows beyond is a leak.
+	soakWarmBoost  = 3
+	soakChurnSlots = 8
+	soakChurnName  = "soakchurn"
+	soakStormName  = "soakstorm"
+)
+
+func newSoakLoad(t target, c SoakConfig, writes bool) (*soakLoad, error) {
+	l := &soakLoad{t: t, c: c, present: make([]bool, soakChurnSlots), total: errTally{}}
+	for _, r := range c.Readers {
+		cfg := Config{Op: Op(r), Threads: c.PerOp, Files: c.PerOp}
+		if r == SoakMissing {
+			cfg.Op, cfg.Missing = OpOpenReadClose, true
+		}
+		cfg = cfg.withDefaults()
+		p, err := makePlan(t, cfg)
+		if err != nil {
+			return nil, err
+		}
+		for i := range c.PerOp * soakWarmBoost {
+			l.readers = append(l.readers, &soakReader{soakActor: newSoakActor(), w: newWorker(i, -1, 1, cfg.BufSize, t, p),
+				path: planPath(p, i), warmOnly: i >= c.PerOp})
+		}
+	}
+	if !writes {
+		return l, nil
+	}
+	if err := t.stat(t.abs(churnControl)); err != nil {
+		return nil, badConfig("Dir", "soak a kernfsim mount", "%s: %v: no kernfsim device control files", t.abs(churnControl), err)
+	}
+	var devs []string
+	for i := range max(soakChurnSlots, c.StormSize) {
+		devs = append(devs, t.abs(churnDevices+"/"+soakChurnName+itoa(i%soakChurnSlots)+"/"+churnFile))
+		if i < c.StormSize {
+			devs = append(devs, t.abs(churnDevices+"/"+soakStormName+itoa(i)+"/"+churnFile))
+		}
+	}
+	l.readers = append(l.readers, &soakReader{soakActor: newSoakActor(), devices: devs})
+	l.writers = []*soakActor{newSoakActor(), newSoakActor()}
+	return l, nil
+}
+
+// planPath is the path worker i of p works on, for error reports.
+func planPath(p *plan, i int) string {
+	switch {
+	case p.Missing != "":
+		return p.Missing
+	case len(p.Files) > 0:
+		return p.Files[i%len(p.Files)]
+	case len(p.Dirs) > 0:
+		return p.Dirs[i%len(p.Dirs)]
+	}
+	return ""
+}
+
+// start starts a segment of the load; a warm-up runs soakWarmBoost times
+// the readers.
+func (l *soakLoad) start(warm bool) {
+	l.stopCh = make(chan struct{})
+	for _, r := range l.readers {
+		if r.warmOnly && !warm {
+			continue
+		}
+		l.wg.Add(1)
+		go func() { defer l.wg.Done(); l.read(r) }()
+	}
+	if len(l.writers) > 0 {
+		l.wg.Add(2)
+		go func() { defer l.wg.Done(); l.churn(l.writers[0]) }()
+		go func() { defer l.wg.Done(); l.storm(l.writers[1]) }()
+	}
+}
+
+func (l *soakLoad) stop() {
+	close(l.stopCh)
+	l.wg.Wait()
+}
+
+func (l *soakLoad) stopped() bool {
+	select {
+	case <-l.stopCh:
+		return true
+	default:
+		return false
+	}
+}
+
+// read loops one reader until the segment ends. The device reader reads
+// each device's uevent in turn (ENOENT and ENODEV expected: the device
+// may be gone) and lists devices/kernfsim every fourth time.
+func (l *soakLoad) read(r *soakReader) {
+	buf, dbuf := make([]byte, DefaultBufSize), make([]byte, 8192)
+	for j := 0; !l.stopped(); j++ {
+		t0 := time.Now()
+		switch {
+		case r.devices == nil:
+			err := r.w.do()
+			r.record(time.Since(t0), err, false, r.path)
+		case j%churnEvery == churnEvery-1:
+			dir := l.t.abs(churnDevices)
+			err := l.t.readDir(dir, dbuf)
+			r.record(time.Since(t0), err, false, dir)
+		default:
+			p := r.devices[j%len(r.devices)]
+			err := l.t.readFile(p, buf)
+			r.record(time.Since(t0), err, true, p)
+		}
+	}
+}
+
+// churn adds or removes one of soakChurnSlots devices at c.Churn changes
+// per second until the segment ends.
+func (l *soakLoad) churn(a *soakActor) {
+	every := time.Duration(float64(time.Second) / l.c.Churn)
+	next := time.Now()
+	for i := 0; !l.stopped(); i = (i + 1) % soakChurnSlots {
+		name := soakChurnName + itoa(i)
+		var err error
+		if l.present[i] {
+			err = l.t.write(churnDelete, []byte(name+"\n"))
+		} else {
+			err = l.t.write(churnControl, []byte(name+" 2\n"))
+		}
+		a.record(0, err, false, name)
+		if err == nil {
+			l.present[i] = !l.present[i]
+			l.changes.Add(1)
+		}
+		next = next.Add(every)
+		if d := time.Until(next); d > 0 {
+			l.sleep(d)
+		} else if d < -time.Second {
+			next = time.Now() // far behind: do not burst to catch up
+		}
+	}
+}
+
+// storm creates StormSize devices, then deletes them all with one write
+// (one grace period under rcu), every StormEvery until the segment ends.
+func (l *soakLoad) storm(a *soakActor) {
+	for l.sleep(l.c.StormEvery) && l.c.StormSize > 0 {
+		var names []string
+		for i := range l.c.StormSize {
+			name := soakStormName + itoa(i)
+			err := l.t.write(churnControl, []byte(name+" 1\n"))
+			a.record(0, err, false, name)
+			if err == nil {
+				names = append(names, name)
+			}
+		}
+		if len(names) == 0 {
+			continue
+		}
+		err := l.t.write(churnDelete, []byte(strings.Join(names, " ")+"\n"))
+		a.record(0, err, false, soakStormName+"*")
+		if err == nil {
+			l.storms.Add(1)
+			l.torn.Add(int64(len(names)))
+		}
+	}
+}
+
+// sleep waits d or until the segment ends; false if it ended.
+func (l *soakLoad) sleep(d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-l.stopCh:
+		return false
+	case <-t.C:
+		return true
+	}
+}
+
+// drain returns the interval's reader operations, their latencies and
+// every failure since the last drain, folding them into the totals.
+func (l *soakLoad) drain() (int64, *hdrhistogram.Histogram, errTally) {
+	h, errs := newHist(), errTally{}
+	var n int64
+	for _, r := range l.readers {
+		n += r.drain(h, errs)
+	}
+	for _, w := range l.writers {
+		w.drain(h, errs)
+	}
+	for k, e := range errs {
+		l.total.add(k.errno, k.churn, e.Path, e.Count)
+	}
+	l.totalOps += n
+	return n, h, errs
+}
+
+func (l *soakLoad) ops() int64 { return l.totalOps }
+
+// finish removes the churned devices left present and folds in the last
+// tallies. The load must be stopped.
+func (l *soakLoad) finish() {
+	var names []string
+	for i, p := range l.present {
+		if p {
+			names = append(names, soakChurnName+itoa(i))
+		}
+	}
+	if len(names) > 0 {
+		if err := l.t.write(churnDelete, []byte(strings.Join(names, " ")+"\n")); err != nil {
+			l.writers[0].record(0, err, false, strings.Join(names, " "))
+		}
+	}
+	l.drain()
+}
+
+// soakServer is the kernfsim server a mode soaks: one Soak started, or
+// the one behind SoakConfig.Dir.
+type soakServer struct {
+	srv      *Server // nil for SoakConfig.Dir
+	t        *pathTarget
+	pid      int
+	lockName string // from the stats file
+}
+
+func openSoakServer(ctx context.Context, c SoakConfig, lock string) (p *soakServer, err error) {
+	p = &soakServer{pid: c.ServerPID}
+	dir := c.Dir
+	if dir == "" {
+		sc := *c.Server
+		sc.Lock = lock
+		if p.srv, err = StartServer(ctx, sc); err != nil {
+			return nil, err
+		}
+		dir, p.pid = p.srv.Mountpoint(), p.srv.cmd.Process.Pid
+	}
+	p.t, err = newPathTarget(dir)
+	if err == nil {
+		p.lockName, err = p.lock()
+	}
+	if err == nil && p.pid == 0 {
+		p.pid, err = findServerPID(p.t.dir)
+	}
+	if err != nil {
+		return nil, errors.Join(err, p.close())
+	}
+	return p, nil
+}
+
+func (p *soakServer) close() error {
+	if p.srv == nil {
+		return nil
+	}
+	return p.srv.Close()
+}
+
+// stats reads the mount's kernel/kernfsim/stats.
+func (p *soakServer) stats() (map[string]string, error) {
+	b, err := os.ReadFile(p.t.abs("kernel/kernfsim/stats"))
+	if err != nil {
+		return nil, err
+	}
+	kv := map[string]string{}
+	for _, line := range strings.Split(string(b), "\n") {
+		if k, v, ok := strings.Cut(line, " "); ok {
+			kv[k] = v
+		}
+	}
+	return kv, nil
+}
+
+// lock is the mount's lock strategy, from its stats file.
+func (p *soakServer) lock() (string, error) {
+	kv, err := p.stats()
+	if errors.Is(err, fs.ErrNotExist) || err == nil && (kv["server.lock"] == "" || kv["server.nodeids"] == "") {
+		return "", badConfig("Dir", "soak a kernfsim mount", "%s is not a kernfsim mount: no server.lock and server.nodeids in kernel/kernfsim/stats", p.t.dir)
+	}
+	if err != nil {
+		return "", p.gone(err, nil)
+	}
+	return kv["server.lock"], nil
+}
+
+// level reads the server's counters and its process's RSS and threads.
+func (p *soakServer) level() (ServerLevel, error) {
+	kv, err := p.stats()
+	if err != nil {
+		return ServerLevel{}, err
+	}
+	lv, err := p.process()
+	num := func(k string) int64 { n, _ := strconv.ParseInt(kv[k], 10, 64); return n }
+	lv.Goroutines, lv.Nodeids, lv.OpenFiles = num("server.goroutines"), num("server.nodeids"), num("server.open_files")
+	return lv, err
+}
+
+// process reads the server process's RSS and threads (/proc/PID/status).
+func (p *soakServer) process() (ServerLevel, error) {
+	var lv ServerLevel
+	b, err := os.ReadFile("/proc/" + itoa(p.pid) + "/status")
+	if err != nil {
+		return lv, fmt.Errorf("the server's process %d: %w", p.pid, err)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		k, v, _ := strings.Cut(line, ":")
+		if f := strings.Fields(v); len(f) > 0 && (k == "VmRSS" || k == "Threads") {
+			n, _ := strconv.ParseInt(f[0], 10, 64)
+			if k == "VmRSS" {
+				lv.RSS = n << 10 // kB
+			} else {
+				lv.Threads = n
+			}
+		}
+	}
+	return lv, nil
+}
+
+// Settling lasts at least soakSettle, and at most soakSettleMax while
+// RSS still falls.
+const (
+	soakSettle    = 2 * time.Second
+	soakSettleMax = 15 * time.Second
+)
+
+// settle reads the server's level from one thread, back to back, until
+// RSS has not fallen for soakSettle/2 (at least soakSettle, at most
+// soakSettleMax), and returns the last reading with the median RSS and
+// the fewest goroutines of the final soakSettle/2. Under load, go-fuse's
+// readers set off bursts of thousands of goroutines (each completed read
+// spawns a reader while none is registered, and those still waiting for
+// reqMu are not counted), whose stacks keep RSS up until the server next
+// collects garbage and scavenges; one client at a time sets off no
+// burst, and the garbage of its reads makes the server collect. What
+// remains is the server's own, comparable between two settles.
+func (p *soakServer) settle(ctx context.Context) (ServerLevel, error) {
+	type reading struct {
+		at time.Duration
+		lv ServerLevel
+	}
+	var rs []reading
+	low, lowAt := int64(math.MaxInt64), time.Duration(0)
+	t0 := time.Now()
+	for d := time.Duration(0); d < soakSettle || d-lowAt < soakSettle/2 && d < soakSettleMax; d = time.Since(t0) {
+		if err := ctx.Err(); err != nil {
+			return ServerLevel{}, err
+		}
+		l, err := p.level()
+		if err != nil {
+			return ServerLevel{}, p.gone(err, nil)
+		}
+		rs = append(rs, reading{d, l})
+		if l.RSS < low-low/100 { // fell by more than 1%
+			low, lowAt = l.RSS, d
+		}
+	}
+	last := rs[len(rs)-1]
+	var rss []int64
+	gs := last.lv.Goroutines
+	for _, r := range rs {
+		if r.at >= last.at-soakSettle/2 {
+			rss, gs = append(rss, r.lv.RSS), min(gs, r.lv.Goroutines)
+		}
+	}
+	slices.Sort(rss)
+	lv := last.lv
+	lv.RSS, lv.Goroutines = rss[len(rss)/2], gs
+	return lv, nil
+}
+
+// dropCaches is where forget asks the kernel to drop dentries and inodes.
+const dropCaches = "/proc/sys/vm/drop_caches"
+
+// forget drops the kernel's dentry and inode caches, so that it FORGETs
+// every nodeid it holds, and returns the nodeid table's size once it
+// equals want or, with want < 0, once it holds still for 300 ms; after
+// 10 s, the size then.
+func (p *soakServer) forget(ctx context.Context, want int64) (int64, error) {
+	var n, prev int64 = -1, -1
+	for deadline, still := time.Now().Add(10*time.Second), 0; time.Now().Before(deadline); {
+		if err := os.WriteFile(dropCaches, []byte("2\n"), 0); err != nil {
+			return 0, fmt.Errorf("the nodeid-table check needs the kernel to forget (run as root): %w", err)
+		}
+		for range 3 {
+			if err := sleepCtx(ctx, 100*time.Millisecond); err != nil {
+				return n, err
+			}
+			lv, err := p.level()
+			if err != nil {
+				return n, p.gone(err, nil)
+			}
+			prev, n = n, lv.Nodeids
+			if n == prev {
+				still++
+			} else {
+				still = 0
+			}
+			if n == want || (want < 0 && still >= 3) {
+				return n, nil
+			}
+		}
+	}
+	return n, nil
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+// gone explains err from the mount or the server's process: a server
+// Soak started that died, or a mount whose server went away (with the
+// way to recover it); tally has the failures so far.
+func (p *soakServer) gone(err error, tally errTally) error {
+	dead := errnoOf(err) == syscall.ENOTCONN || !p.alive()
+	switch {
+	case p.srv != nil && (dead || p.srv.exited()):
+		status := "its mount stopped answering"
+		select {
+		case <-p.srv.done:
+			status = fmt.Sprint(p.srv.werr) // written before done was closed
+		case <-time.After(2 * time.Second):
+		}
+		return fmt.Errorf("the kernfsim server died during the soak (%s): %s", status, p.srv.Stderr())
+	case p.srv == nil && dead:
+		return serverGone(p.t.dir, tally)
+	}
+	return err
+}
+
+func (p *soakServer) alive() bool { return p.pid <= 0 || syscall.Kill(p.pid, 0) == nil }
+
+// findServerPID finds the process serving the FUSE mount dir: one with
+// dir among its arguments and /dev/fuse open.
+func findServerPID(dir string) (int, error) {
+	procs, _ := filepath.Glob("/proc/[0-9]*")
+	var found []int
+	for _, pd := range procs {
+		b, err := os.ReadFile(pd + "/cmdline")
+		if err != nil || !slices.ContainsFunc(strings.Split(string(b), "\x00"), func(a string) bool { return sameDir(pd, a, dir) }) {
+			continue
+		}
+		fds, _ := filepath.Glob(pd + "/fd/*")
+		if slices.ContainsFunc(fds, func(fd string) bool { l, _ := os.Readlink(fd); return l == "/dev/fuse" }) {
+			pid, _ := strconv.Atoi(filepath.Base(pd))
+			found = append(found, pid)
+		}
+	}
+	if len(found) != 1 {
+		return 0, badConfig("ServerPID", "name the server's process (--server-pid PID)",
+			"found %d processes serving %s (with it among their arguments and /dev/fuse open)", len(found), dir)
+	}
+	return found[0], nil
+}
+
+// sameDir reports whether arg, an argument of the process whose /proc
+// directory is pd, names the directory dir.
+func sameDir(pd, arg, dir string) bool {
+	if arg == "" || arg[0] == '-' || filepath.Base(arg) != filepath.Base(dir) {
+		return false
+	}
+	if !filepath.IsAbs(arg) {
+		cwd, err := os.Readlink(pd + "/cwd")
+		if err != nil {
+			return false
+		}
+		arg = filepath.Join(cwd, arg)
+	}
+	if filepath.Clean(arg) == dir {
+		return true
+	}
+	a, errA := filepath.EvalSymlinks(arg)
+	d, errD := filepath.EvalSymlinks(dir)
+	return errA == nil && errD == nil && a == d
+}
+
+// WriteSoakSample writes one periodic line of key=value fields:
+//
+//	soak lock=rwsem t=10s ops/s=41234 p99=120us errors=none rss=24.1MiB goroutines=12 threads=9 nodeids=143 changes=1000 storms=5
+//
+// A sample taken during warm-up says warm-up after t=.
+func WriteSoakSample(w io.Writer, s SoakSample) error {
+	warm := ""
+	if s.Warmup {
+		warm = " warm-up"
+	}
+	_, err := fmt.Fprintf(w, "soak lock=%s t=%s%s ops/s=%.0f p99=%s errors=%s rss=%.1fMiB goroutines=%d threads=%d nodeids=%d changes=%d storms=%d\n",
+		s.Lock, s.Elapsed.Round(time.Second), warm, s.OpsPerSec, fmtDur(s.P99), soakErrors(s.Errors),
+		float64(s.Server.RSS)/(1<<20), s.Server.Goroutines, s.Server.Threads, s.Server.Nodeids, s.Changes, s.Storms)
+	return err
+}
+
+// soakErrors is "none" or ERRNO:COUNT by errno, comma-separated, the
+// expected ones marked.
+func soakErrors(errs []ErrorCount) string {
+	if len(errs) == 0 {
+		return "none"
+	}
+	var s []string
+	for _, e := range errs {
+		mark := ""
+		if e.Expected() {
+			mark = "(expected)"
+		}
+		s = append(s, fmt.Sprintf("%s:%d%s", e.Name(), e.Count, mark))
+	}
+	return strings.Join(s, ",")
+}
+
+// WriteSoakMode writes what a mode did and the three conditions' figures.
+func WriteSoakMode(w io.Writer, m SoakMode, tol float64) error {
+	ew := &errWriter{w: w}
+	pct := func(a, b int64) string {
+		if a == 0 {
+			return "n/a"
+		}
+		return fmt.Sprintf("%+.1f%%", 100*(float64(b)/float64(a)-1))
+	}
+	ew.printf("soak lock=%s done in %s: %d reader ops, %d device changes, %d storms (%d devices torn down)\n",
+		m.Lock, m.Elapsed.Round(100*time.Millisecond), m.Ops, m.Changes, m.Storms, m.Torn)
+	ew.printf("  errors:      %s\n", soakErrors(m.Errors))
+	ew.printf("  rss:         %s after warm-up, %s at the end (%s; at most +%.0f%%)\n", fmtMiB(m.Warm.RSS), fmtMiB(m.End.RSS), pct(m.Warm.RSS, m.End.RSS), 100*tol)
+	ew.printf("  goroutines:  %d after warm-up, %d at the end (%s; at most +%.0f%%)\n", m.Warm.Goroutines, m.End.Goroutines, pct(m.Warm.Goroutines, m.End.Goroutines), 100*tol)
+	ew.printf("  threads:     %d after warm-up, %d at the end (not checked: Go keeps idle OS threads)\n", m.Warm.Threads, m.End.Threads)
+	ew.printf("  nodeids:     %d after drop_caches, baseline %d (%d at the end of the load)\n", m.Forgot, m.Baseline, m.End.Nodeids)
+	if len(m.Failures) == 0 {
+		ew.printf("  verdict:     ok\n")
+	}
+	for _, f := range m.Failures {
+		ew.printf("  FAILED:      %s\n", f)
+	}
+	return ew.err
+}
+
+// WriteSoakSummary writes the soak's last line: ok, or the failed
+// conditions.
+func WriteSoakSummary(w io.Writer, r SoakResult, tol float64) error {
+	var locks []string
+	for _, m := range r.Modes {
+		locks = append(locks, m.Lock)
+	}
+	if f := r.Failures(); len(f) > 0 {
+		_, err := fmt.Fprintf(w, "soak: FAILED: %s\n", strings.Join(f, "; "))
+		return err
+	}
+	_, err := fmt.Fprintf(w, "soak: ok (%s): no unexpected errno; server RSS and goroutines within %.0f%% of their level after warm-up; nodeid table back to baseline after drop_caches\n",
+		strings.Join(locks, ", "), 100*tol)
+	return err
+}
