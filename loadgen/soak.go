@@ -8,7 +8,6 @@ import (
 	"io/fs"
 	"math"
 	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -31,6 +30,9 @@ const (
 	DefaultSoakStormEvery = 2 * time.Second
 	DefaultSoakStormSize  = 64
 	DefaultSoakTolerance  = 0.10
+	// DefaultSoakRSSSlack is how far RSS may grow beyond Tolerance: the
+	// Go runtime's retention (see SoakConfig.RSSSlack).
+	DefaultSoakRSSSlack = 16 << 20
 	// SoakMissing names the missing-file reader among SoakConfig.Readers.
 	SoakMissing = "missing"
 )
@@ -55,8 +57,8 @@ type SoakConfig struct {
 	// 0 means a quarter of each mode's time.
 	Warmup time.Duration
 	Locks  []string // the modes in turn; nil means DefaultSoakLocks
-	// Dir soaks the kernfsim mount there instead (one mode, its own lock);
-	// ServerPID is its server's process, 0 to find it from /proc.
+	// Dir soaks the kernfsim mount there instead (one mode, its own lock)
+	// whose server is the process ServerPID.
 	Dir       string
 	ServerPID int
 	Server    *ServerConfig // starts each mode's server (Lock is set per mode)
@@ -68,6 +70,13 @@ type SoakConfig struct {
 	StormEvery time.Duration
 	StormSize  int
 	Tolerance  float64 // 0 means DefaultSoakTolerance
+	// RSSSlack is how many bytes RSS may grow beyond Tolerance; 0 means
+	// DefaultSoakRSSSlack, negative none. The server's live heap is a few
+	// MiB (a default tree) while the runtime retains what go-fuse's
+	// bursts of reader goroutines once needed: its heap and stacks' high
+	// water and up to its heap goal (twice the live heap) in freed pages,
+	// so RSS wanders by a few MiB either way in a minute with no leak.
+	RSSSlack int64
 	// OnSample and OnMode, if not nil, are called with each sample and
 	// each finished mode, from Soak's goroutine.
 	OnSample func(SoakSample)
@@ -111,6 +120,10 @@ type SoakMode struct {
 	Baseline int64       // nodeids after drop_caches, before the load
 	Forgot   int64       // nodeids after drop_caches, after the load
 	Failures []string    // the conditions that failed, in words
+	// Tolerance and RSSSlack are the limits the levels were checked
+	// against (SoakConfig's).
+	Tolerance float64
+	RSSSlack  int64
 }
 
 // SoakResult is a whole soak.
@@ -152,6 +165,7 @@ func (c SoakConfig) withDefaults() SoakConfig {
 	c.Churn = cmpOr(c.Churn, DefaultSoakChurn)
 	c.StormSize = cmpOr(c.StormSize, DefaultSoakStormSize)
 	c.Tolerance = cmpOr(c.Tolerance, DefaultSoakTolerance)
+	c.RSSSlack = max(cmpOr(c.RSSSlack, DefaultSoakRSSSlack), 0)
 	return c
 }
 
@@ -173,10 +187,14 @@ func (c SoakConfig) validate() error {
 		return badConfig("Duration", "give at least 2s per lock mode", "%v for %d lock modes is too short", c.Duration, len(c.Locks))
 	case c.Warmup >= mode:
 		return badConfig("Warmup", "make the warm-up shorter than each mode's share", "warm-up %v, but each mode runs %v", c.Warmup, mode)
-	case c.PerOp < 0 || c.StormSize < 0 || c.StormSize > 256 || c.Churn < 0 || c.Tolerance < 0:
-		return badConfig("Readers", "give counts of 0 or more (storms of at most 256 devices)", "a negative count, rate or tolerance")
+	case c.PerOp < 0 || c.Churn < 0 || c.Tolerance < 0:
+		return badConfig("PerOp", "give 0 or more", "a negative reader count, churn rate or tolerance")
+	case c.StormSize < 0 || c.StormSize > 256:
+		return badConfig("StormSize", "give 1 to 256 (one delete_device write names them all)", "%d devices per storm", c.StormSize)
 	case c.Dir == "" && c.Server == nil:
 		return ErrNoServer
+	case c.Dir != "" && c.ServerPID <= 0:
+		return badConfig("ServerPID", "give the server's process id (pidof kernfsim)", "soaking %s needs its server's process, for its RSS and threads", c.Dir)
 	}
 	for _, l := range c.Locks {
 		if c.Dir == "" && !slices.Contains(locking.Names, l) {
@@ -239,8 +257,8 @@ func soakMode(ctx context.Context, c SoakConfig, lock string, d time.Duration) (
 	}
 	warm := cmpOr(c.Warmup, d/4)
 	s := &soakSampler{c: c, p: p, l: l, lock: m.Lock, t0: time.Now(), warmEnd: warm}
-	if m.Warm, err = s.segment(ctx, warm, true); err == nil {
-		m.End, err = s.segment(ctx, d-warm, false)
+	if m.Warm, err = s.segment(ctx, warm); err == nil {
+		m.End, err = s.segment(ctx, d-warm)
 	}
 	l.finish()
 	m.Elapsed, m.Ops, m.Errors = time.Since(s.t0), l.ops(), l.total.sorted()
@@ -251,13 +269,14 @@ func soakMode(ctx context.Context, c SoakConfig, lock string, d time.Duration) (
 	if m.Forgot, err = p.forget(ctx, m.Baseline); err != nil {
 		return m, err
 	}
-	m.Failures = m.check(c.Tolerance)
+	m.Tolerance, m.RSSSlack = c.Tolerance, c.RSSSlack
+	m.Failures = m.check()
 	return m, nil
 }
 
 // check returns the conditions m fails. A level that fell is no leak;
-// one that grew by more than tol is.
-func (m SoakMode) check(tol float64) []string {
+// one that grew by more than m.Tolerance (and, for RSS, m.RSSSlack) is.
+func (m SoakMode) check() []string {
 	var f []string
 	var bad []string
 	var n int64
@@ -270,18 +289,27 @@ func (m SoakMode) check(tol float64) []string {
 	if n > 0 {
 		f = append(f, fmt.Sprintf("%d unexpected errors (%s)", n, strings.Join(bad, "; ")))
 	}
-	grew := func(what string, warm, end int64, unit func(int64) string) {
-		if float64(end) > float64(warm)*(1+tol) {
-			f = append(f, fmt.Sprintf("server %s grew %.1f%% after warm-up (%s, then %s at the end; at most %.0f%% allowed)",
-				what, 100*(float64(end)/float64(warm)-1), unit(warm), unit(end), 100*tol))
+	grew := func(what string, warm, end, slack int64, unit func(int64) string) {
+		if float64(end) > float64(warm)*(1+m.Tolerance) && end-warm > slack {
+			f = append(f, fmt.Sprintf("server %s grew %.1f%% after warm-up (%s, then %s at the end; at most %s allowed)",
+				what, 100*(float64(end)/float64(warm)-1), unit(warm), unit(end), m.allowed(slack, unit)))
 		}
 	}
-	grew("RSS", m.Warm.RSS, m.End.RSS, fmtMiB)
-	grew("goroutines", m.Warm.Goroutines, m.End.Goroutines, itoa64)
+	grew("RSS", m.Warm.RSS, m.End.RSS, m.RSSSlack, fmtMiB)
+	grew("goroutines", m.Warm.Goroutines, m.End.Goroutines, 0, itoa64)
 	if m.Forgot != m.Baseline {
 		f = append(f, fmt.Sprintf("nodeid table not back to baseline after drop_caches (%d nodeids, baseline %d)", m.Forgot, m.Baseline))
 	}
 	return f
+}
+
+// allowed says how far a level may grow: "+10%", or "+10% or +16.0 MiB".
+func (m SoakMode) allowed(slack int64, unit func(int64) string) string {
+	s := fmt.Sprintf("+%.0f%%", 100*m.Tolerance)
+	if slack > 0 {
+		s += " or +" + unit(slack)
+	}
+	return s
 }
 
 func fmtMiB(b int64) string { return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20)) }
@@ -300,8 +328,9 @@ type soakSampler struct {
 
 // segment runs the load for d, sampling every interval, then stops it
 // and returns the server's settled level.
-func (s *soakSampler) segment(ctx context.Context, d time.Duration, warm bool) (ServerLevel, error) {
-	s.l.start(warm)
+func (s *soakSampler) segment(ctx context.Context, d time.Duration) (ServerLevel, error) {
+	s.l.start()
+	s.last = time.Now()
 	end := time.After(d)
 	tick, alive := time.NewTicker(s.c.Interval), time.NewTicker(250*time.Millisecond)
 	defer tick.Stop()
@@ -313,7 +342,10 @@ func (s *soakSampler) segment(ctx context.Context, d time.Duration, warm bool) (
 			err = ctx.Err()
 		case <-end:
 			s.l.stop()
-			if err = s.sample(); err == nil { // the segment's tail
+			if time.Since(s.last) > s.c.Interval/10 {
+				err = s.sample() // the segment's tail
+			}
+			if err == nil {
 				return s.p.settle(ctx)
 			}
 			return ServerLevel{}, s.p.gone(err, s.l.total)
@@ -415,19 +447,12 @@ type soakLoad struct {
 // (devices set) the reader of the churned and stormed devices.
 type soakReader struct {
 	*soakActor
-	w        *worker
-	path     string
-	devices  []string
-	warmOnly bool // runs during warm-up only
+	w       *worker
+	path    string
+	devices []string
 }
 
 const (
-	// soakWarmBoost multiplies the readers during warm-up. The server's
-	// high-water marks (go-fuse's bursts of reader goroutines grow with
-	// the clients, and the runtime keeps a dead goroutine's g for reuse)
-	// are then reached in warm-up, so that the level after it is the
-	// steady state's, and what grows beyond is a leak.
-	soakWarmBoost  = 3
 	soakChurnSlots = 8
 	soakChurnName  = "soakchurn"
 	soakStormName  = "soakstorm"
@@ -445,9 +470,8 @@ func newSoakLoad(t target, c SoakConfig, writes bool) (*soakLoad, error) {
 		if err != nil {
 			return nil, err
 		}
-		for i := range c.PerOp * soakWarmBoost {
-			l.readers = append(l.readers, &soakReader{soakActor: newSoakActor(), w: newWorker(i, -1, 1, cfg.BufSize, t, p),
-				path: planPath(p, i), warmOnly: i >= c.PerOp})
+		for i := range c.PerOp {
+			l.readers = append(l.readers, &soakReader{soakActor: newSoakActor(), w: newWorker(i, -1, 1, cfg.BufSize, t, p), path: planPath(p, i)})
 		}
 	}
 	if !writes {
@@ -481,14 +505,9 @@ func planPath(p *plan, i int) string {
 	return ""
 }
 
-// start starts a segment of the load; a warm-up runs soakWarmBoost times
-// the readers.
-func (l *soakLoad) start(warm bool) {
+func (l *soakLoad) start() {
 	l.stopCh = make(chan struct{})
 	for _, r := range l.readers {
-		if r.warmOnly && !warm {
-			continue
-		}
 		l.wg.Add(1)
 		go func() { defer l.wg.Done(); l.read(r) }()
 	}
@@ -660,9 +679,6 @@ func openSoakServer(ctx context.Context, c SoakConfig, lock string) (p *soakServ
 	p.t, err = newPathTarget(dir)
 	if err == nil {
 		p.lockName, err = p.lock()
-	}
-	if err == nil && p.pid == 0 {
-		p.pid, err = findServerPID(p.t.dir)
 	}
 	if err != nil {
 		return nil, errors.Join(err, p.close())
@@ -857,50 +873,6 @@ func (p *soakServer) gone(err error, tally errTally) error {
 
 func (p *soakServer) alive() bool { return p.pid <= 0 || syscall.Kill(p.pid, 0) == nil }
 
-// findServerPID finds the process serving the FUSE mount dir: one with
-// dir among its arguments and /dev/fuse open.
-func findServerPID(dir string) (int, error) {
-	procs, _ := filepath.Glob("/proc/[0-9]*")
-	var found []int
-	for _, pd := range procs {
-		b, err := os.ReadFile(pd + "/cmdline")
-		if err != nil || !slices.ContainsFunc(strings.Split(string(b), "\x00"), func(a string) bool { return sameDir(pd, a, dir) }) {
-			continue
-		}
-		fds, _ := filepath.Glob(pd + "/fd/*")
-		if slices.ContainsFunc(fds, func(fd string) bool { l, _ := os.Readlink(fd); return l == "/dev/fuse" }) {
-			pid, _ := strconv.Atoi(filepath.Base(pd))
-			found = append(found, pid)
-		}
-	}
-	if len(found) != 1 {
-		return 0, badConfig("ServerPID", "name the server's process (--server-pid PID)",
-			"found %d processes serving %s (with it among their arguments and /dev/fuse open)", len(found), dir)
-	}
-	return found[0], nil
-}
-
-// sameDir reports whether arg, an argument of the process whose /proc
-// directory is pd, names the directory dir.
-func sameDir(pd, arg, dir string) bool {
-	if arg == "" || arg[0] == '-' || filepath.Base(arg) != filepath.Base(dir) {
-		return false
-	}
-	if !filepath.IsAbs(arg) {
-		cwd, err := os.Readlink(pd + "/cwd")
-		if err != nil {
-			return false
-		}
-		arg = filepath.Join(cwd, arg)
-	}
-	if filepath.Clean(arg) == dir {
-		return true
-	}
-	a, errA := filepath.EvalSymlinks(arg)
-	d, errD := filepath.EvalSymlinks(dir)
-	return errA == nil && errD == nil && a == d
-}
-
 // WriteSoakSample writes one periodic line of key=value fields:
 //
 //	soak lock=rwsem t=10s ops/s=41234 p99=120us errors=none rss=24.1MiB goroutines=12 threads=9 nodeids=143 changes=1000 storms=5
@@ -935,7 +907,7 @@ func soakErrors(errs []ErrorCount) string {
 }
 
 // WriteSoakMode writes what a mode did and the three conditions' figures.
-func WriteSoakMode(w io.Writer, m SoakMode, tol float64) error {
+func WriteSoakMode(w io.Writer, m SoakMode) error {
 	ew := &errWriter{w: w}
 	pct := func(a, b int64) string {
 		if a == 0 {
@@ -946,10 +918,12 @@ func WriteSoakMode(w io.Writer, m SoakMode, tol float64) error {
 	ew.printf("soak lock=%s done in %s: %d reader ops, %d device changes, %d storms (%d devices torn down)\n",
 		m.Lock, m.Elapsed.Round(100*time.Millisecond), m.Ops, m.Changes, m.Storms, m.Torn)
 	ew.printf("  errors:      %s\n", soakErrors(m.Errors))
-	ew.printf("  rss:         %s after warm-up, %s at the end (%s; at most +%.0f%%)\n", fmtMiB(m.Warm.RSS), fmtMiB(m.End.RSS), pct(m.Warm.RSS, m.End.RSS), 100*tol)
-	ew.printf("  goroutines:  %d after warm-up, %d at the end (%s; at most +%.0f%%)\n", m.Warm.Goroutines, m.End.Goroutines, pct(m.Warm.Goroutines, m.End.Goroutines), 100*tol)
+	ew.printf("  rss:         %s after warm-up, %s at the end (%s; at most %s)\n",
+		fmtMiB(m.Warm.RSS), fmtMiB(m.End.RSS), pct(m.Warm.RSS, m.End.RSS), m.allowed(m.RSSSlack, fmtMiB))
+	ew.printf("  goroutines:  %d after warm-up, %d at the end (%s; at most %s)\n",
+		m.Warm.Goroutines, m.End.Goroutines, pct(m.Warm.Goroutines, m.End.Goroutines), m.allowed(0, itoa64))
 	ew.printf("  threads:     %d after warm-up, %d at the end (not checked: Go keeps idle OS threads)\n", m.Warm.Threads, m.End.Threads)
-	ew.printf("  nodeids:     %d after drop_caches, baseline %d (%d at the end of the load)\n", m.Forgot, m.Baseline, m.End.Nodeids)
+	ew.printf("  nodeids:     %d after drop_caches, baseline %d (%d before it)\n", m.Forgot, m.Baseline, m.End.Nodeids)
 	if len(m.Failures) == 0 {
 		ew.printf("  verdict:     ok\n")
 	}
@@ -961,16 +935,16 @@ func WriteSoakMode(w io.Writer, m SoakMode, tol float64) error {
 
 // WriteSoakSummary writes the soak's last line: ok, or the failed
 // conditions.
-func WriteSoakSummary(w io.Writer, r SoakResult, tol float64) error {
-	var locks []string
-	for _, m := range r.Modes {
-		locks = append(locks, m.Lock)
-	}
+func WriteSoakSummary(w io.Writer, r SoakResult) error {
 	if f := r.Failures(); len(f) > 0 {
 		_, err := fmt.Fprintf(w, "soak: FAILED: %s\n", strings.Join(f, "; "))
 		return err
 	}
-	_, err := fmt.Fprintf(w, "soak: ok (%s): no unexpected errno; server RSS and goroutines within %.0f%% of their level after warm-up; nodeid table back to baseline after drop_caches\n",
-		strings.Join(locks, ", "), 100*tol)
+	var locks []string
+	for _, m := range r.Modes {
+		locks = append(locks, m.Lock)
+	}
+	_, err := fmt.Fprintf(w, "soak: ok (%s): no unexpected errno; server RSS and goroutines within their limits of the level after warm-up; nodeid table back to baseline after drop_caches\n",
+		strings.Join(locks, ", "))
 	return err
 }

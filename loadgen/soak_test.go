@@ -18,7 +18,7 @@ import (
 
 func TestSoakCheck(t *testing.T) {
 	lv := func(rss, g int64) ServerLevel { return ServerLevel{RSS: rss << 20, Goroutines: g} }
-	ok := SoakMode{Warm: lv(100, 10), End: lv(110, 11), Baseline: 4, Forgot: 4,
+	ok := SoakMode{Warm: lv(100, 10), End: lv(110, 11), Baseline: 4, Forgot: 4, Tolerance: 0.10,
 		Errors: []ErrorCount{{Errno: syscall.ENOENT, Churn: true, Count: 7}, {Errno: syscall.ENODEV, Churn: true, Count: 1}}}
 	tests := []struct {
 		name string
@@ -31,7 +31,9 @@ func TestSoakCheck(t *testing.T) {
 			m.Errors = append(m.Errors, ErrorCount{Errno: syscall.EIO, Count: 2, Path: "x/uevent"},
 				ErrorCount{Errno: syscall.ENOENT, Count: 1, Path: "y"}) // ENOENT off a churned device
 		}, []string{"3 unexpected errors (EIO x2 on x/uevent; ENOENT x1 on y)"}},
-		{"RSS grew", func(m *SoakMode) { m.End.RSS = 111 << 20 }, []string{"server RSS grew 11.0% after warm-up (100.0 MiB, then 111.0 MiB"}},
+		{"RSS grew", func(m *SoakMode) { m.End.RSS = 111 << 20 }, []string{"server RSS grew 11.0% after warm-up (100.0 MiB, then 111.0 MiB at the end; at most +10% allowed)"}},
+		{"RSS within the slack", func(m *SoakMode) { m.End.RSS, m.RSSSlack = 116<<20, 16<<20 }, nil},
+		{"RSS past the slack", func(m *SoakMode) { m.End.RSS, m.RSSSlack = 117<<20, 16<<20 }, []string{"server RSS grew 17.0% after warm-up (100.0 MiB, then 117.0 MiB at the end; at most +10% or +16.0 MiB allowed)"}},
 		{"goroutines grew", func(m *SoakMode) { m.End.Goroutines = 12 }, []string{"server goroutines grew 20.0% after warm-up (10, then 12"}},
 		{"nodeids", func(m *SoakMode) { m.Forgot = 9 }, []string{"nodeid table not back to baseline after drop_caches (9 nodeids, baseline 4)"}},
 	}
@@ -40,7 +42,7 @@ func TestSoakCheck(t *testing.T) {
 			m := ok
 			m.Errors = append([]ErrorCount(nil), ok.Errors...)
 			tt.edit(&m)
-			got := m.check(0.10)
+			got := m.check()
 			if len(got) != len(tt.want) {
 				t.Fatalf("got %d failures %q, want %d %q", len(got), got, len(tt.want), tt.want)
 			}
@@ -65,7 +67,8 @@ func TestSoakConfigErrors(t *testing.T) {
 		{"warm-up too long", SoakConfig{Duration: 30 * time.Second, Warmup: 10 * time.Second, Server: srv}, "Warmup"},
 		{"lock", SoakConfig{Duration: time.Minute, Locks: []string{"spin"}, Server: srv}, "Lock"},
 		{"reader", SoakConfig{Duration: time.Minute, Readers: []string{"hwloc"}, Server: srv}, "Op"},
-		{"storm", SoakConfig{Duration: time.Minute, StormSize: 1000, Server: srv}, "Readers"},
+		{"storm", SoakConfig{Duration: time.Minute, StormSize: 1000, Server: srv}, "StormSize"},
+		{"dir without its server", SoakConfig{Duration: time.Minute, Dir: "/tmp"}, "ServerPID"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -94,11 +97,12 @@ func TestWriteSoak(t *testing.T) {
 		t.Errorf("sample line:\ngot  %q\nwant %q", b.String(), want)
 	}
 	b.Reset()
-	m := SoakMode{Lock: "rcu", Warm: ServerLevel{RSS: 20 << 20, Goroutines: 7}, End: ServerLevel{RSS: 24 << 20, Goroutines: 7}, Baseline: 4, Forgot: 4}
-	m.Failures = m.check(0.10)
-	WriteSoakMode(&b, m, 0.10)
-	WriteSoakSummary(&b, SoakResult{Modes: []SoakMode{m}}, 0.10)
-	for _, w := range []string{"rss:         20.0 MiB after warm-up, 24.0 MiB at the end (+20.0%; at most +10%)", "FAILED:      server RSS grew 20.0%",
+	m := SoakMode{Lock: "rcu", Warm: ServerLevel{RSS: 20 << 20, Goroutines: 7}, End: ServerLevel{RSS: 24 << 20, Goroutines: 7},
+		Baseline: 4, Forgot: 4, Tolerance: 0.10, RSSSlack: 2 << 20}
+	m.Failures = m.check()
+	WriteSoakMode(&b, m)
+	WriteSoakSummary(&b, SoakResult{Modes: []SoakMode{m}})
+	for _, w := range []string{"rss:         20.0 MiB after warm-up, 24.0 MiB at the end (+20.0%; at most +10% or +2.0 MiB)", "FAILED:      server RSS grew 20.0%",
 		"soak: FAILED: lock=rcu: server RSS grew 20.0%"} {
 		if !strings.Contains(b.String(), w) {
 			t.Errorf("mode report lacks %q:\n%s", w, b.String())

@@ -13,7 +13,16 @@ go vet ./...
 go test -race -count=1 ./...
 GOMAXPROCS=1 go test -count=1 -run 'Torture|Grace|Differential' ./locking/ ./kernfsim/
 
+# The soak for a minute (the go test above runs 15 s of it): each lock mode
+# must end with no unexpected errno, server RSS and goroutines near their
+# level after warm-up, and the nodeid table back to baseline after
+# drop_caches. Without -race, so that it measures the real server.
+KERNFSIM_SOAK=60s go test -count=1 -run '^TestSoak$' ./tests/
+
 # Each fuzz target briefly (its seed corpus also runs in the go test above).
 for target in FuzzControlFiles FuzzWalk FuzzValidateName; do
 	go test -run '^$' -fuzz "^${target}\$" -fuzztime 10s -fuzzminimizetime 2s ./kernfsim/
+done
+for pkg in ./cmd/kernfsim/ ./cmd/loadgen/; do
+	go test -run '^$' -fuzz '^FuzzArgs$' -fuzztime 10s -fuzzminimizetime 2s "$pkg"
 done

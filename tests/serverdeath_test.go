@@ -54,7 +54,7 @@ func TestServerKilledUnderLoad(t *testing.T) {
 	requireFUSE(t)
 	mnt := newMountpoint(t)
 	s := startServer(t, mnt, smallTree...)
-	const times = 10000 // per worker: the single phase, then 4 workers at once
+	const times = 4000 // per worker: the single phase, then 4 workers at once
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	lg := loadgenCmd(ctx, t, "--path", mnt, "--threads", "4", "--times", strconv.Itoa(times))

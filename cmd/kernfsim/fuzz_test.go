@@ -1,0 +1,121 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/kernfsim/kernfsim/internal/cli"
+)
+
+// FuzzArgs runs kernfsim's command line with fuzzed arguments: it must
+// never panic, exit only 0, 1 or 2, and on exit 2 say why on stderr and
+// print nothing on stdout. Only tree, cpuinfo and stats run, so nothing
+// is mounted (mount's own refusals are tests.TestMountErrors); arguments
+// naming another subcommand or a host mirror (--tree host reads a whole
+// /sys) are left out, and an input with a number above fuzzMaxNumber is
+// skipped: a tree of a million CPUs is valid, only slow to build.
+func FuzzArgs(f *testing.F) {
+	for _, seed := range []struct {
+		sub  uint8
+		line string
+	}{
+		{0, "--cpus\n4\n--sockets\n1\n--mem-blocks\n2\n--netdevs\n1\n--disks\n1"},
+		{0, "--lock=rcu\n--gp\ndeferred\n--gp-tick\n1ms\n--cpus=2\n--sockets=2\n--threads-per-core=1"},
+		{0, "--cpus\n3\n--sockets\n2"},
+		{0, "--cpus\n0"},
+		{0, "--lock\nspin"},
+		{0, "--gp-tick\n-1s\n--expedite-cost\n-1ns"},
+		{0, "--numa-nodes\n5\n--sockets\n2"},
+		{0, "extra"},
+		{1, "--cpus\n8\n--sockets\n2\n--threads-per-core\n2"},
+		{1, "--tree\nsynthetic\n--rcu-normal"},
+		{1, "--tree\n/sys"},
+		{2, "/nonexistent"},
+		{2, "."},
+		{2, ""},
+		{2, "a\nb"},
+		{0, "--help"},
+		{0, "--version"},
+		{0, ""},
+	} {
+		f.Add(seed.sub, seed.line)
+	}
+	f.Fuzz(func(t *testing.T, sub uint8, line string) {
+		args, ok := fuzzArgs(sub, line)
+		if !ok {
+			t.Skip("a number too large to run quickly")
+		}
+		var stdout, stderr bytes.Buffer
+		code := run(context.Background(), args, &stdout, &stderr)
+		switch {
+		case strings.Contains(stderr.String(), "internal error"):
+			t.Fatalf("kernfsim %q panicked:\n%s", args, stderr.String())
+		case code != cli.ExitOK && code != cli.ExitRuntime && code != cli.ExitUsage:
+			t.Fatalf("kernfsim %q: exit %d, want 0, 1 or 2", args, code)
+		case code == cli.ExitUsage && (stderr.Len() == 0 || stdout.Len() > 0):
+			t.Fatalf("kernfsim %q: exit 2 with stdout %q, stderr %q: want the message on stderr only", args, stdout.String(), stderr.String())
+		}
+	})
+}
+
+// fuzzMaxNumber bounds every number in a fuzzed command line.
+const fuzzMaxNumber = 256
+
+// fuzzSubcommands are the subcommands FuzzArgs runs; sub picks one.
+var fuzzSubcommands = []string{"tree", "cpuinfo", "stats"}
+
+// fuzzArgs turns a fuzzed line (arguments separated by newlines) into a
+// command line for subcommand sub, leaving out arguments that name
+// another subcommand or a host mirror. It is not ok when a number in it
+// is above fuzzMaxNumber.
+func fuzzArgs(sub uint8, line string) ([]string, bool) {
+	args := []string{fuzzSubcommands[int(sub)%len(fuzzSubcommands)]}
+	if line == "" {
+		return args, true
+	}
+	var other []string
+	for _, c := range newRootCmd().Commands() {
+		if !slices.Contains(fuzzSubcommands, c.Name()) {
+			other = append(append(other, c.Name()), c.Aliases...)
+		}
+	}
+	for _, a := range strings.Split(line, "\n") {
+		switch {
+		case slices.Contains(other, a) || strings.HasPrefix(a, "__") || strings.Contains(a, "host"):
+		case tooLarge(a):
+			return nil, false
+		default:
+			args = append(args, a)
+		}
+	}
+	return args, true
+}
+
+// tooLarge reports whether arg, or its value after '=', is an integer
+// (any base Go's parser takes, as pflag's) above fuzzMaxNumber, or holds
+// a run of more than three digits.
+func tooLarge(arg string) bool {
+	_, v, found := strings.Cut(arg, "=")
+	if !found {
+		v = arg
+	}
+	if n, err := strconv.ParseInt(strings.TrimSpace(v), 0, 64); err == nil && (n > fuzzMaxNumber || n < -fuzzMaxNumber) {
+		return true
+	}
+	digits := 0
+	for _, r := range arg {
+		if r >= '0' && r <= '9' {
+			digits++
+		} else {
+			digits = 0
+		}
+		if digits > 3 {
+			return true
+		}
+	}
+	return false
+}
