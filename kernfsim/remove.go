@@ -6,7 +6,6 @@ import (
 	"io/fs"
 	"syscall"
 
-	"github.com/kernfsim/kernfsim/locking"
 )
 
 // GPPolicy is how rcu orders teardown after a grace period.
@@ -167,13 +166,12 @@ func (t *Tree) teardown(r *removal) {
 	t.tdDone.Add(uint64(len(r.tops)))
 }
 
-// lockWriter takes the write side for a change that already took it once
-// (the second half of a removal): only none refuses writers, and only
-// once sealed, which cannot happen between the two halves of a change it
-// accepted.
+// lockWriter takes the write side for the second half of a removal whose
+// first half took it: only none refuses writers, and only once sealed,
+// which a tree under construction cannot be in the middle of a change.
 func (t *Tree) lockWriter() {
-	if err := t.strategy.Lock(); err != nil && err != locking.ErrReadOnly {
-		panic(err) // broken invariant
+	if err := t.strategy.Lock(); err != nil {
+		panic(fmt.Sprintf("kernfsim: write side refused in the middle of a removal: %v", err)) // broken invariant
 	}
 }
 
