@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io/fs"
 	"syscall"
-
 )
 
 // GPPolicy is how rcu orders teardown after a grace period.
