@@ -27,10 +27,9 @@ const MaxDeviceAttrs = 64
 // and nothing changes on error.
 type ABI struct {
 	t       *Tree
-	devices *Node        // devices/kernfsim; immutable
-	class   *Node        // class/kernfsim; immutable
-	max     int64        // immutable: most devices at once
-	count   atomic.Int64 // devices existing or being created
+	devices *Node // devices/kernfsim; immutable
+	class   *Node // class/kernfsim; immutable
+	max     int   // immutable: most devices at once
 }
 
 // DefaultMaxDevices is how many devices new_device makes at most, unless
@@ -52,7 +51,7 @@ func AddABI(t *Tree, stats Source) (*ABI, error) {
 // AddABIWith is AddABI with options.
 func AddABIWith(t *Tree, opts ABIOptions) (*ABI, error) {
 	stats := opts.Stats
-	a := &ABI{t: t, max: int64(opts.MaxDevices)}
+	a := &ABI{t: t, max: opts.MaxDevices}
 	if a.max <= 0 {
 		a.max = DefaultMaxDevices
 	}
@@ -109,64 +108,50 @@ func parseNewDevice(data []byte) (name string, nattrs int, e syscall.Errno) {
 	return name, nattrs, 0
 }
 
-// Create makes device name with nattrs extra attributes: ENOSPC past the
-// device limit, EEXIST for a name taken.
+// Create makes device name with nattrs extra attributes: its directory,
+// attributes and class symlink appear together, under one write-side
+// acquisition. It fails with ENOSPC past the device limit and EEXIST for
+// a name taken (also by a device whose delete_device has not returned),
+// and then changes nothing.
 func (a *ABI) Create(name string, nattrs int) error {
-	if a.count.Add(1) > a.max {
-		a.count.Add(-1)
-		return &fs.PathError{Op: "new_device", Path: name, Err: syscall.ENOSPC}
-	}
-	d, err := a.t.Mkdir(a.devices, name, 0o755)
-	if err != nil {
-		a.count.Add(-1)
-		return err
-	}
 	var reads atomic.Uint64
-	attrs := map[string]NodeSpec{
-		"uevent":  {Kind: KindAttr, Mode: 0o644, Source: Static("DEVNAME=" + name + "\n")},
-		"value":   {Kind: KindAttr, Mode: 0o644, Source: NewValue("0\n")},
-		"counter": {Kind: KindAttr, Mode: 0o444, Source: NewFunc(func() string { return strconv.FormatUint(reads.Add(1), 10) + "\n" })},
+	attrs := []BatchEntry{
+		{"uevent", NodeSpec{Kind: KindAttr, Mode: 0o644, Source: Static("DEVNAME=" + name + "\n")}},
+		{"value", NodeSpec{Kind: KindAttr, Mode: 0o644, Source: NewValue("0\n")}},
+		{"counter", NodeSpec{Kind: KindAttr, Mode: 0o444, Source: NewFunc(func() string { return strconv.FormatUint(reads.Add(1), 10) + "\n" })}},
 	}
 	for i := range nattrs {
-		attrs["attr"+strconv.Itoa(i)] = NodeSpec{Kind: KindAttr, Mode: 0o444, Source: Static(strconv.Itoa(i) + "\n")}
+		attrs = append(attrs, BatchEntry{"attr" + strconv.Itoa(i), NodeSpec{Kind: KindAttr, Mode: 0o444, Source: Static(strconv.Itoa(i) + "\n")}})
 	}
-	for n, spec := range attrs {
-		if _, err := a.t.Add(d, n, spec); err != nil {
-			return err
-		}
+	_, err := a.t.AddGroup([]Placement{
+		{Parent: a.devices, Name: name, Spec: NodeSpec{Kind: KindDir, Mode: 0o755}, Children: attrs, MaxSubdirs: a.max},
+		{Parent: a.class, Name: name, Spec: NodeSpec{Kind: KindSymlink, Target: "../../devices/kernfsim/" + name}},
+	})
+	if errors.Is(err, syscall.ENOSPC) {
+		return &fs.PathError{Op: "new_device", Path: name, Err: syscall.ENOSPC}
 	}
-	_, err = a.t.Symlink(a.class, name, "../../devices/kernfsim/"+name)
 	return err
 }
 
-// Delete removes the named devices and their class symlinks, sharing one
-// grace period under rcu (like kern_unmount_array). All names must exist
+// Delete removes the named devices and their class symlinks, looked up
+// and deactivated under one write-side acquisition and sharing one grace
+// period under rcu (like kern_unmount_array). All names must exist
 // (ENODEV) and differ (EINVAL); otherwise nothing is removed. ctx is the
 // Store's, so deleting from a store handler does not wait for itself.
 func (a *ABI) Delete(ctx context.Context, names ...string) error {
-	var nodes []*Node
+	refs := make([]ChildRef, 0, 2*len(names))
 	seen := make(map[string]bool, len(names))
 	for _, name := range names {
 		if seen[name] {
 			return &fs.PathError{Op: "delete_device", Path: name, Err: syscall.EINVAL}
 		}
 		seen[name] = true
-		d, e := a.t.LookupErrno(a.devices, name)
-		if e != 0 {
-			return &fs.PathError{Op: "delete_device", Path: name, Err: syscall.ENODEV}
-		}
-		nodes = append(nodes, d)
-		if l, e := a.t.LookupErrno(a.class, name); e == 0 {
-			nodes = append(nodes, l)
-		}
+		refs = append(refs, ChildRef{Parent: a.devices, Name: name}, ChildRef{Parent: a.class, Name: name, Optional: true})
 	}
-	err := a.t.RemoveAll(ctx, nodes...)
-	if err == nil {
-		a.count.Add(-int64(len(names)))
-	}
-	if errors.Is(err, syscall.ENOENT) {
-		// a concurrent delete_device won the race for one of them
-		return &fs.PathError{Op: "delete_device", Path: strings.Join(names, " "), Err: syscall.ENODEV}
+	err := a.t.RemoveNamed(ctx, refs...)
+	var pe *fs.PathError
+	if errors.As(err, &pe) && errors.Is(err, syscall.ENOENT) {
+		return &fs.PathError{Op: "delete_device", Path: pe.Path, Err: syscall.ENODEV}
 	}
 	return err
 }

@@ -82,23 +82,30 @@ func (t *Tree) RemoveAll(ctx context.Context, nodes ...*Node) error {
 	if e != 0 {
 		return &fs.PathError{Op: "remove", Path: bad.Path(), Err: e}
 	}
-	for _, n := range nodes {
+	t.finishRemoval(ctx, r)
+	return nil
+}
+
+// finishRemoval is the part of a removal after the write side is
+// released: give up the caller's own active references, then tear down
+// after a grace period as the policy says.
+func (t *Tree) finishRemoval(ctx context.Context, r *removal) {
+	for _, n := range r.tops {
 		breakActiveProtection(ctx, t, n)
 	}
 	g := t.strategy.Grace()
 	switch {
 	case g == nil:
 	case t.gp == GPDeferred:
-		t.tdQueued.Add(uint64(len(nodes)))
+		t.tdQueued.Add(uint64(len(r.tops)))
 		g.Call(func() { t.teardown(r) })
-		return nil
+		return
 	case t.gp == GPExpedited:
 		g.SynchronizeExpedited()
 	default:
 		g.Synchronize()
 	}
 	t.teardown(r)
-	return nil
 }
 
 // removal is what one RemoveAll took out of the tree.

@@ -1,0 +1,102 @@
+package tests
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+)
+
+// transports are the extra `kernfsim mount` arguments the reliability
+// tests run under, one row per way of serving the mount.
+var transports = []struct {
+	name string
+	args []string
+}{
+	{"default", nil},
+}
+
+// raceLocks are the strategies (with their grace-period policy) that
+// accept new_device after the tree is built.
+var raceLocks = [][]string{
+	{"--lock", "mutex"},
+	{"--lock", "rwsem"},
+	{"--lock", "rcu", "--gp", "normal"},
+	{"--lock", "rcu", "--gp", "expedited"},
+	{"--lock", "rcu", "--gp", "deferred"},
+}
+
+// TestCreateDeleteRaceOverFUSE races three writers of new_device and three
+// of delete_device for one name through a real mount: the only errors
+// are EEXIST and ENODEV, the successes add up to what is left, and what
+// is left is a whole device or nothing.
+func TestCreateDeleteRaceOverFUSE(t *testing.T) {
+	for _, tp := range transports {
+		for _, lock := range raceLocks {
+			t.Run(fmt.Sprintf("transport=%s/%s=%s", tp.name, lock[1], lock[len(lock)-1]), func(t *testing.T) {
+				mnt := newMountpoint(t)
+				args := append(append(append([]string{}, lock...), tp.args...), smallTree...)
+				startServer(t, mnt, args...)
+				var created, deleted atomic.Int64
+				var bad atomic.Value
+				var wg sync.WaitGroup
+				for range 3 {
+					wg.Go(func() { raceCtl(mnt, "new_device", "racer0 4", &created, syscall.EEXIST, &bad) })
+					wg.Go(func() { raceCtl(mnt, "delete_device", "racer0", &deleted, syscall.ENODEV, &bad) })
+				}
+				wg.Wait()
+				if msg := bad.Load(); msg != nil {
+					t.Error(msg)
+				}
+				checkWholeDevice(t, mnt, created.Load()-deleted.Load())
+			})
+		}
+	}
+}
+
+// raceCtl writes data to a control file 200 times, counting successes in
+// ok and recording in bad the first error other than allowed.
+func raceCtl(mnt, file, data string, ok *atomic.Int64, allowed syscall.Errno, bad *atomic.Value) {
+	path := filepath.Join(mnt, "bus/kernfsim", file)
+	for range 200 {
+		f, err := os.OpenFile(path, os.O_WRONLY, 0)
+		if err == nil {
+			_, err = f.Write([]byte(data))
+			f.Close()
+		}
+		switch {
+		case err == nil:
+			ok.Add(1)
+		case !errors.Is(err, allowed):
+			bad.CompareAndSwap(nil, fmt.Sprintf("write %q to %s: %v (only success or %v is true here)", data, file, err, allowed))
+		}
+	}
+}
+
+// checkWholeDevice checks that racer0 exists whole (directory with its 7
+// attributes, class link leading to it) if exists is 1, not at all if 0.
+func checkWholeDevice(t *testing.T, mnt string, exists int64) {
+	t.Helper()
+	if exists != 0 && exists != 1 {
+		t.Fatalf("successful creates minus successful deletes: got %d, want 0 or 1", exists)
+	}
+	_, dirErr := os.Lstat(filepath.Join(mnt, "devices/kernfsim/racer0"))
+	_, linkErr := os.Lstat(filepath.Join(mnt, "class/kernfsim/racer0"))
+	if (dirErr == nil) != (linkErr == nil) {
+		t.Fatalf("device directory: %v; class link: %v; want both or neither", dirErr, linkErr)
+	}
+	if got := dirErr == nil; got != (exists == 1) {
+		t.Fatalf("device exists: got %v, want %v (from the successful replies)", got, exists == 1)
+	}
+	if exists == 0 {
+		return
+	}
+	ents, err := os.ReadDir(filepath.Join(mnt, "class/kernfsim/racer0/"))
+	if err != nil || len(ents) != 7 {
+		t.Fatalf("the class link does not lead to a whole device: %d entries, %v; want 7", len(ents), err)
+	}
+}
