@@ -27,6 +27,7 @@ type compareFlags struct {
 	ops        []string
 	targets    []string
 	sysDir     string
+	sim        bool
 	plot       string
 	format     string
 	out        string
@@ -56,6 +57,7 @@ and sim rows serve --tree host:SYS. An hwloc cell shows the median and the
 last worker's time to done of --hwloc-times discoveries (MPI ranks starting
 at once).`,
 		Example: `  loadgen compare
+  loadgen compare --sim --plot compare.svg          # in-process only: no root, no FUSE
   loadgen compare --threads 1,2,48 --times 2000 --plot compare.svg
   loadgen compare --op hwloc                          # /sys and its mirror under each lock
   loadgen compare --op coldplug --tree synthetic --mem-blocks 100000 --targets kernfsim,sim
@@ -73,6 +75,7 @@ at once).`,
 	fs.StringSliceVar(&f.ops, "ops", loadgen.DefaultCompareOps, "ops: files, missing, stat-missing, or an operation ("+opList()+")")
 	fs.StringSliceVar(&f.ops, "op", loadgen.DefaultCompareOps, "the same as --ops")
 	fs.StringSliceVar(&f.targets, "targets", targetKinds, "row kinds: kernfsim, sim, sys (kernfsim and sys are skipped with a note when unavailable, unless named)")
+	fs.BoolVar(&f.sim, "sim", false, "only the sim rows (--targets sim): no FUSE, no root")
 	fs.StringVar(&f.sysDir, "sys", "/sys", "the real sysfs of the sys rows")
 	fs.StringVar(&f.plot, "plot", "", "also draw per-op latency against threads, a line per row, to `FILE.svg`")
 	fs.StringVar(&f.format, "format", "table", "output: table, json or bench")
@@ -88,6 +91,12 @@ at once).`,
 func (f *compareFlags) config(cmd *cobra.Command) (cc loadgen.CompareConfig, notes []string, err error) {
 	if err := positive(cmd.Flags(), "times", "sim-times", "hwloc-times", "repeats"); err != nil {
 		return cc, nil, err
+	}
+	if f.sim {
+		if cmd.Flags().Changed("targets") {
+			return cc, nil, &usageError{errors.New("--sim is --targets sim: give one or the other")}
+		}
+		f.targets = []string{"sim"}
 	}
 	if note, err := f.defaultTree(cmd.Flags()); err != nil {
 		return cc, nil, err

@@ -140,6 +140,7 @@ func TestBadInput(t *testing.T) {
 		{[]string{"compare", "--threads", "0"}, "--threads: 0 is not a positive thread count"},
 		{[]string{"compare", "--targets", "sys", "--sys", "/does/not/exist"}, "--sys /does/not/exist"},
 		{[]string{"compare", "--ops", "bogus", "--targets", "sim"}, `--ops: unknown op "bogus"`},
+		{[]string{"compare", "--sim", "--targets", "sys"}, "--sim is --targets sim"},
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
 			code, out, errOut := runArgs(context.Background(), tc.args...)

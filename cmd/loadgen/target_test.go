@@ -113,7 +113,7 @@ func TestDefaultTargetUnavailable(t *testing.T) {
 	}
 }
 
-var compareArgs = []string{"compare", "--targets", "sim", "--locks", "mutex,rcu", "--threads", "1,2",
+var compareArgs = []string{"compare", "--sim", "--locks", "mutex,rcu", "--threads", "1,2",
 	"--times", "20", "--sim-times", "50", "--repeats", "1", "--cpus", "8", "--mem-blocks", "4"}
 
 func TestCompareGolden(t *testing.T) {

@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# Regenerates the README's picture and output excerpt on a quiet machine:
+# docs/compare.svg from `loadgen compare --sim`, docs/compare.json (the same
+# result, redrawable with `loadgen plot docs/compare.json -o FILE`) and
+# docs/compare.txt, the main job's table, whose first op table the README
+# quotes. Run as root from the repository root; takes about 6 minutes.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+export PATH="/usr/local/go/bin:$PATH"
+uptime
+bin=$(mktemp -d)
+trap 'rm -rf "$bin"' EXIT
+go build -o "$bin/" ./cmd/loadgen
+"$bin/loadgen" compare --sim --format json --out docs/compare.json --plot docs/compare.svg
+"$bin/loadgen" compare --threads 1,2,8,48 --out docs/compare.txt
+echo "wrote docs/compare.svg, docs/compare.json, docs/compare.txt; paste the op=files table of docs/compare.txt into README.md"
