@@ -42,7 +42,7 @@ type Mount struct {
 	Server     *Server
 	Mountpoint string
 	fuse       *fuse.Server
-	conn       uint32 // /sys/fs/fuse/connections/<conn>
+	conn       uint32 // /sys/fs/fuse/connections/<conn>; 0 if unknown
 	done       chan struct{}
 }
 
@@ -98,12 +98,14 @@ func (m *Mount) Done() <-chan struct{} { return m.done }
 
 // Unmount runs the tree's Barrier first, so every queued teardown
 // completes and tells the kernel while the mount still serves, then
-// unmounts and waits until the server has stopped. If the mount is busy (open files, a process's cwd) it detaches it lazily and aborts
-// the connection, so it returns promptly even under load: clients then
-// get ENOTCONN.
+// unmounts and waits until the server has stopped. If the mount is busy
+// (open files, a process's cwd, a mount inside it) it aborts the
+// connection and detaches the mount (see endBusy), so it returns promptly
+// even under load: clients then get ENOTCONN or ECONNABORTED.
 func (m *Mount) Unmount() error {
 	m.Server.tree.Barrier()
 	defer m.Server.Close()
+	var abortErr error
 	err := unix.Unmount(m.Mountpoint, 0)
 	switch {
 	case err == nil:
@@ -113,24 +115,17 @@ func (m *Mount) Unmount() error {
 			return fmt.Errorf("unmount %s: %w", m.Mountpoint, err)
 		}
 	default:
-		// busy (open files, a cwd inside): detach it and cut the connection
-		unix.Unmount(m.Mountpoint, unix.MNT_DETACH)
-		m.abort()
+		abortErr = m.endBusy()
 	}
 	select {
 	case <-m.done:
 		return nil
 	case <-time.After(2 * time.Second):
-		m.abort()
-		return fmt.Errorf("unmount %s: the server did not stop within 2 s; the connection was aborted", m.Mountpoint)
 	}
-}
-
-// abort cuts the FUSE connection, failing every request in flight.
-func (m *Mount) abort() {
-	if m.conn != 0 {
-		os.WriteFile(fmt.Sprintf("/sys/fs/fuse/connections/%d/abort", m.conn), []byte("1"), 0)
+	if abortErr != nil {
+		return fmt.Errorf("unmount %s: detached, but the server did not stop within 2 s and the connection could not be aborted (%v): it ends when this process exits", m.Mountpoint, abortErr)
 	}
+	return fmt.Errorf("unmount %s: the connection was aborted, but the server did not stop within 2 s", m.Mountpoint)
 }
 
 // CheckMountpoint says what is wrong with mnt as a mountpoint, as a

@@ -5,10 +5,12 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
+	"time"
 )
 
 // transports are the extra `kernfsim mount` arguments the reliability
@@ -98,5 +100,58 @@ func checkWholeDevice(t *testing.T, mnt string, exists int64) {
 	ents, err := os.ReadDir(filepath.Join(mnt, "class/kernfsim/racer0/"))
 	if err != nil || len(ents) != 7 {
 		t.Fatalf("the class link does not lead to a whole device: %d entries, %v; want 7", len(ents), err)
+	}
+}
+
+// TestSIGTERMWithOpenFile sends SIGTERM while a client holds a file of the
+// mount open (so a plain unmount is busy): the server must end the
+// connection without /sys/fs/fuse/connections, unmount, exit 0 within
+// 2 s, and claim no abort that did not happen. The client's fd then fails
+// with ENOTCONN or ECONNABORTED.
+func TestSIGTERMWithOpenFile(t *testing.T) {
+	for _, tp := range transports {
+		t.Run("transport="+tp.name, func(t *testing.T) {
+			mnt := newMountpoint(t)
+			s := startServer(t, mnt, append(append([]string{"--lock", "rwsem"}, tp.args...), smallTree...)...)
+			f, err := os.Open(filepath.Join(mnt, "devices/system/cpu/cpu0/topology/core_id"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			d := s.stop(t)
+			if d > 2*time.Second {
+				t.Errorf("SIGTERM to exit with a file open: %v, want within 2 s; stderr:\n%s", d, s.stderr)
+			}
+			if strings.Contains(s.stderr.String(), "did not stop") {
+				t.Errorf("stderr reports a failure on a clean exit:\n%s", s.stderr)
+			}
+			if _, err := f.Read(make([]byte, 8)); err == nil {
+				t.Errorf("read from a file of the stopped mount: got success, want ENOTCONN or ECONNABORTED")
+			}
+		})
+	}
+}
+
+// TestSIGTERMWithNestedMount stops a server whose mount has another
+// kernfsim mount inside it: the outer server says it takes the inner
+// mount with it, exits 0 and leaves nothing mounted; the inner server sees
+// its mount gone and stops too.
+func TestSIGTERMWithNestedMount(t *testing.T) {
+	for _, tp := range transports {
+		t.Run("transport="+tp.name, func(t *testing.T) {
+			mnt := newMountpoint(t)
+			outer := startServer(t, mnt, append(append([]string{"--lock", "rwsem"}, tp.args...), smallTree...)...)
+			innerMnt := filepath.Join(mnt, "devices/kernfsim")
+			inner := startServer(t, innerMnt, append(append([]string{"--lock", "rcu"}, tp.args...), smallTree...)...)
+			outer.stop(t)
+			if want := "go with it (detached, as umount -l would): " + innerMnt; !strings.Contains(outer.stderr.String(), want) {
+				t.Errorf("outer server's stderr: got %q, want it to name the inner mount (%q)", outer.stderr, want)
+			}
+			select {
+			case <-inner.done:
+			case <-time.After(exitDeadline):
+				t.Fatalf("inner server still running %v after its mount was detached", exitDeadline)
+			}
+		})
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime"
+	"strings"
 	"syscall"
 	"time"
 
@@ -139,6 +140,9 @@ func serve(ctx context.Context, mountpoint string, f *flags, stdout, stderr io.W
 		return &cli.RuntimeError{Err: fmt.Errorf("%s was unmounted from outside; the server stopped", m.Mountpoint)}
 	}
 	barrier(built.Tree, stderr)
+	if subs, _ := m.Submounts(); len(subs) > 0 {
+		fmt.Fprintf(stderr, "kernfsim: %d mounts inside %s go with it (detached, as umount -l would): %s\n", len(subs), m.Mountpoint, strings.Join(subs, " "))
+	}
 	if err := m.Unmount(); err != nil {
 		return &cli.RuntimeError{Err: err}
 	}

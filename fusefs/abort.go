@@ -1,0 +1,75 @@
+package fusefs
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// endBusy ends a mount that a plain unmount found busy (a client holds a
+// file open or has its cwd inside, or another mount sits inside it): it
+// aborts the FUSE connection, failing every request in flight and every
+// later one on open files with ECONNABORTED or ENOTCONN, so the server
+// stops, then detaches what is still mounted. It returns why the
+// connection could not be aborted, or nil once it was.
+//
+// The abort is umount2(MNT_FORCE), which makes the kernel call FUSE's
+// umount_begin (fuse_abort_conn) before it checks for users, so it needs
+// neither fusectl mounted on /sys/fs/fuse/connections nor a free mount.
+// Where that is refused (no CAP_SYS_ADMIN) the connection's fusectl abort
+// file is tried, if fusectl is mounted.
+func (m *Mount) endBusy() error {
+	err := unix.Unmount(m.Mountpoint, unix.MNT_FORCE)
+	switch {
+	case err == nil:
+		return nil // aborted, and nothing held it any more
+	case errors.Is(err, syscall.EBUSY):
+		err = nil // aborted; still held
+	default:
+		err = m.abortFusectl(err)
+	}
+	if derr := unix.Unmount(m.Mountpoint, unix.MNT_DETACH); derr != nil && !errors.Is(derr, syscall.EINVAL) {
+		return fmt.Errorf("umount -l %s: %w", m.Mountpoint, derr)
+	}
+	return err
+}
+
+// abortFusectl writes the connection's abort file, after umount -f was
+// refused with forceErr; it returns what stopped it, or nil.
+func (m *Mount) abortFusectl(forceErr error) error {
+	if m.conn == 0 {
+		return fmt.Errorf("umount -f: %v; the connection's number is unknown", forceErr)
+	}
+	path := fmt.Sprintf("/sys/fs/fuse/connections/%d/abort", m.conn)
+	if err := os.WriteFile(path, []byte("1"), 0); err != nil {
+		return fmt.Errorf("umount -f: %v; %v", forceErr, err)
+	}
+	return nil
+}
+
+// Submounts lists the mount points inside the mount (not the mount
+// itself), from /proc/self/mountinfo: unmounting a busy mount detaches
+// them with it.
+func (m *Mount) Submounts() ([]string, error) {
+	f, err := os.Open("/proc/self/mountinfo")
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var subs []string
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		fields := strings.Fields(sc.Text())
+		if len(fields) > 4 {
+			if p := unescapeMountinfo(fields[4]); strings.HasPrefix(p, m.Mountpoint+"/") {
+				subs = append(subs, p)
+			}
+		}
+	}
+	return subs, sc.Err()
+}
