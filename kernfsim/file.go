@@ -102,12 +102,21 @@ var filePool = sync.Pool{New: func() any { return new(File) }}
 // kernfs_fop_open refuses even root, EISDIR for writing a
 // directory, ELOOP for a symlink, ENODEV if n was removed.
 func (t *Tree) Open(n *Node, flags int, c Cred) (*File, error) {
-	if e := t.mayOpen(n, flags, c); e != 0 {
+	f, e := t.open(n, flags, c)
+	if e != 0 {
 		return nil, &fs.PathError{Op: "open", Path: n.Path(), Err: e}
+	}
+	return f, nil
+}
+
+// open is Open returning an errno.
+func (t *Tree) open(n *Node, flags int, c Cred) (*File, syscall.Errno) {
+	if e := t.mayOpen(n, flags, c); e != 0 {
+		return nil, e
 	}
 	f := filePool.Get().(*File)
 	f.t, f.n, f.flags, f.shown = t, n, flags, false
-	return f, nil
+	return f, 0
 }
 
 func (t *Tree) mayOpen(n *Node, flags int, c Cred) syscall.Errno {

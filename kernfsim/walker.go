@@ -68,7 +68,23 @@ func (w *Walker) Lresolve(c Cred, path string) (*Node, error) {
 	return w.resolve(c, path, false)
 }
 
+// ResolveErrno is Resolve for callers that want the errno, as a system
+// call returns it: it allocates nothing, also when the path is missing
+// (a Go error value would be one allocation per failed walk, which the
+// kernel's walk does not make).
+func (w *Walker) ResolveErrno(c Cred, path string) (*Node, syscall.Errno) {
+	return w.resolveErrno(c, path, true)
+}
+
 func (w *Walker) resolve(c Cred, path string, follow bool) (*Node, error) {
+	n, e := w.resolveErrno(c, path, follow)
+	if e != 0 {
+		return nil, &fs.PathError{Op: "lookup", Path: path, Err: e}
+	}
+	return n, nil
+}
+
+func (w *Walker) resolveErrno(c Cred, path string, follow bool) (*Node, syscall.Errno) {
 	var r locking.ReadToken
 	if w.t.scoped {
 		r = w.t.rlock()
@@ -79,9 +95,9 @@ func (w *Walker) resolve(c Cred, path string, follow bool) (*Node, error) {
 		w.t.runlock(r)
 	}
 	if e != 0 {
-		return nil, &fs.PathError{Op: "lookup", Path: path, Err: e}
+		return nil, e
 	}
-	return d.node, nil
+	return d.node, 0
 }
 
 // walk resolves path from start and returns its dentry.
@@ -195,11 +211,20 @@ func (w *Walker) lookup(dir *Node, name string, h uint64) (*Node, uint64, syscal
 // Stat resolves path and returns its attributes (stat(2): LOOKUP then
 // GETATTR).
 func (w *Walker) Stat(c Cred, path string) (Stat, error) {
-	n, err := w.Resolve(c, path)
-	if err != nil {
-		return Stat{}, err
+	st, e := w.StatErrno(c, path)
+	if e != 0 {
+		return Stat{}, &fs.PathError{Op: "lookup", Path: path, Err: e}
 	}
-	return w.t.Getattr(n), nil
+	return st, nil
+}
+
+// StatErrno is Stat that returns an errno and allocates nothing.
+func (w *Walker) StatErrno(c Cred, path string) (Stat, syscall.Errno) {
+	n, e := w.resolveErrno(c, path, true)
+	if e != 0 {
+		return Stat{}, e
+	}
+	return w.t.Getattr(n), 0
 }
 
 // Open resolves path and opens it with flags (os.O_RDONLY etc.) for c.
@@ -213,6 +238,25 @@ func (w *Walker) Open(c Cred, path string, flags int) (*File, error) {
 		return nil, &fs.PathError{Op: "open", Path: path, Err: err.(*fs.PathError).Err}
 	}
 	return f, nil
+}
+
+// ReadFileErrno is ReadFile returning an errno, as read(2) would: it
+// allocates nothing when the path is missing or closed to c.
+func (w *Walker) ReadFileErrno(c Cred, path string, buf []byte) (int, syscall.Errno) {
+	n, e := w.resolveErrno(c, path, true)
+	if e != 0 {
+		return 0, e
+	}
+	f, e := w.t.open(n, os.O_RDONLY, c)
+	if e != 0 {
+		return 0, e
+	}
+	nr, err := f.Read(buf, 0)
+	f.Release()
+	if err == nil || err == io.EOF {
+		return nr, 0
+	}
+	return 0, errnoOf(err)
 }
 
 // ReadFile is the benchmark's operation: open, one read of len(buf) bytes

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"runtime"
 	"sync/atomic"
+	"syscall"
 	"testing"
 
 	"github.com/kernfsim/kernfsim/locking"
@@ -46,8 +47,10 @@ var benchOps = []struct {
 	}},
 	// missing: look up one name that does not exist (ENOENT is the op).
 	{"missing", func(w *Walker, c Cred, i int, buf []byte) error {
-		if _, err := w.Resolve(c, "devices/system/cpu/does_not_exist"); err == nil {
-			return fmt.Errorf("missing path resolved")
+		// The errno form, as a system call returns it: an error value
+		// would be an allocation per op (BenchmarkSuspect/part=missing).
+		if _, e := w.ResolveErrno(c, "devices/system/cpu/does_not_exist"); e != syscall.ENOENT {
+			return fmt.Errorf("missing path: got errno %v, want ENOENT", e)
 		}
 		return nil
 	}},

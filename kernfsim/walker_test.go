@@ -56,6 +56,9 @@ func TestWalkerResolve(t *testing.T) {
 			case c.want != 0 && (!errors.As(err, &pe) || pe.Path != c.path || !errors.Is(err, c.want)):
 				t.Errorf("Resolve(%q): got %v, want *fs.PathError for that path with %v", c.path, err, c.want)
 			}
+			if _, e := w.ResolveErrno(c.cred, c.path); e != c.want {
+				t.Errorf("ResolveErrno(%q): got errno %v, want %v", c.path, e, c.want)
+			}
 		}
 		if n := must(w.Lresolve(user, "class/net/lo"))(t); n.Kind() != KindSymlink {
 			t.Errorf("Lresolve of a symlink: got %v, want the symlink", n.Kind())
@@ -63,6 +66,38 @@ func TestWalkerResolve(t *testing.T) {
 		buf := make([]byte, 32)
 		if k := must(w.ReadFile(user, "class/net/lo/mtu", buf))(t); string(buf[:k]) != "65536\n" {
 			t.Errorf("ReadFile: got %q, want %q", buf[:k], "65536\n")
+		}
+	})
+}
+
+// The errno forms fail as the error forms do and read the same bytes.
+func TestWalkerErrnoForms(t *testing.T) {
+	user := Cred{Uid: 1000, Gid: 1000}
+	forEachLock(t, writers, func(t *testing.T, lock string) {
+		w := NewWalker(newNetTree(t, lock), WalkerOptions{})
+		buf := make([]byte, 32)
+		for _, c := range []struct {
+			path string
+			want syscall.Errno
+		}{
+			{"class/net/lo/mtu", 0},
+			{"class/net/eth0/mtu", syscall.ENOENT},
+			{"secret/key", syscall.EACCES},
+			{"class/net", syscall.EISDIR},
+		} {
+			k, e := w.ReadFileErrno(user, c.path, buf)
+			_, err := w.ReadFile(user, c.path, buf[:0])
+			switch {
+			case e != c.want:
+				t.Errorf("ReadFileErrno(%q): got errno %v, want %v", c.path, e, c.want)
+			case c.want != 0 && !errors.Is(err, c.want):
+				t.Errorf("ReadFile(%q): got %v, want %v like ReadFileErrno", c.path, err, c.want)
+			case c.want == 0 && string(buf[:k]) != "65536\n":
+				t.Errorf("ReadFileErrno(%q): read %q, want %q", c.path, buf[:k], "65536\n")
+			}
+			if _, e := w.StatErrno(user, c.path); c.want != syscall.EISDIR && e != c.want {
+				t.Errorf("StatErrno(%q): got errno %v, want %v", c.path, e, c.want)
+			}
 		}
 	})
 }
@@ -111,6 +146,17 @@ func TestWalkerNoAllocs(t *testing.T) {
 		})
 		if allocs != 0 {
 			t.Fatalf("Resolve of a cached existing path: got %v allocations, want 0", allocs)
+		}
+		buf := make([]byte, 32)
+		allocs = testing.AllocsPerRun(100, func() {
+			_, e1 := w.ResolveErrno(user, "class/net/eth0/mtu")
+			_, e2 := w.ReadFileErrno(user, "class/net/eth0/mtu", buf)
+			if _, e3 := w.ReadFileErrno(user, "class/net/lo/mtu", buf); e1 != syscall.ENOENT || e2 != syscall.ENOENT || e3 != 0 {
+				t.Fatalf("got errnos %v, %v, %v, want ENOENT, ENOENT, 0", e1, e2, e3)
+			}
+		})
+		if allocs != 0 {
+			t.Fatalf("errno walks of a missing and an existing path: got %v allocations, want 0", allocs)
 		}
 	})
 }

@@ -100,14 +100,22 @@ func buildSimTree(t Target) (*kernfsim.Tree, error) {
 	return tree, nil
 }
 
+// readFile returns a bare errno, as pathTarget's system calls do: an
+// error value would cost the sim an allocation per failed operation
+// (a missing-path run fails every one) that the kernel does not make.
 func (s *simTarget) readFile(p string, buf []byte) error {
-	_, err := s.w.ReadFile(s.cred, p, buf)
-	return err
+	if _, e := s.w.ReadFileErrno(s.cred, p, buf); e != 0 {
+		return e
+	}
+	return nil
 }
 
+// stat returns a bare errno, as readFile.
 func (s *simTarget) stat(p string) error {
-	_, err := s.w.Stat(s.cred, p)
-	return err
+	if _, e := s.w.StatErrno(s.cred, p); e != 0 {
+		return e
+	}
+	return nil
 }
 
 func (s *simTarget) readDir(p string, _ []byte) error {

@@ -1,6 +1,7 @@
 package locking
 
 import (
+	"math/rand/v2"
 	"testing"
 	"time"
 )
@@ -21,6 +22,20 @@ func BenchmarkGraceRead(b *testing.B) {
 		b.RunParallel(func(pb *testing.PB) {
 			for pb.Next() {
 				g.ReadUnlock(g.ReadLock())
+			}
+		})
+	})
+	// The same section on a random shard per call, as ReadLock once chose:
+	// two CPUs then write the same counter line on about half their
+	// sections, and -cpu 2 is slower per op than -cpu 1.
+	b.Run("mode=parallel/shard=random", func(b *testing.B) {
+		g := NewGrace(GraceConfig{})
+		b.ReportAllocs()
+		b.RunParallel(func(pb *testing.PB) {
+			for pb.Next() {
+				t := rand.Uint32()&g.mask<<1 | g.phase.Load()&1
+				g.ctr[t].n.Add(1)
+				g.ReadUnlock(ReadToken(t))
 			}
 		})
 	})

@@ -2,8 +2,8 @@ package locking
 
 import (
 	"math/bits"
-	"math/rand/v2"
 	"runtime"
+	"sync"
 	"sync/atomic"
 )
 
@@ -19,7 +19,7 @@ type paddedCounter struct {
 }
 
 // defaultShards is a power of two, at least 4 per CPU and at least 16, so
-// that two running goroutines rarely pick the same shard.
+// that every P's home shard (pickShard) is its own.
 func defaultShards() int {
 	n := 4 * runtime.GOMAXPROCS(0)
 	if n < 16 {
@@ -28,8 +28,30 @@ func defaultShards() int {
 	return 1 << bits.Len(uint(n-1))
 }
 
-// pickShard returns a shard index in [0, mask]. It uses the runtime's
-// per-thread random source: no shared state is written, nothing allocates.
+// shardHome is a shard number one P keeps using, as the kernel's per-CPU
+// counters have one CPU each.
+type shardHome struct{ n uint32 }
+
+// homes hands each P back the shardHome it last put (sync.Pool keeps one
+// object per P in a slot only that P touches), so the P's readers stay on
+// one shard. New homes are numbered in turn, so the Ps that ask at the same
+// time (at start, and after a garbage collection empties the pool) get
+// different shards.
+var (
+	homes   = sync.Pool{New: func() any { return &shardHome{n: homeSeq.Add(1)} }}
+	homeSeq atomic.Uint32 // written only when a P needs a new home
+)
+
+// pickShard returns the calling P's home shard in [0, mask]. It writes no
+// shared state (the pool slot is the P's own) and allocates nothing in the
+// steady state.
+//
+// A random shard per call, as before, made two CPUs write the same line on
+// about half their read sections: each of the shards was last written by
+// either CPU with equal odds (BenchmarkGraceRead/mode=parallel/shard=random).
 func pickShard(mask uint32) uint32 {
-	return rand.Uint32() & mask
+	h := homes.Get().(*shardHome)
+	n := h.n
+	homes.Put(h)
+	return n & mask
 }

@@ -1,0 +1,97 @@
+package kernfsim
+
+import (
+	"fmt"
+	"io/fs"
+	"os"
+	"sync/atomic"
+	"testing"
+)
+
+// BenchmarkSuspect isolates each write the rcu walker's files and missing
+// operations make, or once made, outside the tree's read-only data, each
+// on every CPU at once, so that -cpu 1,2 shows which of them stops scaling
+// (a part whose ns/op does not halve at -cpu 2 writes a line the CPUs
+// share):
+//
+//	go test -run '^$' -bench Suspect -cpu 1,2 -count 5 ./kernfsim/ | benchstat -col .name -
+//
+// The read side's shard choice is BenchmarkGraceRead in locking.
+func BenchmarkSuspect(b *testing.B) {
+	tr := newBenchTree(b, "rcu")
+	w := NewWalker(tr, WalkerOptions{})
+	user := Cred{Uid: 1000, Gid: 1000}
+	const missing = "devices/system/cpu/does_not_exist"
+	if _, e := w.ResolveErrno(user, missing); e == 0 {
+		b.Fatal("missing path resolved")
+	}
+	nodes := make([]*Node, benchCPUs)
+	for i, p := range benchPaths {
+		nodes[i] = must(w.Resolve(user, p))(b)
+	}
+	parts := []struct {
+		name string
+		op   func(i int)
+	}{
+		// The read section, on the calling P's home shard.
+		{"readside", func(int) { tr.runlock(tr.rlock()) }},
+		// An active reference on the worker's own file, and on one file
+		// every worker shares (a true sharing, as kernfs's kn->active).
+		{"active/node=own", func(i int) { activeRef(tr, nodes[i%benchCPUs]) }},
+		{"active/node=shared", func(int) { activeRef(tr, nodes[0]) }},
+		// The File from its sync.Pool and back.
+		{"pool", func(int) { filePool.Put(filePool.Get()) }},
+		// open(2) minus the walk: may_open, the File, release.
+		{"open", func(i int) { benchOpen(tr, nodes[i%benchCPUs], user) }},
+		// The cached negative dentry of the missing name, revalidated.
+		{"negative", func(int) { benchNegative(w, "devices/system/cpu", "does_not_exist") }},
+		// The missing walk, with an error value and with an errno.
+		{"missing/api=error", func(int) { _, _ = w.Resolve(user, missing) }},
+		{"missing/api=errno", func(int) { _, _ = w.ResolveErrno(user, missing) }},
+	}
+	for _, p := range parts {
+		b.Run(fmt.Sprintf("part=%s/parallel", p.name), func(b *testing.B) {
+			var worker atomic.Int64
+			b.ReportAllocs()
+			b.RunParallel(func(pb *testing.PB) {
+				i := int(worker.Add(1))
+				for pb.Next() {
+					p.op(i)
+				}
+			})
+		})
+	}
+}
+
+func activeRef(tr *Tree, n *Node) {
+	if !n.tryGetActive() {
+		panic("benchmark node removed")
+	}
+	tr.putActive(n)
+}
+
+func benchOpen(tr *Tree, n *Node, c Cred) {
+	f, e := tr.open(n, os.O_RDONLY, c)
+	if e != 0 {
+		panic(&fs.PathError{Op: "open", Path: n.Path(), Err: e})
+	}
+	f.Release()
+}
+
+// benchNegative finds the cached negative entry of base in dir and
+// revalidates it, as a walk's last step does.
+func benchNegative(w *Walker, dir, base string) {
+	parent := w.root
+	for rest := dir; rest != "" && parent != nil; {
+		var c string
+		c, rest = nextComponent(rest)
+		parent = w.cache.get(parent, c, nameHash(c))
+	}
+	var d *dentry
+	if parent != nil {
+		d = w.cache.get(parent, base, nameHash(base))
+	}
+	if d == nil || d.node != nil || !revalidateLocked(parent.node, base, nil, d.rev) {
+		panic("no valid negative entry for " + dir + "/" + base)
+	}
+}
