@@ -231,6 +231,9 @@ func (c CompareConfig) validate() error {
 		if t <= 0 {
 			return badConfig("Threads", "give positive numbers", "%d threads", t)
 		}
+		if err := checkThreads("Threads", t); err != nil {
+			return err
+		}
 	}
 	for _, op := range c.Ops {
 		if _, _, ok := parseOpLabel(op); !ok {

@@ -2,6 +2,7 @@ package loadgen
 
 import (
 	"fmt"
+	"path/filepath"
 	"runtime"
 	"slices"
 	"strings"
@@ -230,14 +231,40 @@ func (c Config) validate() error {
 	}
 	for _, err := range []error{pos("Threads", c.Threads), pos("Times", c.Times),
 		pos("Files", c.Files), pos("BufSize", c.BufSize), c.validateOp(), c.validateTarget(),
-		c.validateProcs(), c.validateChurn()} {
+		c.validateProcs(), c.validateChurn(), checkThreads("Threads", c.Threads), checkBuffers(c.Threads, c.BufSize)} {
 		if err != nil {
 			return err
 		}
 	}
+	if err := c.validateFileList(); err != nil {
+		return err
+	}
 	if len(c.FileList) > 0 && c.Files > len(c.FileList) {
 		return badConfig("Files", "give at most as many as the files listed",
 			"%d distinct files asked for, but only %d listed", c.Files, len(c.FileList))
+	}
+	return nil
+}
+
+// validateFileList refuses a listed file outside the target: an absolute
+// path not under Dir, or a relative one climbing out with "..". The check
+// is on the names (symlinks inside the target, as sysfs has, stay
+// usable).
+func (c Config) validateFileList() error {
+	dir := c.Target.Dir
+	if dir == "" {
+		dir = "/" // an in-process tree: a path resolves within it anyway
+	}
+	for _, f := range c.FileList {
+		inside := !filepath.IsAbs(f) && filepath.IsLocal(f)
+		if filepath.IsAbs(f) {
+			rel, err := filepath.Rel(filepath.Clean(dir), filepath.Clean(f))
+			inside = err == nil && filepath.IsLocal(rel)
+		}
+		if !inside && f != "" {
+			return badConfig("FileList", "name files inside the target, relative to it or absolute under "+dir,
+				"%s is outside %s", f, dir)
+		}
 	}
 	return nil
 }

@@ -196,6 +196,10 @@ func (c SoakConfig) validate() error {
 	case c.Dir != "" && c.ServerPID <= 0:
 		return badConfig("ServerPID", "give the server's process id (pidof kernfsim)", "soaking %s needs its server's process, for its RSS and threads", c.Dir)
 	}
+	if limit, why := ThreadLimit(); c.PerOp*len(c.Readers) > limit {
+		return badConfig("PerOp", fmt.Sprintf("give at most %d readers per operation", limit/len(c.Readers)),
+			"%d readers for each of %d operations are more threads than this process may start (%s)", c.PerOp, len(c.Readers), why)
+	}
 	for _, l := range c.Locks {
 		if c.Dir == "" && !slices.Contains(locking.Names, l) {
 			return badConfig("Lock", "valid strategies are "+strings.Join(locking.Names, ", "), "unknown lock strategy %q", l)

@@ -202,6 +202,8 @@ func (c TeardownConfig) validate() error {
 			"count %d, batch %d, readers %d", c.Count, c.Batch, c.Readers)
 	case c.Batch > c.Count:
 		return badConfig("Batch", "give at most --count", "batch %d is more than the %d devices", c.Batch, c.Count)
+	case c.Count > MaxSimDevices:
+		return badConfig("Count", "give at most "+itoa(MaxSimDevices), "%d devices would take more memory than a storm needs", c.Count)
 	case c.Attrs < 0 || c.Attrs > kernfsim.MaxDeviceAttrs:
 		return badConfig("Attrs", "give 0 to "+itoa(kernfsim.MaxDeviceAttrs), "%d attributes per device", c.Attrs)
 	case c.Target.Kind != TargetSim && c.Count > kernfsim.DefaultMaxDevices:
@@ -211,6 +213,9 @@ func (c TeardownConfig) validate() error {
 		return badConfig("Batch", fmt.Sprintf("give at most %d on a mount, or use --sim (no page limit in process)",
 			kernfsim.PageSize/(len(tdName(c.Count-1))+1)), "%d names do not fit one %d-byte write to delete_device",
 			c.Batch, kernfsim.PageSize)
+	}
+	if err := checkThreads("Readers", c.Readers); err != nil {
+		return err
 	}
 	for _, l := range c.Locks {
 		if !slices.Contains(locking.Names, l) || l == "none" {

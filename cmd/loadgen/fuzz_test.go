@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/kernfsim/kernfsim/loadgen"
 )
 
 // FuzzArgs runs loadgen's command line with fuzzed arguments: it must
@@ -40,6 +42,18 @@ func FuzzArgs(f *testing.F) {
 		{2, "--duration\n0\n--locks\n"},
 		{2, "--readers\nhwloc\n--storm-size\n-3"},
 		{2, "--warmup\n1h\n--tolerance\nNaN"},
+		{0, "--sim\n--threads\n10001\n--files\n1\n--times\n1"},
+		{0, "--sim\n--threads=12000\n--files\n1\n--times\n1"},
+		{0, "--sim\n--bufsize\n100000000000\n--times\n10\n--threads\n1"},
+		{0, "--sim\n--bufsize\n9223372036854775807"},
+		{0, "--sim\n--threads\n2147483647\n--bufsize\n2147483647"},
+		{0, "--sim\n--churn\n1e300"},
+		{1, "--targets\nsim\n--threads\n1,12000\n--times\n3"},
+		{2, "--per-op\n100000"},
+		{2, "--storm-size\n99999999999"},
+		{3, "--sim\n--count\n100000000\n--batch\n100000000"},
+		{3, "--sim\n--readers\n50000"},
+		{3, "--sim\n--count\n4\n--gp\nnormal"},
 		{0, "--help"},
 		{0, ""},
 	} {
@@ -69,11 +83,21 @@ func FuzzArgs(f *testing.F) {
 	})
 }
 
-// fuzzMaxNumber bounds every number in a fuzzed command line.
+// fuzzMaxNumber bounds the numbers in a fuzzed command line, except for
+// the flags of fuzzBounded.
 const fuzzMaxNumber = 256
 
+// fuzzBounded are the flags whose values loadgen bounds by what the
+// machine can give (threads, buffers, counts), each with a number above
+// which every value is refused with exit 2 at once: such values are run,
+// not skipped. 10000 is Go's default thread limit.
+var fuzzBounded = map[string]float64{
+	"threads": 10000, "readers": 10000, "per-op": 10000, "bufsize": float64(loadgen.MaxBufSize),
+	"count": loadgen.MaxSimDevices, "batch": loadgen.MaxSimDevices, "storm-size": 256, "attrs": 64, "churn": 100000,
+}
+
 // fuzzSubcommands are the subcommands FuzzArgs runs; sub picks one.
-var fuzzSubcommands = []string{"", "compare", "soak"}
+var fuzzSubcommands = []string{"", "compare", "soak", "teardown"}
 
 // fuzzDropped are flags FuzzArgs drops: they write files, read outside
 // the in-process tree or start processes.
@@ -97,18 +121,44 @@ func fuzzArgs(sub uint8, line string) ([]string, bool) {
 	if line == "" {
 		return args, true
 	}
+	flag := "" // the flag a bare value belongs to
 	for _, a := range strings.Split(line, "\n") {
-		name, _, _ := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		name, _, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		if strings.HasPrefix(a, "-") {
+			flag = name
+		}
 		switch {
 		case other[a] || strings.HasPrefix(a, "__"):
 		case strings.HasPrefix(a, "-") && slices.Contains(fuzzDropped, name):
-		case tooLarge(a):
+		case tooLarge(a) && !(fuzzBounded[flag] > 0 && refused(a, fuzzBounded[flag])):
 			return nil, false
 		default:
 			args = append(args, a)
 		}
+		if !strings.HasPrefix(a, "-") || hasValue {
+			flag = ""
+		}
 	}
 	return args, true
+}
+
+// refused reports whether every number in arg (or its value after '=')
+// above fuzzMaxNumber is above ceiling too, so it is refused at once.
+func refused(arg string, ceiling float64) bool {
+	if _, v, found := strings.Cut(arg, "="); found {
+		arg = v
+	}
+	for _, x := range strings.Split(arg, ",") {
+		x = strings.TrimSpace(x)
+		f, err := strconv.ParseFloat(x, 64)
+		if n, ierr := strconv.ParseInt(x, 0, 64); ierr == nil {
+			f, err = float64(n), nil
+		}
+		if err == nil && f > fuzzMaxNumber && f <= ceiling || err != nil && tooLarge(x) {
+			return false
+		}
+	}
+	return true
 }
 
 // tooLarge reports whether arg, or its value after '=', holds an integer

@@ -127,7 +127,7 @@ var fieldFlags = map[string]string{
 	"Threads": "--threads", "Times": "--times", "Files": "--files", "FileList": "--file",
 	"BufSize": "--bufsize", "Op": "--op", "Missing": "--missing", "MissingPath": "--missing-path",
 	"Dir": "--path", "Lock": "--lock", "Procs": "--procs", "WorkerCommand": "--procs",
-	"Churn": "--churn", "Tree": "tree flags", "Rows": "--targets", "Ops": "--ops",
+	"Churn": "--churn", "Tree": "tree flags", "Rows": "--targets", "Ops": "--ops", "PerOp": "--per-op",
 }
 
 // configMessage is a *loadgen.ConfigError in terms of flags.

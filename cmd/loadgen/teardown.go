@@ -158,7 +158,7 @@ func (f *teardownFlags) validateLists() error {
 }
 
 // tdFlags names the flag behind each loadgen.TeardownConfig field.
-var tdFlags = map[string]string{"Count": "--count", "Batch": "--batch", "Attrs": "--attrs", "Lock": "--lock", "Dir": "--path"}
+var tdFlags = map[string]string{"Count": "--count", "Batch": "--batch", "Attrs": "--attrs", "Lock": "--lock", "Dir": "--path", "Readers": "--readers"}
 
 // tdUsage rewords a *loadgen.ConfigError of the teardown engine in terms
 // of flags.
