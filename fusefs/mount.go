@@ -59,6 +59,9 @@ func MountTree(tree *kernfsim.Tree, mountpoint string, opts MountOptions) (*Moun
 	if err := CheckMountpoint(mnt, opts.Force); err != nil {
 		return nil, err
 	}
+	if err := RaiseFDLimit(); err != nil {
+		return nil, err
+	}
 	if opts.MaxBackground == 0 {
 		opts.MaxBackground = 64
 	}

@@ -75,6 +75,14 @@ func kernfsimCmd(ctx context.Context, args ...string) *exec.Cmd {
 	return cmd
 }
 
+// inShell makes cmd run through sh after the shell command prefix (say,
+// "ulimit -n 10"), with the same arguments.
+func inShell(cmd *exec.Cmd, prefix string) {
+	cmd.Args = append([]string{"sh", "-c", prefix + `; exec "$0" "$@"`}, cmd.Args...)
+	cmd.Args[3] = cmd.Path
+	cmd.Path = "/bin/sh"
+}
+
 // result is how a finished kernfsim command ended.
 type result struct {
 	stdout, stderr string
@@ -86,9 +94,19 @@ type result struct {
 // SIGTERM and fails the test.
 func runKernfsim(t testing.TB, args ...string) result {
 	t.Helper()
+	return runKernfsimShell(t, "", args...)
+}
+
+// runKernfsimShell is runKernfsim with kernfsim run by sh after the shell
+// command prefix, if not "".
+func runKernfsimShell(t testing.TB, prefix string, args ...string) result {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
 	cmd := kernfsimCmd(ctx, args...)
+	if prefix != "" {
+		inShell(cmd, prefix)
+	}
 	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
 	cmd.WaitDelay = 5 * time.Second
 	var stdout, stderr strings.Builder

@@ -155,3 +155,30 @@ func TestSIGTERMWithNestedMount(t *testing.T) {
 		})
 	}
 }
+
+// TestLowFDLimit starts servers under low open-file limits: with the hard
+// limit below what a server needs, mount exits 2 naming the limit and
+// leaves nothing mounted; with only the soft limit low, it raises it and
+// serves reads.
+func TestLowFDLimit(t *testing.T) {
+	requireFUSE(t)
+	for _, n := range []int{10, 12, 63} {
+		t.Run(fmt.Sprintf("hard=%d", n), func(t *testing.T) {
+			mnt := newMountpoint(t)
+			r := runKernfsimShell(t, fmt.Sprintf("ulimit -n %d", n), append([]string{"mount", mnt}, smallTree...)...)
+			if r.code != 2 || !strings.Contains(r.stderr, "open-file limit is") || !strings.Contains(r.stderr, "ulimit -n 64") {
+				t.Errorf("exit %d, stderr %q: want exit 2 naming the limit and what to raise it to", r.code, r.stderr)
+			}
+			if isMounted(t, mnt) {
+				t.Errorf("%s is mounted after a refused start", mnt)
+			}
+		})
+	}
+	t.Run("soft=10", func(t *testing.T) {
+		s := startServerIn(t, "ulimit -Sn 10", newMountpoint(t), smallTree...)
+		h := startHammer(t, s.mnt, 16)
+		h.signalled.Store(true)
+		s.stop(t)
+		h.finish(t)
+	})
+}

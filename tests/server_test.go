@@ -73,6 +73,13 @@ func isMounted(t testing.TB, mnt string) bool { t.Helper(); return fusetest.IsMo
 // is detached.
 func startServer(t testing.TB, mnt string, args ...string) *server {
 	t.Helper()
+	return startServerIn(t, "", mnt, args...)
+}
+
+// startServerIn is startServer with the server run by sh after the shell
+// command prefix (say, "ulimit -Sn 10"), if not "".
+func startServerIn(t testing.TB, prefix, mnt string, args ...string) *server {
+	t.Helper()
 	requireFUSE(t)
 	r, w, err := os.Pipe()
 	if err != nil {
@@ -80,6 +87,9 @@ func startServer(t testing.TB, mnt string, args ...string) *server {
 	}
 	s := &server{mnt: mnt, stderr: new(syncBuffer), done: make(chan struct{})}
 	s.cmd = kernfsimCmd(context.Background(), append([]string{"mount", mnt}, args...)...)
+	if prefix != "" {
+		inShell(s.cmd, prefix)
+	}
 	s.cmd.Stdout, s.cmd.Stderr = w, s.stderr
 	err = s.cmd.Start()
 	w.Close()
