@@ -4,9 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"runtime"
 	"slices"
 	"time"
+
+	"golang.org/x/perf/benchmath"
 )
 
 // Compare defaults: a plain compare finishes in a few minutes on 2 cores.
@@ -64,6 +67,8 @@ type CompareConfig struct {
 	Server *ServerConfig
 	// Progress, if not nil, is called before each run.
 	Progress func(CompareProgress)
+	// Args is the command line, recorded in CompareResult.Provenance.
+	Args []string
 }
 
 // CompareProgress is where a comparison stands.
@@ -75,6 +80,7 @@ type CompareProgress struct {
 
 // CompareResult is a comparison's measurements.
 type CompareResult struct {
+	Provenance  Provenance
 	Ops         []string
 	Threads     []int
 	Times       int
@@ -105,14 +111,28 @@ type CellRun struct {
 	SinglePerOp time.Duration
 	PerOp       time.Duration // concur wall per-op (Result.WallPerOp)
 	WorkerPerOp time.Duration // the workers' own per-op (Result.ConcurPerOp)
+	NsPerOp     float64       // concur wall over all operations (Result.NsPerOp), Go's ns/op
+	Ops         int64         // the concur phase's operations, every worker's
 	P50, P99    time.Duration
+	P999        time.Duration
 	OpsPerSec   float64
+	Ratio       float64 // concur/single (Result.Ratio)
 	Efficiency  float64
 	Unexpected  int64
 	// Done and DoneMax are the median and the largest of the concur
 	// workers' time to done (WorkerResult.Done): the figure of hwloc
 	// cells, the start-up wait of half and of all MPI ranks.
 	Done, DoneMax time.Duration
+	Warnings      []string // Result.Warnings
+}
+
+// cellRunOf is r's figures.
+func cellRunOf(r Result) CellRun {
+	done, last := r.TimeToDone()
+	return CellRun{SinglePerOp: r.SinglePerOp(), PerOp: r.WallPerOp(), WorkerPerOp: r.ConcurPerOp(),
+		NsPerOp: r.NsPerOp(), Ops: r.TotalOps(), P50: r.Concur.Latency.P50, P99: r.Concur.Latency.P99,
+		P999: r.Concur.Latency.P999, OpsPerSec: r.OpsPerSec(), Ratio: r.Ratio(), Efficiency: r.Efficiency(),
+		Unexpected: r.Unexpected(), Done: done, DoneMax: last, Warnings: r.Warnings()}
 }
 
 // fieldOp reports whether the op label names an operation whose figure is
@@ -128,36 +148,54 @@ func (c CellRun) Figure(op string) time.Duration {
 	return c.PerOp
 }
 
-// Median is the median of each figure over the cell's runs.
+// Median is the median of each figure over the cell's runs, and every
+// run's unexpected errors and warnings.
 func (c Cell) Median() CellRun {
 	if len(c.Runs) == 0 {
 		return CellRun{}
 	}
-	med := func(f func(CellRun) float64) float64 {
-		v := make([]float64, len(c.Runs))
-		for i, r := range c.Runs {
-			v[i] = f(r)
-		}
-		slices.Sort(v)
-		if n := len(v); n%2 == 0 {
-			return (v[n/2-1] + v[n/2]) / 2
-		}
-		return v[len(v)/2]
-	}
+	med := func(f func(CellRun) float64) float64 { return median(c.values(f)) }
 	d := func(f func(CellRun) time.Duration) time.Duration {
 		return time.Duration(med(func(r CellRun) float64 { return float64(f(r)) }))
 	}
-	var unexpected int64
-	for _, r := range c.Runs {
-		unexpected += r.Unexpected
-	}
-	return CellRun{SinglePerOp: d(func(r CellRun) time.Duration { return r.SinglePerOp }),
+	m := CellRun{SinglePerOp: d(func(r CellRun) time.Duration { return r.SinglePerOp }),
 		PerOp:       d(func(r CellRun) time.Duration { return r.PerOp }),
 		WorkerPerOp: d(func(r CellRun) time.Duration { return r.WorkerPerOp }),
+		NsPerOp:     med(func(r CellRun) float64 { return r.NsPerOp }),
+		Ops:         int64(med(func(r CellRun) float64 { return float64(r.Ops) })),
 		P50:         d(func(r CellRun) time.Duration { return r.P50 }), P99: d(func(r CellRun) time.Duration { return r.P99 }),
+		P999:       d(func(r CellRun) time.Duration { return r.P999 }),
 		OpsPerSec:  med(func(r CellRun) float64 { return r.OpsPerSec }),
-		Efficiency: med(func(r CellRun) float64 { return r.Efficiency }), Unexpected: unexpected,
-		Done: d(func(r CellRun) time.Duration { return r.Done }), DoneMax: d(func(r CellRun) time.Duration { return r.DoneMax })}
+		Ratio:      med(func(r CellRun) float64 { return r.Ratio }),
+		Efficiency: med(func(r CellRun) float64 { return r.Efficiency }),
+		Done:       d(func(r CellRun) time.Duration { return r.Done }), DoneMax: d(func(r CellRun) time.Duration { return r.DoneMax })}
+	for _, r := range c.Runs {
+		m.Unexpected += r.Unexpected
+		for _, w := range r.Warnings {
+			if !slices.Contains(m.Warnings, w) {
+				m.Warnings = append(m.Warnings, w)
+			}
+		}
+	}
+	return m
+}
+
+// values is f of each run, in run order.
+func (c Cell) values(f func(CellRun) float64) []float64 {
+	v := make([]float64, len(c.Runs))
+	for i, r := range c.Runs {
+		v[i] = f(r)
+	}
+	return v
+}
+
+func median(v []float64) float64 {
+	v = slices.Clone(v)
+	slices.Sort(v)
+	if n := len(v); n%2 == 0 {
+		return (v[n/2-1] + v[n/2]) / 2
+	}
+	return v[len(v)/2]
 }
 
 // Cell returns the cell of row index i, op and threads, or nil.
@@ -175,17 +213,11 @@ func (r *CompareResult) Cell(i int, op string, threads int) *Cell {
 // that of the mutex row of the same target kind, op and thread count;
 // false without one.
 func (r *CompareResult) RatioToMutex(c Cell) (float64, bool) {
-	for i, row := range r.Rows {
-		if row.Target.Kind != c.Row.Target.Kind || row.Target.Lock != "mutex" || c.Row.Target.Kind == TargetPath {
-			continue
-		}
-		m := r.Cell(i, c.Op, c.Threads)
-		if m == nil || len(m.Runs) == 0 || m.Median().Figure(c.Op) == 0 {
-			return 0, false
-		}
-		return float64(c.Median().Figure(c.Op)) / float64(m.Median().Figure(c.Op)), true
+	m := r.mutexCell(c)
+	if m == nil || len(m.Runs) == 0 || m.Median().Figure(c.Op) == 0 {
+		return 0, false
 	}
-	return 0, false
+	return float64(c.Median().Figure(c.Op)) / float64(m.Median().Figure(c.Op)), true
 }
 
 // Unexpected is the number of unexpected errors in every run.
@@ -267,7 +299,7 @@ func Compare(ctx context.Context, cc CompareConfig) (res CompareResult, err erro
 	if err := cc.validate(); err != nil {
 		return CompareResult{}, err
 	}
-	res = CompareResult{Ops: cc.Ops, Threads: cc.Threads, Times: cc.Times, SimTimes: cc.SimTimes,
+	res = CompareResult{Provenance: CaptureProvenance(cc.Args), Ops: cc.Ops, Threads: cc.Threads, Times: cc.Times, SimTimes: cc.SimTimes,
 		HwlocTimes: cc.HwlocTimes, Repeats: cc.Repeats,
 		CPUs: len(allowedCPUs()), Pinned: !cc.NoPin, Rows: slices.Clone(cc.Rows)}
 	stop, err := startServers(ctx, res.Rows, cc.Server)
@@ -336,10 +368,7 @@ func runCell(ctx context.Context, cc CompareConfig, c *Cell, res *CompareResult)
 	for _, n := range r.Notes {
 		res.note(c.Row.Label() + ": " + n)
 	}
-	done, last := r.TimeToDone()
-	c.Runs = append(c.Runs, CellRun{SinglePerOp: r.SinglePerOp(), PerOp: r.WallPerOp(), WorkerPerOp: r.ConcurPerOp(),
-		P50: r.Concur.Latency.P50, P99: r.Concur.Latency.P99, OpsPerSec: r.OpsPerSec(),
-		Efficiency: r.Efficiency(), Unexpected: r.Unexpected(), Done: done, DoneMax: last})
+	c.Runs = append(c.Runs, cellRunOf(r))
 	return nil
 }
 
@@ -401,7 +430,61 @@ func startServers(ctx context.Context, rows []Row, sc *ServerConfig) (stop func(
 			return stop, err
 		}
 		servers = append(servers, s)
-		t.Dir = s.Mountpoint()
+		t.Dir, t.Mount = s.Mountpoint(), s.Mount()
 	}
 	return stop, nil
+}
+
+// Spread is how a cell's headline figure (CellRun.Figure) varies over its
+// runs.
+type Spread struct {
+	Min, Median, Max time.Duration
+	// Lo and Hi bound the median's 95% confidence interval, as benchstat
+	// computes it (golang.org/x/perf/benchmath, assuming no distribution);
+	// CI is false when the runs are too few for one (fewer than 6).
+	Lo, Hi time.Duration
+	CI     bool
+}
+
+// Spread is the spread of c's headline figure; the zero Spread without
+// runs.
+func (c Cell) Spread() Spread {
+	if len(c.Runs) == 0 {
+		return Spread{}
+	}
+	v := c.values(func(r CellRun) float64 { return float64(r.Figure(c.Op)) })
+	s := benchmath.AssumeNothing.Summary(benchmath.NewSample(v, &benchmath.DefaultThresholds), 0.95)
+	sp := Spread{Min: time.Duration(slices.Min(v)), Median: time.Duration(median(v)), Max: time.Duration(slices.Max(v))}
+	if !math.IsInf(s.Lo, 0) && !math.IsInf(s.Hi, 0) {
+		sp.Lo, sp.Hi, sp.CI = time.Duration(s.Lo), time.Duration(s.Hi), true
+	}
+	return sp
+}
+
+// Overlaps reports whether the ranges (min to max) of a and b overlap.
+func (a Spread) Overlaps(b Spread) bool { return a.Min <= b.Max && b.Min <= a.Max }
+
+// mutexCell is the cell of the mutex row of c's target kind, op and
+// thread count, or nil (and for c's own kind path, which has no lock).
+func (r *CompareResult) mutexCell(c Cell) *Cell {
+	if c.Row.Target.Kind == TargetPath {
+		return nil
+	}
+	for i, row := range r.Rows {
+		if row.Target.Kind == c.Row.Target.Kind && row.Target.Lock == "mutex" {
+			return r.Cell(i, c.Op, c.Threads)
+		}
+	}
+	return nil
+}
+
+// Unresolved reports whether c's ratio to mutex says nothing: its runs'
+// range overlaps the mutex cell's. False for the mutex row itself and
+// without a mutex row.
+func (r *CompareResult) Unresolved(c Cell) bool {
+	m := r.mutexCell(c)
+	if m == nil || m.Row == c.Row || len(m.Runs) == 0 || len(c.Runs) == 0 {
+		return false
+	}
+	return c.Spread().Overlaps(m.Spread())
 }

@@ -116,6 +116,9 @@ type Target struct {
 	// teardown policy (cmd/loadgen passes kernfsim's tree flags this way).
 	// Tree is then read only by reports (its CPUs, if not 0).
 	Build TreeBuilder
+	// Mount is how the server of a TargetKernfsim Run or Compare started
+	// serves it (from its status line); nil for other targets.
+	Mount *Mount
 }
 
 // TreeBuilder builds the tree of a TargetSim. It is an interface, not a
@@ -163,6 +166,9 @@ type Config struct {
 	// Progress, if not nil, is called about five times a second from
 	// another goroutine while a phase runs.
 	Progress func(Progress)
+	// Args is the command line that asked for the run, recorded in
+	// Result.Provenance.
+	Args []string
 }
 
 // Progress is where a run stands.

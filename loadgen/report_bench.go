@@ -3,60 +3,104 @@ package loadgen
 import (
 	"fmt"
 	"io"
+	"math"
 	"runtime"
 )
 
 // BenchName is the benchmark name prefix of WriteBench's lines.
 const BenchName = "BenchmarkSysfs"
 
-// WriteBench writes r as one Go benchmark line, with a header benchstat
-// reads:
+// benchPkg is the pkg: line of the header.
+const benchPkg = "github.com/kernfsim/kernfsim/loadgen"
+
+// WriteBench writes r as one Go benchmark line, after the header go test
+// prints (goos, goarch, pkg, cpu) and comment lines benchstat ignores: the
+// build, the machine, the command line, the target's setup and any
+// warnings.
 //
-//	BenchmarkSysfs/target=sim/lock=rwsem/op=files/threads=48  10000  21530 ns/op  ...
+//	BenchmarkSysfs/target=sim/lock=rwsem/op=files/threads=48-2  480000  449.2 ns/op  21530 worker-ns/op ...
 //
-// ns/op is the concur phase's wall per-op (Result.WallPerOp); the other
-// metrics are the workers' own per-op (worker-ns/op, the seed's "per"),
-// the single per-op (single-ns/op), concur latency percentiles (p50-ns,
-// p99-ns, p99.9-ns), throughput (ops/s), the concur/single ratio and
-// scaling efficiency; hwloc and lstopo lines add the median and the
-// largest worker time to done (done-ns, done-max-ns).
-// The iteration count is Times: operations per worker.
+// As with b.RunParallel, the iteration count is every worker's operations
+// together and ns/op the concur phase's wall time over them (the
+// reciprocal of ops/s); the -N suffix is GOMAXPROCS when the run began.
+// The other metrics are the workers' own mean per-op (worker-ns/op, the
+// seed's "per"), the single phase's per-op (single-ns/op), concur latency
+// percentiles (p50-ns, p99-ns, p99.9-ns), throughput (ops/s), the
+// concur/single ratio and the scaling efficiency; hwloc and lstopo lines add
+// the median and the largest worker time to done (done-ns, done-max-ns).
+// loadgen compare writes the same metrics, a line per repeat. Figures are
+// printed as go test prints them.
 func WriteBench(w io.Writer, r Result) error {
-	if err := writeBenchHeader(w); err != nil {
-		return err
+	ew := &errWriter{w: w}
+	writeBenchHeader(ew, r.Provenance)
+	ew.printf("# setup: %s\n", r.Target.Describe())
+	for _, warn := range r.Warnings() {
+		ew.printf("# warning: %s\n", warn)
 	}
-	return writeBenchLine(w, r)
+	if r.Concur.Ran && len(r.Concur.Workers) > 0 {
+		writeBenchLine(ew, r.Provenance, benchName(r.Target, r.Op, r.Missing, r.Threads), r.Op, cellRunOf(r))
+	}
+	return ew.err
 }
 
-func writeBenchHeader(w io.Writer) error {
-	_, err := fmt.Fprintf(w, "goos: %s\ngoarch: %s\npkg: github.com/kernfsim/kernfsim/loadgen\n", runtime.GOOS, runtime.GOARCH)
+// writeBenchHeader writes go test's header, then the provenance as
+// comment lines.
+func writeBenchHeader(ew *errWriter, p Provenance) {
+	ew.printf("goos: %s\ngoarch: %s\npkg: %s\ncpu: %s\n", runtime.GOOS, runtime.GOARCH, benchPkg, p.CPUModel)
+	ew.printf("# %s %s\n# machine: %s\n", p.Program, p.Build(), p.Machine())
+	if len(p.Args) > 0 {
+		ew.printf("# command: %s\n", p.CommandLine())
+	}
+}
+
+// writeTeardownBenchHeader is go test's header for the teardown reports.
+func writeTeardownBenchHeader(w io.Writer) error {
+	_, err := fmt.Fprintf(w, "goos: %s\ngoarch: %s\npkg: %s\ncpu: %s\n", runtime.GOOS, runtime.GOARCH, benchPkg, cpuModel())
 	return err
 }
 
-// benchName is r's benchmark name with key=value parts, so that
-// `benchstat -col /lock` compares strategies.
-func benchName(t Target, r Result) string {
+// writeBenchLine writes one benchmark line: name with the -N GOMAXPROCS
+// suffix, every worker's operations, then the metrics.
+func writeBenchLine(ew *errWriter, p Provenance, name string, op Op, c CellRun) {
+	ew.printf("%s-%d\t%8d", name, max(1, p.GOMAXPROCS), c.Ops)
+	m := [][2]any{{c.NsPerOp, "ns/op"}, {float64(c.WorkerPerOp), "worker-ns/op"}, {float64(c.SinglePerOp), "single-ns/op"},
+		{float64(c.P50), "p50-ns"}, {float64(c.P99), "p99-ns"}, {float64(c.P999), "p99.9-ns"},
+		{c.OpsPerSec, "ops/s"}, {c.Ratio, "ratio"}, {c.Efficiency, "efficiency"}}
+	if op == OpHwloc || op == OpLstopo {
+		m = append(m, [2]any{float64(c.Done), "done-ns"}, [2]any{float64(c.DoneMax), "done-max-ns"})
+	}
+	for _, v := range m {
+		ew.printf(benchFormat(v[0].(float64)), v[0], v[1])
+	}
+	ew.printf("\n")
+}
+
+// benchFormat is the format go test's testing package prints a metric
+// with: whole numbers from 1000 up, four significant figures below.
+func benchFormat(x float64) string {
+	switch y := math.Abs(x); {
+	case y == 0 || y >= 999.95:
+		return "\t%10.0f %s"
+	case y >= 99.995:
+		return "\t%12.1f %s"
+	case y >= 9.9995:
+		return "\t%13.2f %s"
+	case y >= 0.99995:
+		return "\t%14.3f %s"
+	case y >= 0.099995:
+		return "\t%15.4f %s"
+	}
+	return "\t%16.5f %s"
+}
+
+// benchName is the benchmark name with key=value parts, so that
+// `benchstat -col /lock` compares strategies; without the -N suffix.
+func benchName(t Target, op Op, missing bool, threads int) string {
 	lock := t.Lock
 	if t.Kind == TargetPath {
 		lock = "host"
 	}
-	return fmt.Sprintf("%s/target=%s/lock=%s/op=%s/threads=%d", BenchName, targetLabel(t), lock, opLabel(r.Op, r.Missing), r.Threads)
-}
-
-func writeBenchLine(w io.Writer, r Result) error {
-	if !r.Concur.Ran || len(r.Concur.Workers) == 0 {
-		return nil
-	}
-	l := r.Concur.Latency
-	done := ""
-	if r.Op == OpHwloc || r.Op == OpLstopo {
-		med, last := r.TimeToDone()
-		done = fmt.Sprintf("\t%d done-ns\t%d done-max-ns", int64(med), int64(last))
-	}
-	_, err := fmt.Fprintf(w, "%s\t%d\t%.1f ns/op\t%.1f worker-ns/op\t%.1f single-ns/op\t%d p50-ns\t%d p99-ns\t%d p99.9-ns\t%.0f ops/s\t%.3f ratio\t%.3f efficiency%s\n",
-		benchName(r.Target, r), iterations(r), nsOf(r.WallPerOp()), nsOf(r.ConcurPerOp()), nsOf(r.SinglePerOp()),
-		int64(l.P50), int64(l.P99), int64(l.P999), r.OpsPerSec(), r.Ratio(), r.Efficiency(), done)
-	return err
+	return fmt.Sprintf("%s/target=%s/lock=%s/op=%s/threads=%d", BenchName, targetLabel(t), lock, opLabel(op, missing), threads)
 }
 
 // targetLabel is the target's name in benchmark keys and tables: sim,
@@ -80,14 +124,4 @@ func opLabel(op Op, missing bool) string {
 		return "files"
 	}
 	return string(op)
-}
-
-// iterations is the benchmark line's iteration count: operations per
-// worker, the fewest any worker did when the run was interrupted.
-func iterations(r Result) int64 {
-	n := int64(r.Times)
-	for _, w := range r.Concur.Workers {
-		n = min(n, w.Ops)
-	}
-	return n
 }

@@ -22,7 +22,14 @@ func WriteCompareTable(w io.Writer, r CompareResult) error {
 	}
 	ew.printf("loadgen compare: median per-op of %d runs x %s, %d CPUs, workers %s, %s\n",
 		r.Repeats, workPerRun(r), r.CPUs, pin, r.Elapsed.Round(1e8))
-	ew.printf("cell: per-op  xR = R times mutex's per-op (lower is better)  eE = scaling efficiency (1.00 ideal)\n")
+	writeProvenance(ew, r.Provenance, 8)
+	for _, s := range compareSetups(r) {
+		ew.printf("%-8s %s\n", "setup:", s)
+	}
+	ew.printf("\ncell: per-op ±S  xR eE\n")
+	ew.printf("  ±S  the runs' spread: the farther of min and max from the median, in %% of it\n")
+	ew.printf("  xR  R times mutex's per-op (lower is better); x1.20~ when the two cells' min-max ranges overlap: not resolved\n")
+	ew.printf("  eE  scaling efficiency (1.00 ideal); a ! after it: a run was too short or noisy to trust (see warnings)\n")
 	if r.Interrupted {
 		ew.printf("interrupted: medians of the runs done so far\n")
 	}
@@ -42,6 +49,7 @@ func WriteCompareTable(w io.Writer, r CompareResult) error {
 	if n := r.Unexpected(); n > 0 {
 		ew.printf("\nunexpected errors: %d (run the row alone to see them)\n", n)
 	}
+	writeCompareWarnings(ew, r)
 	if len(r.Notes) > 0 {
 		ew.printf("\nnotes:\n")
 	}
@@ -92,15 +100,64 @@ func cellText(r CompareResult, c *Cell) string {
 	if c == nil || len(c.Runs) == 0 {
 		return "-"
 	}
-	m := c.Median()
+	m, sp := c.Median(), c.Spread()
 	fig := fmtDur(m.PerOp)
 	if fieldOp(c.Op) {
 		fig = fmtDur(m.Done) + "/" + fmtDur(m.DoneMax)
 	}
+	fig += " ±" + spreadPct(sp)
 	if v, ok := r.RatioToMutex(*c); ok {
-		return fmt.Sprintf("%s x%.2f e%.2f", fig, v, m.Efficiency)
+		unresolved := ""
+		if r.Unresolved(*c) {
+			unresolved = "~"
+		}
+		fig += fmt.Sprintf(" x%.2f%s", v, unresolved)
 	}
-	return fmt.Sprintf("%s e%.2f", fig, m.Efficiency)
+	fig += fmt.Sprintf(" e%.2f", m.Efficiency)
+	if len(m.Warnings) > 0 {
+		fig += "!"
+	}
+	return fig
+}
+
+// spreadPct is the farther of min and max from the median, in percent of
+// the median.
+func spreadPct(s Spread) string {
+	if s.Median == 0 {
+		return "0%"
+	}
+	d := max(s.Max-s.Median, s.Median-s.Min)
+	return fmt.Sprintf("%.0f%%", 100*float64(d)/float64(s.Median))
+}
+
+// writeCompareWarnings lists the cells marked ! with their warnings.
+func writeCompareWarnings(ew *errWriter, r CompareResult) {
+	first := true
+	for _, c := range r.Cells {
+		for _, w := range c.Median().Warnings {
+			if first {
+				ew.printf("\nwarnings:\n")
+				first = false
+			}
+			what, _, _ := strings.Cut(w, ":")
+			ew.printf("  %s op=%s threads=%d: %s\n", c.Row.Label(), c.Op, c.Threads, what)
+		}
+	}
+	if !first {
+		ew.printf("  (raise --times, or --sim-times for the sim rows, and --repeats for more runs per cell)\n")
+	}
+}
+
+// compareSetups says how each kind of row was served, once per kind.
+func compareSetups(r CompareResult) []string {
+	var out []string
+	for _, row := range r.Rows {
+		s := targetLabel(row.Target) + " rows: " + row.Target.Setup()
+		if !slices.Contains(out, s) {
+			out = append(out, s)
+		}
+	}
+	return out
 }
 
 // SchemaCompare names the JSON document WriteCompareJSON writes.
@@ -108,48 +165,68 @@ const SchemaCompare = "kernfsim-loadgen-compare/1"
 
 // JSONCompare is the JSON form of a CompareResult.
 type JSONCompare struct {
-	Schema      string     `json:"schema"`
-	Ops         []string   `json:"ops"`
-	Threads     []int      `json:"threads"`
-	Times       int        `json:"times"`
-	SimTimes    int        `json:"sim_times"`
-	HwlocTimes  int        `json:"hwloc_times,omitempty"` // per worker in hwloc and lstopo cells
-	Repeats     int        `json:"repeats"`
-	CPUs        int        `json:"cpus"`
-	Pinned      bool       `json:"pinned"`
-	ElapsedNs   int64      `json:"elapsed_ns"`
-	Interrupted bool       `json:"interrupted"`
-	Notes       []string   `json:"notes,omitempty"`
-	Cells       []JSONCell `json:"cells"`
+	Schema      string         `json:"schema"`
+	Provenance  JSONProvenance `json:"provenance"`
+	Ops         []string       `json:"ops"`
+	Threads     []int          `json:"threads"`
+	Times       int            `json:"times"`
+	SimTimes    int            `json:"sim_times"`
+	HwlocTimes  int            `json:"hwloc_times,omitempty"` // per worker in hwloc and lstopo cells
+	Repeats     int            `json:"repeats"`
+	CPUs        int            `json:"cpus"`
+	Pinned      bool           `json:"pinned"`
+	ElapsedNs   int64          `json:"elapsed_ns"`
+	Interrupted bool           `json:"interrupted"`
+	Notes       []string       `json:"notes,omitempty"`
+	Cells       []JSONCell     `json:"cells"`
 }
 
 // JSONCell is a Cell: its medians, and each run's figures.
 type JSONCell struct {
-	Target       JSONTarget    `json:"target"`
-	Op           string        `json:"op"`
-	Threads      int           `json:"threads"`
-	Median       JSONCellRun   `json:"median"`
-	RatioToMutex *float64      `json:"ratio_to_mutex"` // null without a mutex row
-	Runs         []JSONCellRun `json:"runs"`
+	Target       JSONTarget  `json:"target"`
+	Op           string      `json:"op"`
+	Threads      int         `json:"threads"`
+	Median       JSONCellRun `json:"median"`
+	RatioToMutex *float64    `json:"ratio_to_mutex"` // null without a mutex row
+	// Unresolved is set when the cell's runs overlap the mutex cell's
+	// (min to max): the ratio is not resolved.
+	Unresolved bool          `json:"unresolved,omitempty"`
+	Spread     JSONSpread    `json:"spread"` // of the headline figure: per_op_ns, or done_ns for hwloc and lstopo
+	Runs       []JSONCellRun `json:"runs"`
+}
+
+// JSONSpread is a Spread. The confidence interval is null with fewer than
+// 6 runs.
+type JSONSpread struct {
+	MinNs    int64  `json:"min_ns"`
+	MedianNs int64  `json:"median_ns"`
+	MaxNs    int64  `json:"max_ns"`
+	CI95LoNs *int64 `json:"ci95_lo_ns"`
+	CI95HiNs *int64 `json:"ci95_hi_ns"`
 }
 
 // JSONCellRun is a CellRun.
 type JSONCellRun struct {
-	SinglePerOpNs int64   `json:"single_per_op_ns"`
-	PerOpNs       int64   `json:"per_op_ns"`        // concur wall per-op
-	WorkerPerOpNs int64   `json:"worker_per_op_ns"` // the workers' own per-op
-	P50Ns         int64   `json:"p50_ns"`
-	P99Ns         int64   `json:"p99_ns"`
-	OpsPerSec     float64 `json:"ops_per_sec"`
-	Efficiency    float64 `json:"efficiency"`
-	Unexpected    int64   `json:"unexpected_errors"`
-	DoneNs        int64   `json:"done_ns,omitempty"`     // median of the workers' time to done
-	DoneMaxNs     int64   `json:"done_max_ns,omitempty"` // the last worker's
+	Warnings      []string `json:"warnings,omitempty"` // Result.Warnings of the run (of every run, in a median)
+	SinglePerOpNs int64    `json:"single_per_op_ns"`
+	PerOpNs       int64    `json:"per_op_ns"`        // concur wall per-op
+	WorkerPerOpNs int64    `json:"worker_per_op_ns"` // the workers' own per-op
+	P50Ns         int64    `json:"p50_ns"`
+	P99Ns         int64    `json:"p99_ns"`
+	OpsPerSec     float64  `json:"ops_per_sec"`
+	Efficiency    float64  `json:"efficiency"`
+	Unexpected    int64    `json:"unexpected_errors"`
+	DoneNs        int64    `json:"done_ns,omitempty"`     // median of the workers' time to done
+	DoneMaxNs     int64    `json:"done_max_ns,omitempty"` // the last worker's
+	NsPerOp       float64  `json:"ns_per_op"`             // concur wall over all operations (Go's ns/op)
+	Ops           int64    `json:"ops"`                   // the concur phase's operations, every worker's
+	P999Ns        int64    `json:"p999_ns"`
+	Ratio         float64  `json:"ratio"` // concur/single
 }
 
 // WriteCompareJSON writes r as one indented JSON document (JSONCompare).
 func WriteCompareJSON(w io.Writer, r CompareResult) error {
-	j := JSONCompare{Schema: SchemaCompare, Ops: r.Ops, Threads: r.Threads, Times: r.Times, SimTimes: r.SimTimes,
+	j := JSONCompare{Schema: SchemaCompare, Provenance: jsonProvenance(r.Provenance), Ops: r.Ops, Threads: r.Threads, Times: r.Times, SimTimes: r.SimTimes,
 		HwlocTimes: r.HwlocTimes, Repeats: r.Repeats, CPUs: r.CPUs, Pinned: r.Pinned, ElapsedNs: int64(r.Elapsed),
 		Interrupted: r.Interrupted, Notes: r.Notes, Cells: []JSONCell{}}
 	for _, c := range r.Cells {
@@ -158,6 +235,7 @@ func WriteCompareJSON(w io.Writer, r CompareResult) error {
 		if v, ok := r.RatioToMutex(c); ok {
 			jc.RatioToMutex = &v
 		}
+		jc.Unresolved, jc.Spread = r.Unresolved(c), jsonSpread(c.Spread())
 		for _, run := range c.Runs {
 			jc.Runs = append(jc.Runs, jsonCellRun(run))
 		}
@@ -171,31 +249,41 @@ func WriteCompareJSON(w io.Writer, r CompareResult) error {
 func jsonCellRun(c CellRun) JSONCellRun {
 	return JSONCellRun{SinglePerOpNs: int64(c.SinglePerOp), PerOpNs: int64(c.PerOp), WorkerPerOpNs: int64(c.WorkerPerOp), P50Ns: int64(c.P50),
 		P99Ns: int64(c.P99), OpsPerSec: c.OpsPerSec, Efficiency: c.Efficiency, Unexpected: c.Unexpected,
-		DoneNs: int64(c.Done), DoneMaxNs: int64(c.DoneMax)}
+		DoneNs: int64(c.Done), DoneMaxNs: int64(c.DoneMax), NsPerOp: c.NsPerOp, Ops: c.Ops, P999Ns: int64(c.P999),
+		Ratio: c.Ratio, Warnings: c.Warnings}
 }
 
-// WriteCompareBench writes one Go benchmark line per run (each repeat), so
-// that benchstat computes medians and confidence intervals itself:
-// `benchstat -col /lock` puts the strategies side by side.
+func jsonSpread(s Spread) JSONSpread {
+	j := JSONSpread{MinNs: int64(s.Min), MedianNs: int64(s.Median), MaxNs: int64(s.Max)}
+	if s.CI {
+		lo, hi := int64(s.Lo), int64(s.Hi)
+		j.CI95LoNs, j.CI95HiNs = &lo, &hi
+	}
+	return j
+}
+
+// WriteCompareBench writes one Go benchmark line per run (each repeat),
+// with WriteBench's header and metrics, so that benchstat computes medians
+// and confidence intervals itself: `benchstat -col /lock` puts the
+// strategies side by side.
 func WriteCompareBench(w io.Writer, r CompareResult) error {
-	if err := writeBenchHeader(w); err != nil {
-		return err
+	ew := &errWriter{w: w}
+	writeBenchHeader(ew, r.Provenance)
+	for _, s := range compareSetups(r) {
+		ew.printf("# setup: %s\n", s)
+	}
+	for _, n := range r.Notes {
+		ew.printf("# note: %s\n", n)
 	}
 	for _, c := range r.Cells {
 		op, missing, _ := parseOpLabel(c.Op)
-		name := benchName(c.Row.Target, Result{Op: op, Missing: missing, Threads: c.Threads})
-		times := CompareConfig{Times: r.Times, SimTimes: r.SimTimes, HwlocTimes: r.HwlocTimes}.times(&c)
+		name := benchName(c.Row.Target, op, missing, c.Threads)
 		for _, run := range c.Runs {
-			done := ""
-			if fieldOp(c.Op) {
-				done = fmt.Sprintf("\t%d done-ns\t%d done-max-ns", int64(run.Done), int64(run.DoneMax))
+			for _, warn := range run.Warnings {
+				ew.printf("# warning: %s op=%s threads=%d: %s\n", c.Row.Label(), c.Op, c.Threads, warn)
 			}
-			if _, err := fmt.Fprintf(w, "%s\t%d\t%.1f ns/op\t%.1f worker-ns/op\t%.1f single-ns/op\t%d p50-ns\t%d p99-ns\t%.0f ops/s\t%.3f efficiency%s\n",
-				name, times, float64(run.PerOp), float64(run.WorkerPerOp), float64(run.SinglePerOp), int64(run.P50), int64(run.P99),
-				run.OpsPerSec, run.Efficiency, done); err != nil {
-				return err
-			}
+			writeBenchLine(ew, r.Provenance, name, op, run)
 		}
 	}
-	return nil
+	return ew.err
 }

@@ -12,31 +12,67 @@ const SchemaRun = "kernfsim-loadgen-run/1"
 // JSONRun is the JSON form of a Result. Durations are integer
 // nanoseconds (fields ending _ns); per-op means are float nanoseconds.
 type JSONRun struct {
-	Schema      string     `json:"schema"`
-	Target      JSONTarget `json:"target"`
-	Op          string     `json:"op"`
-	Missing     bool       `json:"missing"`
-	Threads     int        `json:"threads"`
-	Times       int        `json:"times"`
-	CPUs        int        `json:"cpus"`
-	Pinned      bool       `json:"pinned"`
-	Procs       bool       `json:"procs"`
-	BufSize     int        `json:"bufsize"`
-	Files       []string   `json:"files"`
-	FilesPerOp  int        `json:"files_per_op"`
-	ClockCostNs float64    `json:"clock_cost_ns"`
-	Single      *JSONPhase `json:"single"`
-	Concur      *JSONPhase `json:"concur"`
-	Ratio       float64    `json:"ratio"`      // concur per-op / single per-op
-	Efficiency  float64    `json:"efficiency"` // 1.0 ideal
-	OpsPerSec   float64    `json:"ops_per_sec"`
+	Schema      string         `json:"schema"`
+	Provenance  JSONProvenance `json:"provenance"`
+	Target      JSONTarget     `json:"target"`
+	Op          string         `json:"op"`
+	Missing     bool           `json:"missing"`
+	Threads     int            `json:"threads"`
+	Times       int            `json:"times"`
+	CPUs        int            `json:"cpus"`
+	Pinned      bool           `json:"pinned"`
+	Procs       bool           `json:"procs"`
+	BufSize     int            `json:"bufsize"`
+	Files       []string       `json:"files"`
+	FilesPerOp  int            `json:"files_per_op"`
+	ClockCostNs float64        `json:"clock_cost_ns"`
+	Single      *JSONPhase     `json:"single"`
+	Concur      *JSONPhase     `json:"concur"`
+	Ratio       float64        `json:"ratio"`      // concur per-op / single per-op
+	Efficiency  float64        `json:"efficiency"` // 1.0 ideal
+	OpsPerSec   float64        `json:"ops_per_sec"`
 	// TimeToDone summarises the concur workers' done_ns (hwloc and lstopo).
 	TimeToDone  *JSONTimeToDone `json:"time_to_done,omitempty"`
 	Churn       *JSONChurn      `json:"churn,omitempty"`
 	Errors      []JSONError     `json:"errors"`
 	Unexpected  int64           `json:"unexpected_errors"`
 	Notes       []string        `json:"notes,omitempty"`
+	Warnings    []string        `json:"warnings,omitempty"` // Result.Warnings: figures that may mislead
 	Interrupted bool            `json:"interrupted"`
+}
+
+// JSONProvenance is a Provenance.
+type JSONProvenance struct {
+	Program    string   `json:"program"`
+	Version    string   `json:"version"`
+	Revision   string   `json:"revision"` // "" when the build was not VCS-stamped
+	GoVersion  string   `json:"go_version"`
+	Kernel     string   `json:"kernel"`
+	CPUModel   string   `json:"cpu_model"`
+	OnlineCPUs int      `json:"online_cpus"`
+	GOMAXPROCS int      `json:"gomaxprocs"`
+	Args       []string `json:"args"`
+	Start      string   `json:"start"` // RFC 3339
+}
+
+func jsonProvenance(p Provenance) JSONProvenance {
+	j := JSONProvenance{Program: p.Program, Version: p.Version, Revision: p.Revision, GoVersion: p.GoVersion,
+		Kernel: p.Kernel, CPUModel: p.CPUModel, OnlineCPUs: p.OnlineCPUs, GOMAXPROCS: p.GOMAXPROCS, Args: p.Args}
+	if j.Args == nil {
+		j.Args = []string{}
+	}
+	if !p.Start.IsZero() {
+		j.Start = p.Start.UTC().Format(time.RFC3339)
+	}
+	return j
+}
+
+// ToProvenance is JSONProvenance's inverse.
+func (j JSONProvenance) ToProvenance() Provenance {
+	p := Provenance{Program: j.Program, Version: j.Version, Revision: j.Revision, GoVersion: j.GoVersion,
+		Kernel: j.Kernel, CPUModel: j.CPUModel, OnlineCPUs: j.OnlineCPUs, GOMAXPROCS: j.GOMAXPROCS, Args: j.Args}
+	p.Start, _ = time.Parse(time.RFC3339, j.Start)
+	return p
 }
 
 // JSONTimeToDone is Result.TimeToDone.
@@ -53,6 +89,22 @@ type JSONTarget struct {
 	Lock  string `json:"lock,omitempty"` // sim and kernfsim
 	CPUs  int    `json:"tree_cpus,omitempty"`
 	Tree  string `json:"tree,omitempty"` // sim: "synthetic tree of 64 CPUs", "mirror of /sys"
+	// Transport is how operations reach the tree: devfuse (or what the
+	// server reported) for a server loadgen started, none for sim and path.
+	Transport string `json:"transport"`
+	// Mount is the server's own account of how it serves; absent for sim
+	// and path targets.
+	Mount *JSONMount `json:"mount,omitempty"`
+}
+
+// JSONMount is a Mount.
+type JSONMount struct {
+	Lock              string `json:"lock"` // with its details: "rcu gp=normal tick=4ms"
+	Transport         string `json:"transport"`
+	Permissions       string `json:"permissions"` // kernel or server
+	EntryTimeoutNs    int64  `json:"entry_timeout_ns"`
+	AttrTimeoutNs     int64  `json:"attr_timeout_ns"`
+	NegativeTimeoutNs int64  `json:"negative_timeout_ns"`
 }
 
 // JSONPhase is a Phase; nil when the phase did not run.
@@ -113,7 +165,7 @@ func WriteJSON(w io.Writer, r Result) error {
 
 // ToJSON converts r to its JSON form.
 func ToJSON(r Result) JSONRun {
-	j := JSONRun{Schema: SchemaRun, Target: jsonTarget(r.Target), Op: string(r.Op), Missing: r.Missing,
+	j := JSONRun{Schema: SchemaRun, Provenance: jsonProvenance(r.Provenance), Warnings: r.Warnings(), Target: jsonTarget(r.Target), Op: string(r.Op), Missing: r.Missing,
 		Threads: r.Threads, Times: r.Times, CPUs: r.CPUs, Pinned: r.Pinned, Procs: r.Procs,
 		BufSize: r.BufSize, Files: r.Files, FilesPerOp: r.FilesPerOp, ClockCostNs: r.ClockCostNs,
 		Single: jsonPhase(r.Single), Concur: jsonPhase(r.Concur), Ratio: r.Ratio(),
@@ -131,7 +183,11 @@ func ToJSON(r Result) JSONRun {
 }
 
 func jsonTarget(t Target) JSONTarget {
-	j := JSONTarget{Kind: string(t.Kind), Label: targetLabel(t), Dir: t.Dir, Lock: t.Lock}
+	j := JSONTarget{Kind: string(t.Kind), Label: targetLabel(t), Dir: t.Dir, Lock: t.Lock, Transport: t.Transport()}
+	if m := t.Mount; m != nil {
+		j.Mount = &JSONMount{Lock: m.Lock, Transport: m.Transport, Permissions: m.Permissions,
+			EntryTimeoutNs: int64(m.EntryTimeout), AttrTimeoutNs: int64(m.AttrTimeout), NegativeTimeoutNs: int64(m.NegativeTimeout)}
+	}
 	if t.Kind == TargetSim && (t.Build == nil || t.Tree.CPUs > 0) {
 		j.CPUs = t.Tree.WithDefaults().CPUs
 	}

@@ -80,6 +80,11 @@ func WriteSummary(w io.Writer, r Result) error {
 		ew.printf("note:         %s\n", n)
 	}
 	ew.printf("errors:       %s\n", describeErrors(r))
+	for _, w := range r.Warnings() {
+		ew.printf("warning:      %s\n", w)
+	}
+	ew.printf("setup:        %s\n", r.Target.Describe())
+	writeProvenance(ew, r.Provenance, 13)
 	return ew.err
 }
 

@@ -258,7 +258,7 @@ const TeardownBenchName = "BenchmarkTeardown"
 // The iterations are the calls; ns/op is the caller's mean per call. gp
 // is "na" for mutex and rwsem (a slash would split the key).
 func WriteTeardownBench(w io.Writer, r TeardownResult) error {
-	if err := writeBenchHeader(w); err != nil {
+	if err := writeTeardownBenchHeader(w); err != nil {
 		return err
 	}
 	ew := &errWriter{w: w}
@@ -458,7 +458,7 @@ func jsonKernelPhase(p *KernelPhase) *JSONKernelPhase {
 // (BenchmarkUnshare/ns=ipc; ns=pid-baseline for pid's baseline). ns/op is
 // the wall time per call.
 func WriteKernelBench(w io.Writer, r KernelResult) error {
-	if err := writeBenchHeader(w); err != nil {
+	if err := writeTeardownBenchHeader(w); err != nil {
 		return err
 	}
 	ew := &errWriter{w: w}

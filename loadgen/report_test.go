@@ -45,10 +45,15 @@ func firstDiff(got, want string) string {
 
 // fixture is a Result with fixed figures: two workers on a 2-CPU machine,
 // the first reading slower, with churn.
+// testProvenance is a fixed build and machine.
+var testProvenance = Provenance{Program: "loadgen", Version: "v1.2.3", Revision: "0123456789abcdef0123456789abcdef01234567",
+	GoVersion: "go1.26.0", Kernel: "6.18.0", CPUModel: "Test CPU @ 2.00GHz", OnlineCPUs: 2, GOMAXPROCS: 2,
+	Args: []string{"loadgen", "--sim", "--file", "a b"}, Start: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
+
 func fixture() Result {
 	us := time.Microsecond
 	lat := Latency{Count: 20000, Mean: 4 * us, P50: 3900 * time.Nanosecond, P99: 9 * us, P999: 20 * us, Max: 1200 * us}
-	return Result{
+	return Result{Provenance: testProvenance,
 		Target: Target{Kind: TargetSim, Lock: "rwsem"}, Op: OpOpenReadClose, Threads: 2, Times: 10000, CPUs: 2,
 		Pinned: true, BufSize: 32, Files: []string{"devices/system/cpu/cpu0/topology/core_id"}, FilesPerOp: 1,
 		ClockCostNs: 38,
@@ -128,7 +133,7 @@ func abs(v float64) float64 {
 func compareFixture() CompareResult {
 	rows := []Row{{Target{Kind: TargetSim, Lock: "mutex"}}, {Target{Kind: TargetSim, Lock: "rcu"}},
 		{Target{Kind: TargetPath, Dir: "/sys"}}}
-	r := CompareResult{Ops: []string{"files", "missing"}, Threads: []int{1, 48}, Times: 2000, SimTimes: 20000,
+	r := CompareResult{Provenance: testProvenance, Ops: []string{"files", "missing"}, Threads: []int{1, 48}, Times: 2000, SimTimes: 20000,
 		Repeats: 3, CPUs: 2, Pinned: true, Rows: rows, Elapsed: 61 * time.Second}
 	r.Cells = makeCells(r)
 	for i := range r.Cells {
@@ -136,7 +141,9 @@ func compareFixture() CompareResult {
 		base := time.Duration(100*(i%4+1)+50*(i/4)) * time.Nanosecond
 		for rep := range 3 {
 			per := base * time.Duration(c.Threads) * time.Duration(rep+2) / 2
+			ops := int64(c.Threads) * 20000
 			c.Runs = append(c.Runs, CellRun{SinglePerOp: base, PerOp: per, WorkerPerOp: per * 9 / 10, P50: per, P99: 2 * per,
+				NsPerOp: float64(per) / float64(c.Threads), Ops: ops, P999: 3 * per, Ratio: 0.9 * float64(per) / float64(base),
 				OpsPerSec: 1e9 / float64(per), Efficiency: float64(base) * float64(c.Threads) / float64(min(c.Threads, 2)) / float64(per)})
 		}
 	}

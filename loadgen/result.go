@@ -13,7 +13,8 @@ import (
 // Result is what one run measured. A run interrupted by its context has
 // Interrupted set and holds what was measured until then.
 type Result struct {
-	Target      Target // Dir is the mountpoint for a kernfsim target Run started
+	Provenance  Provenance // the build, the machine and the command line
+	Target      Target     // Dir is the mountpoint for a kernfsim target Run started
 	Op          Op
 	Missing     bool
 	Threads     int
@@ -207,14 +208,10 @@ func efficiency(single, concur time.Duration, threads, cpus int) float64 {
 // OpsPerSec is the concur phase's aggregate throughput: every worker's
 // operations over the phase's wall time.
 func (r Result) OpsPerSec() float64 {
-	var ops int64
-	for _, w := range r.Concur.Workers {
-		ops += w.Ops
-	}
 	if r.Concur.Wall <= 0 {
 		return 0
 	}
-	return float64(ops) / r.Concur.Wall.Seconds()
+	return float64(r.TotalOps()) / r.Concur.Wall.Seconds()
 }
 
 // histogram bounds: 1 ns to 60 s at 3 significant digits.

@@ -156,7 +156,7 @@ func (e *env) openTarget(ctx context.Context) (target, error) {
 			if err != nil {
 				return nil, err
 			}
-			e.server, e.target.Dir = s, s.Mountpoint()
+			e.server, e.target.Dir, e.target.Mount = s, s.Mountpoint(), s.Mount()
 		}
 	}
 	return newPathTarget(e.target.Dir)
@@ -174,7 +174,7 @@ func (e *env) close() error {
 }
 
 func (e *env) newResult() Result {
-	return Result{Target: e.target, Op: e.cfg.Op, Missing: e.cfg.Missing, Threads: e.cfg.Threads,
+	return Result{Provenance: CaptureProvenance(e.cfg.Args), Target: e.target, Op: e.cfg.Op, Missing: e.cfg.Missing, Threads: e.cfg.Threads,
 		Times: e.cfg.Times, CPUs: len(e.cpus), Pinned: !e.cfg.NoPin, Procs: e.cfg.Procs,
 		BufSize: e.cfg.BufSize, Files: e.p.Names, FilesPerOp: e.p.filesPerOp(), ClockCostNs: clockCost(), Notes: e.notes}
 }

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -153,6 +154,19 @@ func (s *Server) mounted() bool {
 
 // Mountpoint is where the tree is mounted.
 func (s *Server) Mountpoint() string { return s.mnt }
+
+// Mount is how the server serves, from the line it printed once it
+// served; nil if it printed none.
+func (s *Server) Mount() *Mount {
+	s.outMu.Lock()
+	defer s.outMu.Unlock()
+	for _, line := range strings.Split(s.output.String(), "\n") {
+		if m := parseMount(line); m != nil {
+			return m
+		}
+	}
+	return nil
+}
 
 // Stderr is what the server has printed so far (stdout and stderr).
 func (s *Server) Stderr() string {

@@ -21,13 +21,10 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/kernfsim/kernfsim/internal/buildinfo"
 	"github.com/kernfsim/kernfsim/internal/cli"
 	"github.com/kernfsim/kernfsim/internal/mountcmd"
 )
-
-// version is the release, set with -ldflags "-X main.version=v1.2.3"; when
-// empty, the module version from the build info is shown.
-var version string
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -57,7 +54,7 @@ func newRootCmd() *cobra.Command {
 	root := &cobra.Command{
 		Use:               "kernfsim",
 		Short:             "A testbed for the locking of pseudo-filesystems (Linux kernfs/sysfs)",
-		Version:           versionString(),
+		Version:           buildinfo.Read().String(),
 		SilenceErrors:     true,
 		SilenceUsage:      true,
 		CompletionOptions: cobra.CompletionOptions{DisableDefaultCmd: true},
@@ -66,14 +63,4 @@ func newRootCmd() *cobra.Command {
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &cli.UsageError{Err: err} })
 	root.AddCommand(newTreeCmd(), mountcmd.New(), newStatsCmd(), newCPUInfoCmd())
 	return root
-}
-
-func versionString() string {
-	if version != "" {
-		return version
-	}
-	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
-		return bi.Main.Version
-	}
-	return "devel"
 }

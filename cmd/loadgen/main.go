@@ -26,6 +26,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/kernfsim/kernfsim/internal/buildinfo"
 	"github.com/kernfsim/kernfsim/loadgen"
 )
 
@@ -55,13 +56,24 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (code int
 	root.SetArgs(args)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	cmd, err := root.ExecuteContextC(ctx)
+	cmd, err := root.ExecuteContextC(context.WithValue(ctx, argsKey{}, append([]string{"loadgen"}, args...)))
 	return report(cmd, err, stderr)
+}
+
+// argsKey is the context key of the command line, which results record.
+type argsKey struct{}
+
+// commandLine is the command line cmd runs under, program name first.
+func commandLine(cmd *cobra.Command) []string {
+	args, _ := cmd.Context().Value(argsKey{}).([]string)
+	return args
 }
 
 func newRootCmd(stderr io.Writer) *cobra.Command {
 	root := newRunCmd(stderr)
 	root.SilenceErrors, root.SilenceUsage = true, true
+	root.Version = buildinfo.Read().String()
+	root.SetVersionTemplate("loadgen {{.Version}}\n")
 	root.CompletionOptions = cobra.CompletionOptions{DisableDefaultCmd: true}
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{err} })
 	root.AddCommand(newCompareCmd(stderr), newSoakCmd(), newServeCmd(), newWorkerCmd())

@@ -53,9 +53,26 @@ var numbers = regexp.MustCompile(`-?\d+(\.\d+)?(e[+-]\d+)?(ns|us|ms|s)?`)
 
 var spaces = regexp.MustCompile(` +`)
 
-// shape replaces every figure with # and every run of spaces with one,
-// leaving the output's shape (table columns are as wide as the figures).
-func shape(s string) string { return spaces.ReplaceAllString(numbers.ReplaceAllString(s, "#"), " ") }
+// machine is what names this build and machine in a result: it differs
+// between machines, so goldens keep only its label.
+var (
+	machine     = regexp.MustCompile(`(?m)^(program:|machine:|cpu:|# loadgen|# machine:).*$`)
+	machineJSON = regexp.MustCompile(`"(version|revision|go_version|kernel|cpu_model|start)": "[^"]*"`)
+)
+
+// warnings are what a run says of its own figures: they come and go with
+// the machine's load.
+var warnings = regexp.MustCompile(`(?m)^(# )?warning:.*\n|(?s)\nwarnings:\n.*?\(raise --times[^\n]*\n|` +
+	`(?m)^\s*"warnings": \[\n(?:.*\n)*?\s*\],\n|!`)
+
+// shape replaces every figure with #, the build and machine with *, and
+// every run of spaces with one, and drops warnings, leaving the output's
+// shape (table columns are as wide as the figures).
+func shape(s string) string {
+	s = machine.ReplaceAllString(warnings.ReplaceAllString(s, ""), "$1 *")
+	s = machineJSON.ReplaceAllString(s, `"$1": "*"`)
+	return spaces.ReplaceAllString(numbers.ReplaceAllString(s, "#"), " ")
+}
 
 // golden compares the shape of got with testdata/name, or rewrites it with
 // -update.

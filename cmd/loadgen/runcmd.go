@@ -117,7 +117,7 @@ func (f *runFlags) config(cmd *cobra.Command) (loadgen.Config, error) {
 	}
 	return loadgen.Config{Target: t, Op: loadgen.Op(f.op), Missing: f.missing, MissingPath: f.missingPath,
 		Threads: f.threads, Times: f.times, Files: f.files, FileList: f.fileList, BufSize: f.bufsize,
-		NoPin: !f.pin, Procs: f.procs, WorkerCommand: selfCommand("__worker"), Churn: f.churn,
+		NoPin: !f.pin, Procs: f.procs, WorkerCommand: selfCommand("__worker"), Churn: f.churn, Args: commandLine(cmd),
 		Server: &loadgen.ServerConfig{Command: serverCommand(), Args: f.serverFlags()}}, nil
 }
 

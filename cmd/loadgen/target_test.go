@@ -35,7 +35,8 @@ func TestDefaultTarget(t *testing.T) {
 				t.Fatalf("exit %d, stderr %q", code, errOut)
 			}
 			if rest := checkSeed(t, out, times, 2); !strings.Contains(rest, "target:       kernfsim: FUSE mount at ") ||
-				!strings.Contains(rest, "lock rcu") || !strings.Contains(rest, "errors:       none") {
+				!strings.Contains(rest, "lock rcu") || !strings.Contains(rest, "errors:       none") ||
+				!strings.Contains(rest, "setup:        kernfsim lock=rcu gp=normal tick=4ms transport=devfuse permissions=kernel entry-timeout=0s attr-timeout=0s negative-timeout=0s\n") {
 				t.Errorf("summary:\n%s", rest)
 			}
 			noLeftovers(t)

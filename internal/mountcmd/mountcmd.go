@@ -104,6 +104,10 @@ func (f *flags) options() (fusefs.MountOptions, error) {
 	return o, nil
 }
 
+// transport is the status line's transport= field: go-fuse's /dev/fuse
+// loop, the only one there is so far.
+const transport = "devfuse"
+
 // serve mounts, prints the status line, and waits for ctx or the server's
 // end.
 func serve(ctx context.Context, mountpoint string, f *flags, stdout, stderr io.Writer) error {
@@ -132,8 +136,8 @@ func serve(ctx context.Context, mountpoint string, f *flags, stdout, stderr io.W
 		return &cli.RuntimeError{Err: err}
 	}
 	built.Stats.Bind(m.Server)
-	fmt.Fprintf(stdout, "kernfsim: serving %s on %s: lock=%s entry-timeout=%v attr-timeout=%v negative-timeout=%v permissions=%s\n",
-		f.tree.Describe(), m.Mountpoint, f.tree.LockDetail(), f.entry, f.attr, f.negative, f.perms)
+	fmt.Fprintf(stdout, "kernfsim: serving %s on %s: lock=%s entry-timeout=%v attr-timeout=%v negative-timeout=%v permissions=%s transport=%s\n",
+		f.tree.Describe(), m.Mountpoint, f.tree.LockDetail(), f.entry, f.attr, f.negative, f.perms, transport)
 	select {
 	case <-ctx.Done():
 	case <-m.Done():

@@ -1,0 +1,67 @@
+package loadgen
+
+import (
+	"fmt"
+	"slices"
+	"time"
+)
+
+// Limits below which a run's figures do not mean what they seem.
+const (
+	// MaxEfficiency is the highest scaling efficiency a real run shows
+	// (1.00 is ideal, plus noise). Above it the single and concur phases
+	// measured different things, usually because a run was too short.
+	MaxEfficiency = 1.05
+	// MinWorkerLoop is the shortest worker loop that shares CPUs
+	// meaningfully when threads outnumber CPUs: five 4 ms scheduler ticks
+	// (HZ=250). A loop shorter than a few time slices can run to its end
+	// before the workers sharing its CPU start, so they do not contend.
+	MinWorkerLoop = 20 * time.Millisecond
+)
+
+// Warnings say why the run's figures may mislead: an efficiency above
+// MaxEfficiency, or, with more threads than CPUs, worker loops shorter than
+// MinWorkerLoop. Each names the way out.
+func (r Result) Warnings() []string {
+	var w []string
+	if !r.Concur.Ran || len(r.Concur.Workers) == 0 {
+		return nil
+	}
+	if e := r.Efficiency(); e > MaxEfficiency {
+		w = append(w, fmt.Sprintf("efficiency %.2f is above %.2f, which no real scaling gives: "+
+			"the run is too short or too noisy to compare phases (raise --times)", e, MaxEfficiency))
+	}
+	if loop := r.medianLoop(); r.Threads > r.CPUs && loop < MinWorkerLoop {
+		w = append(w, fmt.Sprintf("a worker's loop took %s, under %s (a few scheduler time slices), with %d threads on %d CPUs: "+
+			"the workers may have run one after another instead of at once (raise --times)", fmtDur(loop), fmtDur(MinWorkerLoop), r.Threads, r.CPUs))
+	}
+	return w
+}
+
+// medianLoop is the median of the concur workers' loop times.
+func (r Result) medianLoop() time.Duration {
+	t := make([]time.Duration, 0, len(r.Concur.Workers))
+	for _, w := range r.Concur.Workers {
+		t = append(t, w.Total)
+	}
+	slices.Sort(t)
+	return t[len(t)/2]
+}
+
+// TotalOps is the concur phase's operations, every worker's together.
+func (r Result) TotalOps() int64 {
+	var n int64
+	for _, w := range r.Concur.Workers {
+		n += w.Ops
+	}
+	return n
+}
+
+// NsPerOp is the concur phase's wall time over all its operations, as
+// Go's b.RunParallel reports ns/op: the reciprocal of the throughput.
+func (r Result) NsPerOp() float64 {
+	if n := r.TotalOps(); n > 0 {
+		return float64(r.Concur.Wall) / float64(n)
+	}
+	return 0
+}

@@ -1,0 +1,148 @@
+package loadgen
+
+import (
+	"bytes"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/perf/benchfmt"
+)
+
+func TestWarnings(t *testing.T) {
+	ok := fixture()
+	if w := ok.Warnings(); len(w) != 0 {
+		t.Errorf("a sound run warns: %q", w)
+	}
+	fast := fixture() // efficiency 0.9 -> 1.5: concur faster than perfect scaling
+	fast.Concur.Wall = fast.Concur.Wall * 9 / 15
+	if w := fast.Warnings(); len(w) != 1 || !strings.Contains(w[0], "efficiency 1.50 is above 1.05") {
+		t.Errorf("efficiency %.2f: warnings %q", fast.Efficiency(), w)
+	}
+	short := fixture() // 4 threads on 2 CPUs, each loop 1 ms
+	short.Threads = 4
+	short.Concur.Workers = append(short.Concur.Workers, short.Concur.Workers...)
+	for i := range short.Concur.Workers {
+		short.Concur.Workers[i].Total = time.Millisecond
+	}
+	short.Concur.Wall = 200 * time.Millisecond
+	if w := short.Warnings(); len(w) != 1 || !strings.Contains(w[0], "a worker's loop took 1.00ms, under 20.0ms") {
+		t.Errorf("1 ms loops, 4 threads on 2 CPUs: warnings %q", w)
+	}
+	short.Threads = 2 // as many threads as CPUs: no time slices shared
+	if w := short.Warnings(); len(w) != 0 {
+		t.Errorf("1 ms loops, 2 threads on 2 CPUs: warnings %q", w)
+	}
+}
+
+func TestSpreadAndUnresolved(t *testing.T) {
+	r := compareFixture()
+	c := r.Cell(1, "files", 1) // sim rcu: 150, 225, 300 ns against mutex's 100, 150, 200
+	if sp := c.Spread(); sp.Min != 150 || sp.Median != 225 || sp.Max != 300 || sp.CI {
+		t.Errorf("spread %+v, want 150/225/300 without a CI (3 runs)", sp)
+	}
+	if !r.Unresolved(*c) {
+		t.Error("ranges 100-200 and 150-300 overlap: want unresolved")
+	}
+	for i := range c.Runs { // 750-1500 ns: clear of mutex's
+		c.Runs[i].PerOp *= 5
+	}
+	if r.Unresolved(*c) {
+		t.Error("ranges 100-200 and 750-1500 are apart: want resolved")
+	}
+	if m := r.Cell(0, "files", 1); r.Unresolved(*m) {
+		t.Error("the mutex row is never unresolved against itself")
+	}
+	for range 4 { // 7 runs: benchmath gives a 95% confidence interval
+		c.Runs = append(c.Runs, c.Runs[0])
+	}
+	if sp := c.Spread(); !sp.CI || sp.Lo > sp.Median || sp.Hi < sp.Median || sp.Lo < sp.Min || sp.Hi > sp.Max {
+		t.Errorf("7 runs: spread %+v, want a CI around the median within min-max", sp)
+	}
+}
+
+// Plain and compare bench output parse as Go benchmark results with the
+// same metrics, the -N suffix and the header's configuration.
+func TestBenchReadable(t *testing.T) {
+	var plain, cmp bytes.Buffer
+	if err := WriteBench(&plain, fixture()); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteCompareBench(&cmp, compareFixture()); err != nil {
+		t.Fatal(err)
+	}
+	pu, pn := readBench(t, plain.String())
+	cu, cn := readBench(t, cmp.String())
+	if !slices.Equal(pu, cu) {
+		t.Errorf("plain units %q, compare units %q: want the same", pu, cu)
+	}
+	if pn != 1 || cn != 3*2*2*3 {
+		t.Errorf("%d plain, %d compare results; want 1 and 36", pn, cn)
+	}
+}
+
+func readBench(t *testing.T, s string) (units []string, n int) {
+	t.Helper()
+	r := benchfmt.NewReader(strings.NewReader(s), "x")
+	for r.Scan() {
+		res, ok := r.Result().(*benchfmt.Result)
+		if !ok {
+			t.Fatalf("not a result: %v", r.Result())
+		}
+		if cpu := res.GetConfig("cpu"); cpu != testProvenance.CPUModel || res.GetConfig("pkg") != benchPkg {
+			t.Errorf("config cpu %q, pkg %q", cpu, res.GetConfig("pkg"))
+		}
+		if _, parts := res.Name.Parts(); len(parts) == 0 || string(parts[len(parts)-1]) != "-2" {
+			t.Errorf("name %q lacks the -2 GOMAXPROCS suffix", res.Name)
+		}
+		units = units[:0]
+		for _, v := range res.Values {
+			units = append(units, v.Unit)
+		}
+		n++
+	}
+	if err := r.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return units, n
+}
+
+func TestParseMount(t *testing.T) {
+	line := "kernfsim: serving synthetic tree of 8 CPUs on /tmp/m: lock=rcu gp=deferred tick=4ms entry-timeout=1s attr-timeout=0s negative-timeout=30s permissions=server"
+	m := parseMount(line)
+	want := Mount{Lock: "rcu gp=deferred tick=4ms", Transport: DefaultTransport, Permissions: "server",
+		EntryTimeout: time.Second, NegativeTimeout: 30 * time.Second}
+	if m == nil || *m != want {
+		t.Fatalf("got %+v, want %+v", m, want)
+	}
+	if m := parseMount(line + " transport=uring"); m == nil || m.Transport != "uring" {
+		t.Errorf("transport=uring: got %+v", m)
+	}
+	if m := parseMount("kernfsim: mirror of /sys: 12 files left out"); m != nil {
+		t.Errorf("not a status line: got %+v", m)
+	}
+	tgt := Target{Kind: TargetKernfsim, Lock: "rcu", Mount: m}
+	if got := tgt.Describe(); got != "kernfsim lock=rcu gp=deferred tick=4ms transport=devfuse permissions=server entry-timeout=1s attr-timeout=0s negative-timeout=30s" {
+		t.Errorf("Describe: %q", got)
+	}
+	for _, tc := range []struct {
+		t    Target
+		want string
+	}{{Target{Kind: TargetSim, Lock: "mutex"}, "sim lock=mutex transport=none permissions=walker"},
+		{Target{Kind: TargetPath, Dir: "/sys"}, "sys transport=none"}} {
+		if got := tc.t.Describe(); got != tc.want {
+			t.Errorf("Describe: got %q, want %q", got, tc.want)
+		}
+	}
+}
+
+func TestProvenance(t *testing.T) {
+	p := CaptureProvenance([]string{"loadgen", "--sim", "it's"})
+	if p.Kernel == "" || p.OnlineCPUs < 1 || p.GOMAXPROCS < 1 || p.Version == "" || p.GoVersion == "" || p.CPUModel == "" {
+		t.Errorf("incomplete: %+v", p)
+	}
+	if got, want := p.CommandLine(), `loadgen --sim 'it'\''s'`; got != want {
+		t.Errorf("command line %s, want %s", got, want)
+	}
+}
