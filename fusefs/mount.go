@@ -69,7 +69,7 @@ func MountTree(tree *kernfsim.Tree, mountpoint string, opts MountOptions) (*Moun
 	srv, err := fuse.NewServer(fs, mnt, fuseOptions(opts))
 	if err != nil {
 		fs.Close()
-		return nil, fmt.Errorf("mount %s: %w", mnt, err)
+		return nil, mountRefused(mnt, err)
 	}
 	m := &Mount{Server: fs, Mountpoint: mnt, fuse: srv, done: make(chan struct{})}
 	go func() { srv.Serve(); close(m.done) }()
@@ -131,6 +131,18 @@ func (m *Mount) Unmount() error {
 	return fmt.Errorf("unmount %s: the connection was aborted, but the server did not stop within 2 s", m.Mountpoint)
 }
 
+// mountRefused is a mount the kernel or fusermount3 refused, as a
+// *UsageError naming the way out: mount(2) needs CAP_SYS_ADMIN, and a
+// user's mount goes through fusermount3, which must be setuid root.
+func mountRefused(mnt string, err error) error {
+	way := "this process may not mount: run as root with CAP_SYS_ADMIN (in a container: --cap-add SYS_ADMIN --device /dev/fuse, or --privileged)"
+	if os.Geteuid() != 0 {
+		way = "run as root, or make sure fusermount3 is setuid root (ls -l $(command -v fusermount3)) and " +
+			"that this user owns " + mnt + " (fusermount3's own message, if any, says why)"
+	}
+	return usage("mount %s: the FUSE mount was refused (%s): %s", mnt, strings.TrimSpace(err.Error()), way)
+}
+
 // CheckMountpoint says what is wrong with mnt as a mountpoint, as a
 // *UsageError: missing, not a directory, not empty, already mounted, or a
 // dead FUSE mount (recovered with force). It also checks that FUSE can be
@@ -141,7 +153,7 @@ func CheckMountpoint(mnt string, force bool) error {
 	}
 	if os.Geteuid() != 0 {
 		if _, err := exec.LookPath("fusermount3"); err != nil {
-			return usage("not root and fusermount3 not found: install the Debian package fuse3, or run as root")
+			return usage("not root, and fusermount3, which mounts FUSE for users, is not installed: run as root, or install the Debian package fuse3")
 		}
 	}
 	fi, err := os.Stat(mnt)

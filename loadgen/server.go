@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -128,7 +129,7 @@ func (s *Server) awaitMount(ctx context.Context, wait time.Duration) error {
 		}
 		select {
 		case <-s.done:
-			return fmt.Errorf("the kernfsim server exited before it mounted (%v): %s", s.werr, s.Stderr())
+			return s.startError()
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-deadline:
@@ -136,6 +137,33 @@ func (s *Server) awaitMount(ctx context.Context, wait time.Duration) error {
 		case <-tick.C:
 		}
 	}
+}
+
+// startError is the error of a server that exited before it mounted. When
+// it exited 2, it refused what it was given or where it runs (no
+// /dev/fuse, not root, a refused mount): a *ConfigError with its words and
+// the way round FUSE.
+func (s *Server) startError() error {
+	var msgs []string
+	for _, line := range strings.Split(s.Stderr(), "\n") {
+		line = strings.TrimSpace(line)
+		if line == "" || strings.HasPrefix(line, "Run '") {
+			continue // cobra's usage pointer names the server's command, not loadgen's
+		}
+		for _, p := range []string{"kernfsim mount: ", "kernfsim: "} {
+			line = strings.TrimPrefix(line, p)
+		}
+		if !slices.Contains(msgs, line) {
+			msgs = append(msgs, line)
+		}
+	}
+	msg := strings.Join(msgs, "; ")
+	var ee *exec.ExitError
+	if errors.As(s.werr, &ee) && ee.ExitCode() == 2 {
+		return &ConfigError{Field: "kernfsim server", Problem: "it could not mount: " + msg,
+			Hint: "measure in-process with --sim, which needs neither root nor FUSE"}
+	}
+	return fmt.Errorf("the kernfsim server exited before it mounted (%v): %s", s.werr, msg)
 }
 
 func (s *Server) hasSaid() bool {
@@ -216,6 +244,10 @@ func (s *Server) stop() error {
 // unmount detaches whatever is mounted on mnt, a dead FUSE mount too;
 // nothing mounted is no error.
 func unmount(mnt string) error {
+	var st unix.Statfs_t
+	if err := unix.Statfs(mnt, &st); err == nil && st.Type != fuseSuperMagic {
+		return nil // the server never mounted, or unmounted itself
+	}
 	err := unix.Unmount(mnt, unix.MNT_DETACH)
 	switch {
 	case err == nil || err == unix.EINVAL || err == unix.ENOENT:
