@@ -80,6 +80,7 @@ func NewServer(tree *kernfsim.Tree, opts Options) *Server {
 		locked:        name == "mutex" || name == "rwsem",
 		stats:         newStats(),
 	}
+	s.nodes.t.release = true // nodeids are never reused
 	s.nodes.pin(tree.Root())
 	s.unsubscribe = tree.Subscribe(s.invalidate)
 	return s
