@@ -64,7 +64,7 @@ func (t *table[T]) Get(key uint64) *T {
 // slotFor returns the slot for key, creating its chunk if needed. Only for
 // tables without release: a released chunk's slots are not the table's.
 func (t *table[T]) slotFor(key uint64) *atomic.Pointer[T] {
-	return &t.chunkFor(key>>chunkBits).slots[key&(chunkSize-1)]
+	return &t.chunkFor(key >> chunkBits).slots[key&(chunkSize-1)]
 }
 
 // chunkFor returns chunk i, creating it if needed.
