@@ -65,6 +65,14 @@ type CompareConfig struct {
 	NoPin      bool
 	// Server starts the servers of kernfsim rows without a Dir.
 	Server *ServerConfig
+	// SimCost is the sim rows' work outside the lock per operation
+	// (Target.SimCost) when Calibrate is "".
+	SimCost time.Duration
+	// Calibrate, if not "", is a directory (/sys) against which Compare
+	// first calibrates each op's SimCost for the sim rows
+	// (CalibrateSimCost, bare sim under DefaultLock); ops that cannot be
+	// calibrated stay bare, with a note.
+	Calibrate string
 	// Progress, if not nil, is called before each run.
 	Progress func(CompareProgress)
 	// Args is the command line, recorded in CompareResult.Provenance.
@@ -96,6 +104,23 @@ type CompareResult struct {
 	// Notes say what runs left out, once per row and note ("sys rwsem:
 	// no memory hot-add: ..."), and which cells were skipped.
 	Notes []string
+	// SimCosts is the sim rows' work outside the lock per op label; an op
+	// not in it is bare. SimCalibrations says how each was calibrated
+	// (CompareConfig.Calibrate).
+	SimCosts        map[string]time.Duration
+	SimCalibrations []SimCalibration
+}
+
+// SimMode says what the sim rows' operations do besides the tree's own
+// code: "bare", "calibrated" (against a real directory) or "fixed".
+func (r *CompareResult) SimMode() string {
+	switch {
+	case len(r.SimCalibrations) > 0:
+		return "calibrated"
+	case len(r.SimCosts) > 0:
+		return "fixed"
+	}
+	return "bare"
 }
 
 // Cell is the runs of one row, op and thread count.
@@ -255,6 +280,8 @@ func (c CompareConfig) validate() error {
 	switch {
 	case len(c.Rows) == 0:
 		return badConfig("Rows", "name at least one target", "nothing to compare")
+	case c.SimCost < 0 || c.SimCost > time.Second:
+		return badConfig("SimCost", "give the kernel's work per operation, 0 to a few microseconds", "%v", c.SimCost)
 	case c.Times <= 0 || c.SimTimes <= 0 || c.HwlocTimes <= 0 || c.Repeats <= 0:
 		return badConfig("Times", "give positive numbers", "times %d, sim times %d, hwloc times %d, repeats %d",
 			c.Times, c.SimTimes, c.HwlocTimes, c.Repeats)
@@ -307,6 +334,9 @@ func Compare(ctx context.Context, cc CompareConfig) (res CompareResult, err erro
 	if err != nil {
 		return res, err
 	}
+	if err := simCosts(ctx, cc, &res); err != nil {
+		return res, err
+	}
 	res.Cells = makeCells(res)
 	t0 := time.Now()
 	err = runGrid(ctx, cc, &res, t0)
@@ -315,6 +345,42 @@ func Compare(ctx context.Context, cc CompareConfig) (res CompareResult, err erro
 		res.Interrupted = true
 	}
 	return res, err
+}
+
+// simCosts fills in the sim rows' work outside the lock: calibrated per
+// op against cc.Calibrate, or cc.SimCost for every op. Without sim rows
+// there is nothing to do.
+func simCosts(ctx context.Context, cc CompareConfig, res *CompareResult) error {
+	i := slices.IndexFunc(res.Rows, func(r Row) bool { return r.Target.Kind == TargetSim })
+	if i < 0 {
+		return nil
+	}
+	if cc.Calibrate == "" {
+		if cc.SimCost > 0 {
+			res.SimCosts = map[string]time.Duration{}
+			for _, op := range res.Ops {
+				res.SimCosts[op] = cc.SimCost
+			}
+		}
+		return nil
+	}
+	res.SimCosts = map[string]time.Duration{}
+	for _, label := range res.Ops {
+		op, missing, _ := parseOpLabel(label)
+		c := Config{Target: res.Rows[i].Target, Op: op, Missing: missing, NoPin: cc.NoPin}
+		cal, err := CalibrateSimCost(ctx, c, cc.Calibrate, DefaultLock)
+		var ce *ConfigError
+		switch {
+		case errors.As(err, &ce):
+			res.note(fmt.Sprintf("sim rows: %s stays bare: %s", label, ce.Problem))
+			continue
+		case err != nil:
+			return err
+		}
+		res.SimCosts[label] = cal.Cost
+		res.SimCalibrations = append(res.SimCalibrations, cal)
+	}
+	return nil
 }
 
 func makeCells(res CompareResult) []Cell {
@@ -360,7 +426,11 @@ func runCell(ctx context.Context, cc CompareConfig, c *Cell, res *CompareResult)
 		res.note(c.Row.Label() + ": lstopo needs a filesystem, skipped")
 		return nil
 	}
-	r, err := Run(ctx, Config{Target: c.Row.Target, Op: op, Missing: missing, Threads: c.Threads,
+	t := c.Row.Target
+	if t.Kind == TargetSim {
+		t.SimCost = res.SimCosts[c.Op]
+	}
+	r, err := Run(ctx, Config{Target: t, Op: op, Missing: missing, Threads: c.Threads,
 		Times: cc.times(c), NoPin: cc.NoPin})
 	if err != nil {
 		return fmt.Errorf("%s op=%s threads=%d: %w", c.Row.Label(), c.Op, c.Threads, err)

@@ -111,6 +111,11 @@ type Target struct {
 	// Cred is the workers' identity under TargetSim; nil means
 	// DefaultSimCred.
 	Cred *kernfsim.Cred
+	// SimCost is CPU work each operation of a TargetSim does outside the
+	// tree's lock, for what the kernel does around kernfs (syscall entry,
+	// file allocation, the VFS walk): a calibrated spin loop, not a
+	// sleep (see simcost.go and CalibrateSimCost). 0 is the bare sim.
+	SimCost time.Duration
 	// Build, if not nil, builds the TargetSim tree instead of
 	// kernfsim.NewSynthetic(Tree): a host mirror, or a tree with its own
 	// teardown policy (cmd/loadgen passes kernfsim's tree flags this way).
@@ -169,6 +174,9 @@ type Config struct {
 	// Args is the command line that asked for the run, recorded in
 	// Result.Provenance.
 	Args []string
+	// SimCalibration, if not nil, is how Target.SimCost was chosen
+	// (CalibrateSimCost), for the reports.
+	SimCalibration *SimCalibration
 }
 
 // Progress is where a run stands.
@@ -323,6 +331,14 @@ func (c Config) validateTarget() error {
 		}
 	default:
 		return badConfig("Target", "use sim, path or kernfsim", "unknown target kind %q", t.Kind)
+	}
+	switch {
+	case t.SimCost < 0:
+		return badConfig("SimCost", "give 0 (the bare sim) or more", "%v is negative", t.SimCost)
+	case t.SimCost > time.Second:
+		return badConfig("SimCost", "give the kernel's work per operation: microseconds", "%v per operation is more than a system call costs", t.SimCost)
+	case t.SimCost > 0 && t.Kind != TargetSim:
+		return badConfig("SimCost", "drop it, or measure the sim", "work outside the lock is added to sim operations only; a %s target does its own", t.Kind)
 	}
 	if t.Kind == TargetSim && t.Build == nil {
 		if err := t.Tree.WithDefaults().Validate(); err != nil {

@@ -187,7 +187,14 @@ func (t Target) Describe() string {
 	if lock != "" {
 		s += " lock=" + lock
 	}
-	return s + " " + t.Setup()
+	s += " " + t.Setup()
+	switch {
+	case t.Kind == TargetSim && t.SimCost == 0:
+		s += " sim=bare"
+	case t.Kind == TargetSim:
+		s += " sim-cost=" + t.SimCost.String()
+	}
+	return s
 }
 
 // Setup is Describe without the kind and the lock: what the rows of one

@@ -94,13 +94,19 @@ func benchFormat(x float64) string {
 }
 
 // benchName is the benchmark name with key=value parts, so that
-// `benchstat -col /lock` compares strategies; without the -N suffix.
+// `benchstat -col /lock` compares strategies; without the -N suffix. A
+// sim with work outside the lock (Target.SimCost) adds
+// simcost=NANOSECONDSns after the lock; a bare sim adds nothing.
 func benchName(t Target, op Op, missing bool, threads int) string {
 	lock := t.Lock
 	if t.Kind == TargetPath {
 		lock = "host"
 	}
-	return fmt.Sprintf("%s/target=%s/lock=%s/op=%s/threads=%d", BenchName, targetLabel(t), lock, opLabel(op, missing), threads)
+	cost := ""
+	if t.SimCost > 0 {
+		cost = fmt.Sprintf("/simcost=%dns", t.SimCost.Nanoseconds())
+	}
+	return fmt.Sprintf("%s/target=%s/lock=%s%s/op=%s/threads=%d", BenchName, targetLabel(t), lock, cost, opLabel(op, missing), threads)
 }
 
 // targetLabel is the target's name in benchmark keys and tables: sim,

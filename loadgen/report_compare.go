@@ -59,6 +59,36 @@ func WriteCompareTable(w io.Writer, r CompareResult) error {
 	return ew.err
 }
 
+// simRowsMode says which sim mode the sim rows ran in, and with what
+// work outside the lock.
+func simRowsMode(r CompareResult) string {
+	switch r.SimMode() {
+	case "bare":
+		return "bare (the tree's code alone, no work outside the lock)"
+	case "fixed":
+		return "fixed (" + describeSimCost(r.SimCosts[r.Ops[0]]) + ")"
+	}
+	var parts []string
+	for _, op := range r.Ops {
+		if cost, ok := r.SimCosts[op]; ok {
+			parts = append(parts, fmt.Sprintf("%s +%s", op, fmtDur(cost)))
+		}
+	}
+	c := r.SimCalibrations[0]
+	return fmt.Sprintf("calibrated (%s of work outside the lock per op: single thread against %s less the bare sim under %s)",
+		strings.Join(parts, ", "), c.Dir, c.Lock)
+}
+
+// cellTarget is c's target as its runs had it: a sim row's with the op's
+// SimCost.
+func (r CompareResult) cellTarget(c Cell) Target {
+	t := c.Row.Target
+	if t.Kind == TargetSim {
+		t.SimCost = r.SimCosts[c.Op]
+	}
+	return t
+}
+
 // workPerRun says how many operations each worker of a run does.
 func workPerRun(r CompareResult) string {
 	cc := CompareConfig{Times: r.Times, SimTimes: r.SimTimes, HwlocTimes: r.HwlocTimes}
@@ -153,6 +183,9 @@ func compareSetups(r CompareResult) []string {
 	var out []string
 	for _, row := range r.Rows {
 		s := targetLabel(row.Target) + " rows: " + row.Target.Setup()
+		if row.Target.Kind == TargetSim {
+			s += " sim=" + simRowsMode(r)
+		}
 		if !slices.Contains(out, s) {
 			out = append(out, s)
 		}
@@ -178,7 +211,13 @@ type JSONCompare struct {
 	ElapsedNs   int64          `json:"elapsed_ns"`
 	Interrupted bool           `json:"interrupted"`
 	Notes       []string       `json:"notes,omitempty"`
-	Cells       []JSONCell     `json:"cells"`
+	// SimMode is the sim rows' mode: bare, calibrated or fixed
+	// (CompareResult.SimMode); SimCostsNs their work outside the lock
+	// per op, SimCalibrations how it was calibrated.
+	SimMode         string               `json:"sim_mode"`
+	SimCostsNs      map[string]int64     `json:"sim_costs_ns,omitempty"`
+	SimCalibrations []JSONSimCalibration `json:"sim_calibrations,omitempty"`
+	Cells           []JSONCell           `json:"cells"`
 }
 
 // JSONCell is a Cell: its medians, and each run's figures.
@@ -228,9 +267,18 @@ type JSONCellRun struct {
 func WriteCompareJSON(w io.Writer, r CompareResult) error {
 	j := JSONCompare{Schema: SchemaCompare, Provenance: jsonProvenance(r.Provenance), Ops: r.Ops, Threads: r.Threads, Times: r.Times, SimTimes: r.SimTimes,
 		HwlocTimes: r.HwlocTimes, Repeats: r.Repeats, CPUs: r.CPUs, Pinned: r.Pinned, ElapsedNs: int64(r.Elapsed),
-		Interrupted: r.Interrupted, Notes: r.Notes, Cells: []JSONCell{}}
+		Interrupted: r.Interrupted, Notes: r.Notes, SimMode: r.SimMode(), Cells: []JSONCell{}}
+	for op, cost := range r.SimCosts {
+		if j.SimCostsNs == nil {
+			j.SimCostsNs = map[string]int64{}
+		}
+		j.SimCostsNs[op] = cost.Nanoseconds()
+	}
+	for i := range r.SimCalibrations {
+		j.SimCalibrations = append(j.SimCalibrations, *jsonSimCalibration(&r.SimCalibrations[i]))
+	}
 	for _, c := range r.Cells {
-		jc := JSONCell{Target: jsonTarget(c.Row.Target), Op: c.Op, Threads: c.Threads,
+		jc := JSONCell{Target: jsonTarget(r.cellTarget(c)), Op: c.Op, Threads: c.Threads,
 			Median: jsonCellRun(c.Median()), Runs: []JSONCellRun{}}
 		if v, ok := r.RatioToMutex(c); ok {
 			jc.RatioToMutex = &v
@@ -277,7 +325,7 @@ func WriteCompareBench(w io.Writer, r CompareResult) error {
 	}
 	for _, c := range r.Cells {
 		op, missing, _ := parseOpLabel(c.Op)
-		name := benchName(c.Row.Target, op, missing, c.Threads)
+		name := benchName(r.cellTarget(c), op, missing, c.Threads)
 		for _, run := range c.Runs {
 			for _, warn := range run.Warnings {
 				ew.printf("# warning: %s op=%s threads=%d: %s\n", c.Row.Label(), c.Op, c.Threads, warn)

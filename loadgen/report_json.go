@@ -32,13 +32,15 @@ type JSONRun struct {
 	Efficiency  float64        `json:"efficiency"` // 1.0 ideal
 	OpsPerSec   float64        `json:"ops_per_sec"`
 	// TimeToDone summarises the concur workers' done_ns (hwloc and lstopo).
-	TimeToDone  *JSONTimeToDone `json:"time_to_done,omitempty"`
-	Churn       *JSONChurn      `json:"churn,omitempty"`
-	Errors      []JSONError     `json:"errors"`
-	Unexpected  int64           `json:"unexpected_errors"`
-	Notes       []string        `json:"notes,omitempty"`
-	Warnings    []string        `json:"warnings,omitempty"` // Result.Warnings: figures that may mislead
-	Interrupted bool            `json:"interrupted"`
+	TimeToDone *JSONTimeToDone `json:"time_to_done,omitempty"`
+	Churn      *JSONChurn      `json:"churn,omitempty"`
+	// SimCalibration is how the sim's cost was calibrated, if it was.
+	SimCalibration *JSONSimCalibration `json:"sim_calibration,omitempty"`
+	Errors         []JSONError         `json:"errors"`
+	Unexpected     int64               `json:"unexpected_errors"`
+	Notes          []string            `json:"notes,omitempty"`
+	Warnings       []string            `json:"warnings,omitempty"` // Result.Warnings: figures that may mislead
+	Interrupted    bool                `json:"interrupted"`
 }
 
 // JSONProvenance is a Provenance.
@@ -95,6 +97,27 @@ type JSONTarget struct {
 	// Mount is the server's own account of how it serves; absent for sim
 	// and path targets.
 	Mount *JSONMount `json:"mount,omitempty"`
+	// SimCostNs is the sim's work outside the lock per op (Target.SimCost):
+	// 0 is the bare sim; absent for other targets.
+	SimCostNs *int64 `json:"sim_cost_ns,omitempty"`
+}
+
+// JSONSimCalibration is a SimCalibration.
+type JSONSimCalibration struct {
+	Dir         string `json:"dir"`
+	Op          string `json:"op"`
+	Lock        string `json:"lock"`
+	RealPerOpNs int64  `json:"real_single_per_op_ns"`
+	BarePerOpNs int64  `json:"bare_single_per_op_ns"`
+	CostNs      int64  `json:"cost_ns"`
+}
+
+func jsonSimCalibration(c *SimCalibration) *JSONSimCalibration {
+	if c == nil {
+		return nil
+	}
+	return &JSONSimCalibration{Dir: c.Dir, Op: c.Op, Lock: c.Lock, RealPerOpNs: int64(c.Real),
+		BarePerOpNs: int64(c.Bare), CostNs: int64(c.Cost)}
 }
 
 // JSONMount is a Mount.
@@ -170,7 +193,8 @@ func ToJSON(r Result) JSONRun {
 		BufSize: r.BufSize, Files: r.Files, FilesPerOp: r.FilesPerOp, ClockCostNs: r.ClockCostNs,
 		Single: jsonPhase(r.Single), Concur: jsonPhase(r.Concur), Ratio: r.Ratio(),
 		Efficiency: r.Efficiency(), OpsPerSec: r.OpsPerSec(), Errors: jsonErrors(r.Errors),
-		Unexpected: r.Unexpected(), Notes: r.Notes, Interrupted: r.Interrupted}
+		Unexpected: r.Unexpected(), Notes: r.Notes, Interrupted: r.Interrupted,
+		SimCalibration: jsonSimCalibration(r.SimCalibration)}
 	if r.Concur.Ran && (r.Op == OpHwloc || r.Op == OpLstopo) {
 		med, last := r.TimeToDone()
 		j.TimeToDone = &JSONTimeToDone{MedianNs: int64(med), LastNs: int64(last)}
@@ -193,6 +217,8 @@ func jsonTarget(t Target) JSONTarget {
 	}
 	if t.Kind == TargetSim {
 		j.Tree = describeTree(t)
+		cost := t.SimCost.Nanoseconds()
+		j.SimCostNs = &cost
 	}
 	return j
 }

@@ -76,6 +76,9 @@ func WriteSummary(w io.Writer, r Result) error {
 	} else if r.Churn != nil {
 		ew.printf("churn:        %s\n", describeChurn(*r.Churn))
 	}
+	if c := r.SimCalibration; c != nil {
+		ew.printf("calibration:  %s\n", c)
+	}
 	for _, n := range r.Notes {
 		ew.printf("note:         %s\n", n)
 	}
@@ -92,11 +95,19 @@ func describeTarget(r Result) string {
 	t := r.Target
 	switch t.Kind {
 	case TargetSim:
-		return fmt.Sprintf("sim: in-process kernfsim walker, lock %s, %s", t.Lock, describeTree(t))
+		return fmt.Sprintf("sim: in-process kernfsim walker, lock %s, %s, %s", t.Lock, describeTree(t), describeSimCost(t.SimCost))
 	case TargetKernfsim:
 		return fmt.Sprintf("kernfsim: FUSE mount at %s, lock %s", t.Dir, t.Lock)
 	}
 	return "path: " + t.Dir
+}
+
+// describeSimCost says what work a sim operation does outside the lock.
+func describeSimCost(cost time.Duration) string {
+	if cost == 0 {
+		return "bare (no work outside the lock)"
+	}
+	return fmt.Sprintf("+%s of work outside the lock per op", fmtDur(cost))
 }
 
 // describeTree names a sim target's tree.

@@ -29,7 +29,10 @@ type Result struct {
 	Single      Phase
 	Concur      Phase
 	Churn       *ChurnResult // nil without churn
-	Errors      []ErrorCount // every failed operation, by errno and kind
+	// SimCalibration is how Target.SimCost was chosen; nil unless
+	// calibrated.
+	SimCalibration *SimCalibration
+	Errors         []ErrorCount // every failed operation, by errno and kind
 	// Notes say what the run left out and why (a coldplug run without a
 	// writer, say).
 	Notes       []string

@@ -176,7 +176,8 @@ func (e *env) close() error {
 func (e *env) newResult() Result {
 	return Result{Provenance: CaptureProvenance(e.cfg.Args), Target: e.target, Op: e.cfg.Op, Missing: e.cfg.Missing, Threads: e.cfg.Threads,
 		Times: e.cfg.Times, CPUs: len(e.cpus), Pinned: !e.cfg.NoPin, Procs: e.cfg.Procs,
-		BufSize: e.cfg.BufSize, Files: e.p.Names, FilesPerOp: e.p.filesPerOp(), ClockCostNs: clockCost(), Notes: e.notes}
+		BufSize: e.cfg.BufSize, Files: e.p.Names, FilesPerOp: e.p.filesPerOp(), ClockCostNs: clockCost(), Notes: e.notes,
+		SimCalibration: e.cfg.SimCalibration}
 }
 
 // cpuOf is the CPU worker i is pinned to, or -1.

@@ -65,6 +65,14 @@ type simTarget struct {
 	t    *kernfsim.Tree
 	w    *kernfsim.Walker
 	cred kernfsim.Cred
+	spin uint64 // immutable: spin iterations of Target.SimCost, per operation
+}
+
+// work is the operation's work outside the lock (Target.SimCost).
+func (s *simTarget) work() {
+	if s.spin > 0 {
+		spinSink(spin(s.spin))
+	}
 }
 
 func newSimTarget(t Target, churn bool) (*simTarget, error) {
@@ -72,7 +80,8 @@ func newSimTarget(t Target, churn bool) (*simTarget, error) {
 	if err != nil {
 		return nil, err
 	}
-	st := &simTarget{t: tree, w: kernfsim.NewWalker(tree, kernfsim.WalkerOptions{}), cred: DefaultSimCred}
+	st := &simTarget{t: tree, w: kernfsim.NewWalker(tree, kernfsim.WalkerOptions{}), cred: DefaultSimCred,
+		spin: spinIterations(t.SimCost)}
 	if t.Cred != nil {
 		st.cred = *t.Cred
 	}
@@ -104,6 +113,7 @@ func buildSimTree(t Target) (*kernfsim.Tree, error) {
 // error value would cost the sim an allocation per failed operation
 // (a missing-path run fails every one) that the kernel does not make.
 func (s *simTarget) readFile(p string, buf []byte) error {
+	s.work()
 	if _, e := s.w.ReadFileErrno(s.cred, p, buf); e != 0 {
 		return e
 	}
@@ -112,6 +122,7 @@ func (s *simTarget) readFile(p string, buf []byte) error {
 
 // stat returns a bare errno, as readFile.
 func (s *simTarget) stat(p string) error {
+	s.work()
 	if _, e := s.w.StatErrno(s.cred, p); e != 0 {
 		return e
 	}
@@ -119,6 +130,7 @@ func (s *simTarget) stat(p string) error {
 }
 
 func (s *simTarget) readDir(p string, _ []byte) error {
+	s.work()
 	n, err := s.w.Resolve(s.cred, p)
 	if err != nil {
 		return err

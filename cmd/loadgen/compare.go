@@ -34,6 +34,7 @@ type compareFlags struct {
 	pin        bool
 	serverArgs []string
 	tree       treeFlags
+	simCost    simCostFlags
 }
 
 // targetKinds are the row kinds of a comparison, in table order.
@@ -61,7 +62,8 @@ at once).`,
   loadgen compare --threads 1,2,48 --times 2000 --plot compare.svg
   loadgen compare --op hwloc                          # /sys and its mirror under each lock
   loadgen compare --op coldplug --tree synthetic --mem-blocks 100000 --targets kernfsim,sim
-  loadgen compare --targets sim --locks mutex,rwsem --format bench > sim.txt; benchstat -col /lock sim.txt`,
+  loadgen compare --targets sim --locks mutex,rwsem --format bench > sim.txt; benchstat -col /lock sim.txt
+  loadgen compare --sim-cost auto --locks rwsem --threads 1,2,8,48   # sim rows with the kernel's work outside the lock`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return f.run(cmd, stderr) },
 	}
@@ -83,6 +85,7 @@ at once).`,
 	fs.BoolVar(&f.pin, "pin", true, "pin worker i to CPU i mod ncpus")
 	fs.StringArrayVar(&f.serverArgs, "server-arg", nil, "an extra flag for the kernfsim servers (repeatable)")
 	addTreeFlags(fs, &f.tree)
+	addSimCostFlags(fs, &f.simCost)
 	return cmd
 }
 
@@ -125,6 +128,13 @@ func (f *compareFlags) config(cmd *cobra.Command) (cc loadgen.CompareConfig, not
 	}
 	cc.Ops, cc.Threads, cc.Times, cc.SimTimes, cc.Repeats, cc.NoPin = f.ops, f.threads, f.times, f.simTimes, f.repeats, !f.pin
 	cc.HwlocTimes, cc.Args = f.hwlocTimes, commandLine(cmd)
+	if err := f.simCost.check(cmd, slices.Contains(f.targets, "sim")); err != nil {
+		return cc, nil, err
+	}
+	cc.SimCost = f.simCost.cost.d
+	if f.simCost.cost.auto {
+		cc.Calibrate = f.simCost.calibrate
+	}
 	cc.Server = &loadgen.ServerConfig{Command: serverCommand(), Args: append(f.tree.serverArgs(), f.serverArgs...)}
 	return cc, notes, nil
 }
@@ -235,6 +245,9 @@ func (f *compareFlags) run(cmd *cobra.Command, stderr io.Writer) error {
 	}
 	res, err := loadgen.Compare(cmd.Context(), cc)
 	prog.clear()
+	for _, c := range res.SimCalibrations {
+		fmt.Fprintf(stderr, "loadgen compare: calibration: %s\n", c)
+	}
 	if len(res.Cells) > 0 {
 		err = errors.Join(err, f.write(w, res))
 		if plotW != nil {

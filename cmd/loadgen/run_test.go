@@ -141,6 +141,12 @@ func TestBadInput(t *testing.T) {
 		{[]string{"compare", "--targets", "sys", "--sys", "/does/not/exist"}, "--sys /does/not/exist"},
 		{[]string{"compare", "--ops", "bogus", "--targets", "sim"}, `--ops: unknown op "bogus"`},
 		{[]string{"compare", "--sim", "--targets", "sys"}, "--sim is --targets sim"},
+		{[]string{"--sim", "--sim-cost", "fast"}, "give a duration such as 5us"},
+		{[]string{"--sim", "--sim-cost", "-1us"}, "0 to a few microseconds"},
+		{[]string{"--path", "/sys", "--sim-cost", "5us"}, "--sim-cost and --calibrate apply to the sim"},
+		{[]string{"--sim", "--calibrate", "/sys"}, "add --sim-cost auto"},
+		{[]string{"--sim", "--sim-cost", "auto", "--op", "hwloc"}, "--sim-cost: hwloc makes many system calls per operation"},
+		{[]string{"compare", "--targets", "sys", "--sim-cost", "auto"}, "apply to the sim"},
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
 			code, out, errOut := runArgs(context.Background(), tc.args...)
@@ -153,7 +159,7 @@ func TestBadInput(t *testing.T) {
 
 func TestHelp(t *testing.T) {
 	code, out, _ := runArgs(context.Background(), "--help")
-	for _, want := range []string{"--sim", "--path", "--missing", "--procs", "--churn", "--cpus", "compare"} {
+	for _, want := range []string{"--sim", "--path", "--missing", "--procs", "--churn", "--cpus", "--sim-cost", "--calibrate", "compare"} {
 		if code != exitOK || !strings.Contains(out, want) {
 			t.Errorf("exit %d, help lacks %q", code, want)
 		}
@@ -167,5 +173,24 @@ func TestVersion(t *testing.T) {
 	code, out, _ := runArgs(context.Background(), "--version")
 	if code != exitOK || !regexp.MustCompile(`^loadgen \S+ \((rev [0-9a-f]+(\+dirty)?|revision unknown: [^,]+), go1\.[^)]+\)\n$`).MatchString(out) {
 		t.Errorf("exit %d, %q", code, out)
+	}
+}
+
+// --sim-cost puts the work outside the lock in every output format.
+func TestSimCostFlag(t *testing.T) {
+	for _, tc := range []struct{ format, want string }{
+		{"seed", "+2.00us of work outside the lock per op"},
+		{"json", `"sim_cost_ns": 2000`},
+		{"bench", "/simcost=2000ns/"},
+	} {
+		code, out, errOut := runArgs(context.Background(), append(smallSim, "--sim-cost", "2us", "--format", tc.format)...)
+		if code != exitOK || !strings.Contains(out, tc.want) {
+			t.Errorf("--format %s: exit %d, stderr %q: want exit 0 and %q in:\n%s", tc.format, code, errOut, tc.want, out)
+		}
+	}
+	code, out, errOut := runArgs(context.Background(), "compare", "--sim", "--locks", "rwsem", "--threads", "1,2",
+		"--sim-times", "50", "--repeats", "1", "--ops", "files", "--sim-cost", "2us")
+	if want := "sim=fixed (+2.00us of work outside the lock per op)"; code != exitOK || !strings.Contains(out, want) {
+		t.Errorf("compare: exit %d, stderr %q: want exit 0 and %q in:\n%s", code, errOut, want, out)
 	}
 }

@@ -34,6 +34,7 @@ type runFlags struct {
 	out         string
 	serverArgs  []string
 	tree        treeFlags
+	simCost     simCostFlags
 }
 
 func newRunCmd(stderr io.Writer) *cobra.Command {
@@ -59,7 +60,8 @@ in 2 sockets) or, with --tree host[:DIR], a mirror of this host's /sys.`,
   loadgen --sim --op hwloc --cpus 448 --sockets 4 --threads 8
   loadgen --op hwloc --tree host --procs --threads 48 --times 1   # MPI ranks starting at once, on a mirror of /sys
   loadgen --sim --op coldplug --mem-blocks 100000 --lock rcu --churn 2000
-  loadgen --sim --lock rcu --churn 200 --format json --out run.json`,
+  loadgen --sim --lock rcu --churn 200 --format json --out run.json
+  loadgen --sim --sim-cost auto --threads 48      # the kernel's work outside kernfs's lock, calibrated against /sys`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return f.run(cmd, stderr) },
 	}
@@ -87,6 +89,7 @@ func addRunFlags(fs *pflag.FlagSet, f *runFlags) {
 	fs.StringVar(&f.out, "out", "", "write the output to `FILE` instead of standard output")
 	fs.StringArrayVar(&f.serverArgs, "server-arg", nil, "an extra flag for the kernfsim server loadgen starts (repeatable), e.g. --server-arg=--entry-timeout=1s")
 	addTreeFlags(fs, &f.tree)
+	addSimCostFlags(fs, &f.simCost)
 }
 
 func opList() string {
@@ -113,6 +116,9 @@ func (f *runFlags) config(cmd *cobra.Command) (loadgen.Config, error) {
 	}
 	t, err := f.target(cmd)
 	if err != nil {
+		return loadgen.Config{}, err
+	}
+	if err := f.simCost.check(cmd, f.sim); err != nil {
 		return loadgen.Config{}, err
 	}
 	return loadgen.Config{Target: t, Op: loadgen.Op(f.op), Missing: f.missing, MissingPath: f.missingPath,
@@ -143,6 +149,9 @@ func (f *runFlags) serverFlags() []string {
 func (f *runFlags) run(cmd *cobra.Command, stderr io.Writer) error {
 	cfg, err := f.config(cmd)
 	if err != nil {
+		return err
+	}
+	if err := f.simCost.apply(cmd, &cfg, stderr); err != nil {
 		return err
 	}
 	w, closeOut, err := openOut(f.out, cmd.OutOrStdout())

@@ -1,0 +1,125 @@
+package loadgen
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"slices"
+	"sync"
+	"time"
+)
+
+// The sim's work outside the lock.
+//
+// A bare sim operation is the kernfs part of a system call alone: a sim
+// open/read/close costs a few hundred nanoseconds where the kernel's costs
+// microseconds, so the share of each operation spent under the tree's lock,
+// and with it the contention, is many times the kernel's. Target.SimCost
+// gives each sim operation the rest of the kernel's work (syscall entry and
+// exit, file allocation, the VFS walk around kernfs): a spin loop of a
+// fixed number of iterations, calibrated once per process, run before the
+// walk and outside any lock. It is CPU work, not a sleep, so threads
+// beyond the CPUs queue for it as they queue for the kernel's.
+
+// spinRate is the spin loop's iterations per nanosecond on this machine.
+var spinRate = sync.OnceValue(func() float64 {
+	const n = 1 << 18
+	best := time.Duration(1<<63 - 1)
+	for range 7 {
+		t0 := time.Now()
+		spinSink(spin(n))
+		best = min(best, time.Since(t0))
+	}
+	return float64(n) / float64(max(best, 1))
+})
+
+// spinIterations is how many spin iterations take d.
+func spinIterations(d time.Duration) uint64 {
+	if d <= 0 {
+		return 0
+	}
+	return uint64(float64(d)*spinRate() + 0.5)
+}
+
+// spin runs n rounds of a linear congruential generator: a chain of
+// dependent multiplications that touches no memory.
+//
+//go:noinline
+func spin(n uint64) uint64 {
+	x := n
+	for range n {
+		x = x*6364136223846793005 + 1442695040888963407
+	}
+	return x
+}
+
+// spinSink keeps spin's result alive, so the loop is not optimised away.
+func spinSink(x uint64) { runtime.KeepAlive(x) }
+
+// SimCalibration is how a SimCost was derived: the operation's
+// single-thread per-op against a real directory (the kernel's whole
+// system call) less the bare sim's under the same operation (its kernfs
+// part), on the same machine.
+type SimCalibration struct {
+	Dir  string        // the directory measured, /sys
+	Op   string        // the op label: files, missing, stat, ...
+	Lock string        // the bare sim's strategy
+	Real time.Duration // single-thread per-op against Dir: the best of the tries
+	Bare time.Duration // single-thread per-op of the bare sim: the best of the tries
+	Cost time.Duration // Real - Bare, at least 0: the SimCost it gives
+}
+
+// String is the calibration in a line.
+func (c SimCalibration) String() string {
+	return fmt.Sprintf("%s: %s single-thread %s, bare sim (%s) %s: %s of work outside the lock per op",
+		c.Op, c.Dir, fmtDur(c.Real), c.Lock, fmtDur(c.Bare), fmtDur(c.Cost))
+}
+
+// calibrationTries is how many single-thread runs of each side a
+// calibration makes, interleaved; the fastest of each counts, as the one
+// least disturbed by the rest of the machine.
+const calibrationTries = 3
+
+// CalibrateSimCost measures the work the kernel does outside kernfs's lock
+// for c's operation: c run single-threaded against dir, less c run on the
+// bare sim under lock (the strategy of the kernel behind dir: rwsem for
+// Linux 5.15 and later). c's target is ignored; its Times (default: 2000
+// against dir, 20 times that on the sim) sizes each try. Operations made
+// of several system calls each (hwloc, lstopo, coldplug) cannot be
+// calibrated this way: give their SimCost per call instead.
+func CalibrateSimCost(ctx context.Context, c Config, dir, lock string) (SimCalibration, error) {
+	if c.Op == "" {
+		c.Op = OpOpenReadClose
+	}
+	cal := SimCalibration{Dir: dir, Op: opLabel(c.Op, c.Missing), Lock: lock}
+	if c.Op == OpHwloc || c.Op == OpLstopo || c.Op == OpColdplug {
+		return cal, badConfig("SimCost", "give a duration per system call instead of auto",
+			"%s makes many system calls per operation, so its cost cannot be calibrated per operation", c.Op)
+	}
+	times := c.Times
+	if times == 0 {
+		times = 2000
+	}
+	real := c
+	real.Target, real.Threads, real.Times, real.Churn, real.Procs = Target{Kind: TargetPath, Dir: dir}, 1, times, 0, false
+	bare := real
+	bare.Target, bare.Times = c.Target, 20*times
+	bare.Target.Kind, bare.Target.Lock, bare.Target.SimCost = TargetSim, lock, 0
+	var reals, bares []time.Duration
+	for range calibrationTries {
+		for _, side := range []struct {
+			name string
+			cfg  Config
+			into *[]time.Duration
+		}{{dir, real, &reals}, {"the bare sim", bare, &bares}} {
+			r, err := Run(ctx, side.cfg)
+			if err != nil {
+				return cal, fmt.Errorf("calibrating the sim's cost: %s: %w", side.name, err)
+			}
+			*side.into = append(*side.into, r.SinglePerOp())
+		}
+	}
+	cal.Real, cal.Bare = slices.Min(reals), slices.Min(bares)
+	cal.Cost = max(0, cal.Real-cal.Bare)
+	return cal, nil
+}

@@ -1,0 +1,145 @@
+package loadgen
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+)
+
+// The compare header and JSON say which sim mode the sim rows ran in, and
+// the bench names carry a sim row's cost.
+func TestCompareSimMode(t *testing.T) {
+	cal := SimCalibration{Dir: "/sys", Op: "files", Lock: "rwsem", Real: 5600 * time.Nanosecond,
+		Bare: 500 * time.Nanosecond, Cost: 5100 * time.Nanosecond}
+	for _, tc := range []struct {
+		mode   string
+		costs  map[string]time.Duration
+		cals   []SimCalibration
+		header string
+		bench  string
+	}{
+		{"bare", nil, nil, "sim=bare (the tree's code alone", "target=sim/lock=mutex/op=files/"},
+		{"fixed", map[string]time.Duration{"files": 2 * time.Microsecond, "missing": 2 * time.Microsecond}, nil,
+			"sim=fixed (+2.00us of work outside the lock per op)", "target=sim/lock=mutex/simcost=2000ns/op=files/"},
+		{"calibrated", map[string]time.Duration{"files": cal.Cost}, []SimCalibration{cal},
+			"sim=calibrated (files +5.10us of work outside the lock per op: single thread against /sys less the bare sim under rwsem)",
+			"target=sim/lock=mutex/simcost=5100ns/op=files/"},
+	} {
+		t.Run("mode="+tc.mode, func(t *testing.T) {
+			r := compareFixture()
+			r.SimCosts, r.SimCalibrations = tc.costs, tc.cals
+			if got := r.SimMode(); got != tc.mode {
+				t.Errorf("SimMode() = %q, want %q", got, tc.mode)
+			}
+			var table, js, bench bytes.Buffer
+			for _, err := range []error{WriteCompareTable(&table, r), WriteCompareJSON(&js, r), WriteCompareBench(&bench, r)} {
+				if err != nil {
+					t.Fatal(err)
+				}
+			}
+			if !strings.Contains(table.String(), tc.header) {
+				t.Errorf("table header lacks %q:\n%s", tc.header, table.String())
+			}
+			if !strings.Contains(bench.String(), tc.bench) {
+				t.Errorf("bench lines lack %q:\n%s", tc.bench, bench.String())
+			}
+			var j JSONCompare
+			if err := json.Unmarshal(js.Bytes(), &j); err != nil {
+				t.Fatal(err)
+			}
+			if j.SimMode != tc.mode || j.SimCostsNs["files"] != tc.costs["files"].Nanoseconds() || len(j.SimCalibrations) != len(tc.cals) {
+				t.Errorf("JSON: got mode %q, files cost %dns, %d calibrations; want %q, %v, %d",
+					j.SimMode, j.SimCostsNs["files"], len(j.SimCalibrations), tc.mode, tc.costs["files"], len(tc.cals))
+			}
+		})
+	}
+}
+
+// The spin loop does about the work it was asked for: a thousand spins of
+// 20us take at least 20ms of CPU (they cannot be optimised away) and not
+// many times that (a loose bound: the machine may be busy).
+func TestSpinIsCalibratedWork(t *testing.T) {
+	n := spinIterations(20 * time.Microsecond)
+	if n == 0 || spinIterations(0) != 0 {
+		t.Fatalf("spinIterations: got %d for 20us and %d for 0", n, spinIterations(0))
+	}
+	best := time.Duration(1<<63 - 1)
+	for range 3 {
+		t0 := time.Now()
+		for range 1000 {
+			spinSink(spin(n))
+		}
+		best = min(best, time.Since(t0))
+	}
+	if best < 18*time.Millisecond || best > time.Second {
+		t.Errorf("1000 spins of 20us took %v, want about 20ms", best)
+	}
+}
+
+// A sim with a cost is slower by about the cost per op, and its reports
+// say so.
+func TestSimCostRun(t *testing.T) {
+	base := Config{Target: Target{Kind: TargetSim, Lock: "rcu"}, Threads: 1, Times: 2000}
+	withCost := base
+	withCost.Target.SimCost = 5 * time.Microsecond
+	bare, err := Run(context.Background(), base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	slow, err := Run(context.Background(), withCost)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := slow.SinglePerOp() - bare.SinglePerOp(); d < 4*time.Microsecond {
+		t.Errorf("a 5us cost added %v per op, want about 5us", d)
+	}
+	var seed bytes.Buffer
+	if err := WriteSummary(&seed, slow); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(seed.String(), "+5.00us of work outside the lock per op") {
+		t.Errorf("summary does not state the cost:\n%s", seed.String())
+	}
+	if got := ToJSON(slow).Target.SimCostNs; got == nil || *got != 5000 {
+		t.Errorf("JSON sim_cost_ns: got %v, want 5000", got)
+	}
+}
+
+func TestSimCostBadInput(t *testing.T) {
+	for _, c := range []Config{
+		{Target: Target{Kind: TargetSim, SimCost: -time.Microsecond}},
+		{Target: Target{Kind: TargetSim, SimCost: 2 * time.Second}},
+		{Target: Target{Kind: TargetPath, Dir: "/", SimCost: time.Microsecond}},
+	} {
+		_, err := Run(context.Background(), c)
+		var ce *ConfigError
+		if !errors.As(err, &ce) || ce.Field != "SimCost" {
+			t.Errorf("Run with SimCost %v on %s: got %v, want a ConfigError on SimCost", c.Target.SimCost, c.Target.Kind, err)
+		}
+	}
+	_, err := CalibrateSimCost(context.Background(), Config{Op: OpHwloc}, "/sys", "rwsem")
+	var ce *ConfigError
+	if !errors.As(err, &ce) {
+		t.Errorf("calibrating hwloc: got %v, want a ConfigError", err)
+	}
+}
+
+// Calibration against /sys gives the difference of the two single-thread
+// per-ops, and never less than 0.
+func TestCalibrateSimCost(t *testing.T) {
+	requireSys(t)
+	cal, err := CalibrateSimCost(context.Background(), Config{Times: 500}, "/sys", "rwsem")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cal.Real <= 0 || cal.Bare <= 0 || cal.Cost != max(0, cal.Real-cal.Bare) || cal.Op != "files" {
+		t.Errorf("calibration %+v: want positive per-ops, Cost = Real - Bare, op files", cal)
+	}
+	if !strings.Contains(cal.String(), "of work outside the lock per op") {
+		t.Errorf("calibration line %q", cal)
+	}
+}
