@@ -34,7 +34,7 @@ processor of ROOT/proc/cpuinfo, where DIR is ROOT/sys.`,
 			return cpuinfo(&f, cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
-	cli.AddTreeFlags(cmd.Flags(), &f)
+	cli.AddShapeFlags(cmd.Flags(), &f)
 	return cmd
 }
 

@@ -5,12 +5,15 @@ import (
 	"context"
 	"errors"
 	"flag"
-	"github.com/kernfsim/kernfsim/internal/cli"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/spf13/pflag"
+
+	"github.com/kernfsim/kernfsim/internal/cli"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
@@ -29,10 +32,7 @@ func TestTreeGolden(t *testing.T) {
 	golden := filepath.Join("testdata", "tree_small.golden")
 	for _, lock := range []string{"mutex", "rwsem", "rcu", "none"} {
 		t.Run("lock="+lock, func(t *testing.T) {
-			code, out, errOut := runArgs(context.Background(), append([]string{"tree", "--lock", lock}, smallTree...)...)
-			if code != cli.ExitOK || errOut != "" {
-				t.Fatalf("exit %d, stderr %q", code, errOut)
-			}
+			out := treeUnder(t, lock)
 			if *update && lock == "rwsem" {
 				if err := os.WriteFile(golden, []byte(out), 0o644); err != nil {
 					t.Fatal(err)
@@ -47,6 +47,30 @@ func TestTreeGolden(t *testing.T) {
 			}
 		})
 	}
+}
+
+// treeUnder prints the small tree built under lock: the same under every
+// lock, which is why kernfsim tree has no --lock.
+func treeUnder(t *testing.T, lock string) string {
+	t.Helper()
+	var f cli.TreeFlags
+	fs := pflag.NewFlagSet("tree", pflag.ContinueOnError)
+	cli.AddTreeFlags(fs, &f)
+	if err := fs.Parse(smallTree); err != nil {
+		t.Fatal(err)
+	}
+	b, err := f.BuildWith(lock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	if err := printTree(context.Background(), &out, b.Tree); err != nil {
+		t.Fatal(err)
+	}
+	if _, cmdOut, errOut := runArgs(context.Background(), append([]string{"tree"}, smallTree...)...); lock == "rwsem" && cmdOut != out.String() {
+		t.Errorf("kernfsim tree differs from the rwsem tree (stderr %q)", errOut)
+	}
+	return out.String()
 }
 
 // firstDiff describes the first line where got and want differ.
@@ -93,7 +117,11 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"tree", "--numa-nodes", "3"}, []string{"--numa-nodes"}},
 		{[]string{"tree", "--mem-blocks", "2000000"}, []string{"--mem-blocks", "0..1048576"}},
 		{[]string{"tree", "--netdevs", "-1"}, []string{"--netdevs"}},
-		{[]string{"tree", "--lock", "spin"}, []string{`"--lock"`, "mutex, rwsem, rcu, none"}},
+		{[]string{"mount", "/nonexistent", "--lock", "spin"}, []string{`"--lock"`, "mutex, rwsem, rcu, none"}},
+		{[]string{"tree", "--lock", "rcu"}, []string{"unknown flag: --lock"}},
+		{[]string{"mount"}, []string{"missing MOUNTPOINT", "kernfsim mount /mnt/k"}},
+		{[]string{"stats"}, []string{"missing MOUNTPOINT", "kernfsim stats /mnt/k"}},
+		{[]string{"stats", "/a", "/b"}, []string{"one MOUNTPOINT only"}},
 		{[]string{"tree", "--tree", "host:/nonexistent"}, []string{"not a directory"}},
 		{[]string{"tree", "--tree", "host", "--cpus", "4"}, []string{"--cpus", "does not apply"}},
 		{[]string{"tree", "--tree", "host:"}, []string{`"--tree"`, "host:DIR"}},
@@ -136,10 +164,17 @@ func TestVersionAndHelp(t *testing.T) {
 	if code != cli.ExitOK || !strings.HasPrefix(out, "kernfsim ") {
 		t.Errorf("--version: exit %d, %q", code, out)
 	}
-	code, out, _ = runArgs(context.Background(), "tree", "--help")
-	for _, w := range []string{"Examples:", "kernfsim tree --cpus 8", "--lock name", "--numa-nodes"} {
-		if code != cli.ExitOK || !strings.Contains(out, w) {
-			t.Errorf("tree --help: exit %d, output lacks %q", code, w)
+	for _, sub := range []string{"tree", "cpuinfo"} {
+		code, out, _ = runArgs(context.Background(), sub, "--help")
+		for _, w := range []string{"Examples:", "kernfsim " + sub, "--cpus int", "--numa-nodes"} {
+			if code != cli.ExitOK || !strings.Contains(out, w) {
+				t.Errorf("%s --help: exit %d, output lacks %q", sub, code, w)
+			}
+		}
+		for _, w := range []string{"--lock", "--gp", "--rcu-normal", "--expedite-cost", ") (default"} {
+			if strings.Contains(out, w) {
+				t.Errorf("%s --help lists %q, which changes nothing it prints, or a default twice", sub, w)
+			}
 		}
 	}
 }

@@ -22,7 +22,7 @@ func newStatsCmd() *cobra.Command {
 		Use:     "stats MOUNTPOINT",
 		Short:   "Pretty-print a kernfsim mount's live counters (kernel/kernfsim/stats)",
 		Example: "  kernfsim stats /mnt/k",
-		Args:    cobra.ExactArgs(1),
+		Args:    cli.MountpointArg("kernfsim stats /mnt/k"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			kv, err := readStats(args[0])
 			if err != nil {

@@ -24,7 +24,7 @@ its type (d directory, f attribute file, l symlink), its mode and its path;
 a symlink also shows its target.`,
 		Example: `  kernfsim tree
   kernfsim tree --cpus 8 --sockets 1 --mem-blocks 4 | grep topology/
-  kernfsim tree --cpus 448 --sockets 4 --threads-per-core 4 --lock rcu | wc -l`,
+  kernfsim tree --cpus 448 --sockets 4 --threads-per-core 4 | wc -l`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			b, err := f.Build()
@@ -37,7 +37,7 @@ a symlink also shows its target.`,
 			return nil
 		},
 	}
-	cli.AddTreeFlags(cmd.Flags(), &f)
+	cli.AddShapeFlags(cmd.Flags(), &f)
 	return cmd
 }
 

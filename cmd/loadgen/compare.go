@@ -60,8 +60,8 @@ at once).`,
 		Example: `  loadgen compare
   loadgen compare --sim --plot compare.svg          # in-process only: no root, no FUSE
   loadgen compare --threads 1,2,48 --times 2000 --plot compare.svg
-  loadgen compare --op hwloc                          # /sys and its mirror under each lock
-  loadgen compare --op coldplug --tree synthetic --mem-blocks 100000 --targets kernfsim,sim
+  loadgen compare --ops hwloc                         # /sys and its mirror under each lock
+  loadgen compare --ops coldplug --tree synthetic --mem-blocks 100000 --targets kernfsim,sim
   loadgen compare --targets sim --locks mutex,rwsem --format bench > sim.txt; benchstat -col /lock sim.txt
   loadgen compare --sim-cost auto --locks rwsem --threads 1,2,8,48   # sim rows with the kernel's work outside the lock`,
 		Args: cobra.NoArgs,
@@ -69,13 +69,14 @@ at once).`,
 	}
 	fs := cmd.Flags()
 	fs.StringSliceVar(&f.locks, "locks", locking.Names, "lock strategies")
-	fs.IntSliceVar(&f.threads, "threads", loadgen.DefaultCompareThreads(), "thread counts (default 1, ncpus, 4 x ncpus, 48)")
+	fs.IntSliceVar(&f.threads, "threads", nil, "thread counts (default 1, ncpus, 4 x ncpus, 48)")
 	fs.IntVar(&f.times, "times", loadgen.DefaultCompareTimes, "operations per worker in each run")
 	fs.IntVar(&f.simTimes, "sim-times", 0, "operations per worker in each sim run (default 20 x --times: sim operations are 10-50 times cheaper)")
 	fs.IntVar(&f.hwlocTimes, "hwloc-times", loadgen.DefaultCompareHwlocTimes, "discoveries per worker in hwloc and lstopo runs (an MPI rank does one)")
 	fs.IntVar(&f.repeats, "repeats", loadgen.DefaultCompareRepeats, "runs of each configuration (the table shows medians)")
 	fs.StringSliceVar(&f.ops, "ops", loadgen.DefaultCompareOps, "ops: files, missing, stat-missing, or an operation ("+opList()+")")
 	fs.StringSliceVar(&f.ops, "op", loadgen.DefaultCompareOps, "the same as --ops")
+	fs.MarkHidden("op") // one name for one thing; --op stays accepted, as in a plain run
 	fs.StringSliceVar(&f.targets, "targets", targetKinds, "row kinds: kernfsim, sim, sys (kernfsim and sys are skipped with a note when unavailable, unless named)")
 	fs.BoolVar(&f.sim, "sim", false, "only the sim rows (--targets sim): no FUSE, no root")
 	fs.StringVar(&f.sysDir, "sys", "/sys", "the real sysfs of the sys rows")

@@ -45,9 +45,9 @@ as its caller sees it, and then waits until every teardown has completed
 (the tree's barrier in process; over FUSE, polling kernel/kernfsim/stats
 until tree.teardowns_completed has grown by two per device).
 
-Under --lock rcu there is a run per --gp policy: normal waits a grace period
+Under --locks rcu there is a run per --gps policy: normal waits a grace period
 in each removal, expedited forces one, deferred queues the teardown and
-returns. mutex and rwsem (add them to --lock) drain and tear down in the call:
+returns. mutex and rwsem (add them to --locks) drain and tear down in the call:
 the references, gp n/a. --readers R reads uevent of the devices not yet
 removed during the storm and reports their p99: the reader-side price.
 
@@ -57,8 +57,8 @@ kernfsim mount (its own lock and policy, read from its stats); with neither,
 loadgen starts a kernfsim server per (lock, gp) and writes to its
 delete_device.`,
 		Example: `  loadgen teardown --sim
-  loadgen teardown --sim --lock rcu,mutex,rwsem --readers 2
-  loadgen teardown --sim --gp normal --batch 5000      # 5000 removals sharing one grace period
+  loadgen teardown --sim --locks rcu,mutex,rwsem --readers 2
+  loadgen teardown --sim --gps normal --batch 5000     # 5000 removals sharing one grace period
   loadgen teardown --count 1000 --format json --out teardown.json
   loadgen teardown --path /mnt/k --count 500`,
 		Args: cobra.NoArgs,
@@ -67,13 +67,18 @@ delete_device.`,
 	fs := cmd.Flags()
 	fs.StringVar(&f.path, "path", "", "remove devices of the kernfsim mount at `DIR`")
 	fs.BoolVar(&f.sim, "sim", false, "remove through the tree API in process (no FUSE)")
-	fs.StringSliceVar(&f.locks, "lock", []string{loadgen.DefaultTeardownLock}, "lock strategies: rcu (a run per --gp), mutex, rwsem")
-	fs.StringSliceVar(&f.gps, "gp", gpNames(), "rcu teardown policies: normal, expedited, deferred")
+	fs.StringSliceVar(&f.locks, "locks", []string{loadgen.DefaultTeardownLock}, "lock strategies: rcu (a run per --gps), mutex, rwsem")
+	fs.StringSliceVar(&f.gps, "gps", gpNames(), "rcu teardown policies: normal, expedited, deferred")
+	// The names of lists were singular once; they stay as hidden aliases.
+	fs.StringSliceVar(&f.locks, "lock", []string{loadgen.DefaultTeardownLock}, "")
+	fs.StringSliceVar(&f.gps, "gp", gpNames(), "")
+	fs.MarkHidden("lock")
+	fs.MarkHidden("gp")
 	fs.IntVar(&f.count, "count", loadgen.DefaultTeardownCount, "devices to create, then remove")
 	fs.IntVar(&f.batch, "batch", 1, "devices removed per call (they share one grace period)")
 	fs.IntVar(&f.readers, "readers", 0, "readers of the remaining devices during the storm")
 	fs.IntVar(&f.attrs, "attrs", 0, "extra attributes per device (new_device NATTRS)")
-	fs.DurationVar(&f.grace.Tick, "gp-tick", 4*time.Millisecond, "grace periods begin on this tick (4ms is HZ=250)")
+	fs.DurationVar(&f.grace.Tick, "gp-tick", 4*time.Millisecond, "grace periods begin on this tick; 4ms is HZ=250")
 	fs.DurationVar(&f.grace.ExpediteCost, "expedite-cost", 0, "extra fixed cost of each expedited grace period")
 	fs.BoolVar(&f.grace.ExpeditedIsNormal, "rcu-normal", false, "expedited grace periods behave as normal ones (rcu_normal=1, PREEMPT_RT)")
 	fs.DurationVar(&f.completeTimeout, "complete-timeout", loadgen.DefaultCompleteTimeout, "over FUSE, how long to wait for the teardowns after the storm")
@@ -106,6 +111,11 @@ func (f *teardownFlags) config(cmd *cobra.Command) (loadgen.TeardownConfig, erro
 	if err := f.validateLists(); err != nil {
 		return c, err
 	}
+	for old, now := range map[string]string{"lock": "--locks", "gp": "--gps"} {
+		if fs.Changed(old) {
+			fmt.Fprintf(cmd.ErrOrStderr(), "loadgen teardown: --%s is now %s\n", old, now)
+		}
+	}
 	for _, g := range f.gps {
 		c.GPs = append(c.GPs, kernfsim.GPPolicy(g))
 	}
@@ -115,7 +125,7 @@ func (f *teardownFlags) config(cmd *cobra.Command) (loadgen.TeardownConfig, erro
 	case f.sim && f.path != "":
 		return c, &usageError{errors.New("--sim and --path exclude each other: choose one target")}
 	case f.path != "":
-		for _, n := range []string{"lock", "gp", "gp-tick", "expedite-cost", "rcu-normal"} {
+		for _, n := range []string{"locks", "lock", "gps", "gp", "gp-tick", "expedite-cost", "rcu-normal"} {
 			if fs.Changed(n) {
 				return c, &usageError{fmt.Errorf("--%s applies to --sim and to the servers loadgen starts; the mount at --path has its own", n)}
 			}
@@ -136,12 +146,12 @@ func (f *teardownFlags) config(cmd *cobra.Command) (loadgen.TeardownConfig, erro
 func (f *teardownFlags) validateLists() error {
 	for _, l := range f.locks {
 		if !slices.Contains([]string{"mutex", "rwsem", "rcu"}, l) {
-			return &usageError{fmt.Errorf("--lock: %q cannot remove devices: use rcu, mutex or rwsem", l)}
+			return &usageError{fmt.Errorf("--locks: %q cannot remove devices: use rcu, mutex or rwsem", l)}
 		}
 	}
 	for _, g := range f.gps {
 		if _, err := kernfsim.ParseGPPolicy(g); err != nil {
-			return &usageError{fmt.Errorf("--gp: %v", err)}
+			return &usageError{fmt.Errorf("--gps: %v", err)}
 		}
 	}
 	switch {
@@ -158,7 +168,7 @@ func (f *teardownFlags) validateLists() error {
 }
 
 // tdFlags names the flag behind each loadgen.TeardownConfig field.
-var tdFlags = map[string]string{"Count": "--count", "Batch": "--batch", "Attrs": "--attrs", "Lock": "--lock", "Dir": "--path", "Readers": "--readers"}
+var tdFlags = map[string]string{"Count": "--count", "Batch": "--batch", "Attrs": "--attrs", "Lock": "--locks", "Dir": "--path", "Readers": "--readers"}
 
 // tdUsage rewords a *loadgen.ConfigError of the teardown engine in terms
 // of flags.

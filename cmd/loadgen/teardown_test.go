@@ -21,12 +21,12 @@ import (
 var smallTeardown = []string{"teardown", "--count", "30", "--cpus", "8", "--mem-blocks", "4"}
 
 func TestTeardownSimGolden(t *testing.T) {
-	code, out, errOut := runArgs(context.Background(), append(smallTeardown, "--sim", "--lock", "rcu,mutex")...)
+	code, out, errOut := runArgs(context.Background(), append(smallTeardown, "--sim", "--locks", "rcu,mutex")...)
 	if code != exitOK {
 		t.Fatalf("exit %d, stderr %q", code, errOut)
 	}
 	golden(t, "teardown_sim.golden", out)
-	code, out, errOut = runArgs(context.Background(), append(smallTeardown, "--sim", "--readers", "1", "--gp", "deferred", "--format", "bench")...)
+	code, out, errOut = runArgs(context.Background(), append(smallTeardown, "--sim", "--readers", "1", "--gps", "deferred", "--format", "bench")...)
 	if code != exitOK {
 		t.Fatalf("exit %d, stderr %q", code, errOut)
 	}
@@ -75,7 +75,7 @@ func checkTeardownRuns(t *testing.T, runs []map[string]any, want []string, count
 }
 
 func TestTeardownSimJSON(t *testing.T) {
-	doc := teardownJSON(t, append(smallTeardown, "--sim", "--gp-tick", "1ms", "--lock", "rcu,rwsem")...)
+	doc := teardownJSON(t, append(smallTeardown, "--sim", "--gp-tick", "1ms", "--locks", "rcu,rwsem")...)
 	checkTeardownRuns(t, doc.Runs, []string{"rcu/normal", "rcu/expedited", "rcu/deferred", "rwsem/n/a"}, 30)
 }
 
@@ -112,10 +112,10 @@ func TestTeardownPath(t *testing.T) {
 
 func TestTeardownBadInput(t *testing.T) {
 	for _, args := range [][]string{
-		{"--sim", "--lock", "none"},
-		{"--sim", "--gp", "lazy"},
+		{"--sim", "--locks", "none"},
+		{"--sim", "--gps", "lazy"},
 		{"--sim", "--path", "/tmp"},
-		{"--path", "/tmp", "--gp", "normal"},
+		{"--path", "/tmp", "--gps", "normal"},
 		{"--path", "/tmp"}, // not a kernfsim mount
 		{"--sim", "--count", "0"},
 		{"--sim", "--batch", "31"},
@@ -309,5 +309,18 @@ func stormSIGKILL(t *testing.T, bin string) {
 	}
 	if dirs, _ := filepath.Glob(filepath.Join(os.TempDir(), "loadgen-umount-storm-*")); len(dirs) != len(dirsBefore) {
 		t.Errorf("directories left on the host: %q", dirs)
+	}
+}
+
+// The singular names of teardown's lists still work, hidden, with a note
+// on stderr.
+func TestTeardownOldFlagNames(t *testing.T) {
+	code, out, errOut := runArgs(context.Background(), append(smallTeardown, "--sim", "--lock", "rwsem", "--gp", "normal")...)
+	if code != exitOK || !strings.Contains(out, "\nrwsem ") || !strings.Contains(errOut, "--lock is now --locks") {
+		t.Errorf("exit %d, stderr %q", code, errOut)
+	}
+	_, help, _ := runArgs(context.Background(), "teardown", "--help")
+	if !strings.Contains(help, "--locks strings") || strings.Contains(help, "--lock strings") || strings.Contains(help, "--gp strings") {
+		t.Errorf("help:\n%s", help)
 	}
 }

@@ -29,24 +29,36 @@ type TreeFlags struct {
 	flags   *pflag.FlagSet // to tell which flags were given
 }
 
-// AddTreeFlags defines the tree flags on fs, defaulting to
-// kernfsim.SynthConfig{}.WithDefaults() under rwsem.
+// AddTreeFlags defines the tree flags on fs, the shape and the lock,
+// defaulting to kernfsim.SynthConfig{}.WithDefaults() under rwsem.
 func AddTreeFlags(fs *pflag.FlagSet, f *TreeFlags) {
+	AddShapeFlags(fs, f)
+	addLockFlags(fs, f)
+}
+
+// AddShapeFlags defines only the flags that choose and size the tree, for
+// commands whose output the lock does not change (tree, cpuinfo); the tree
+// is then built under rwsem.
+func AddShapeFlags(fs *pflag.FlagSet, f *TreeFlags) {
 	d := kernfsim.SynthConfig{}.WithDefaults()
 	f.lock, f.tree, f.synth.MemBlockSize, f.flags = "rwsem", "synthetic", d.MemBlockSize, fs
-	fs.Var(&choiceValue{&f.lock, locking.Names}, "lock", "lock strategy: "+strings.Join(locking.Names, ", "))
-	fs.Var(&treeValue{&f.tree, &f.hostDir}, "tree", "tree to build: synthetic, or host[:DIR] for a snapshot of DIR (default /sys)")
+	f.gp, f.grace.Tick = string(kernfsim.GPNormal), 4*time.Millisecond
+	fs.Var(&treeValue{&f.tree, &f.hostDir}, "tree", "tree to build: synthetic, or host[:DIR] to snapshot DIR, /sys if none is given")
 	fs.IntVar(&f.synth.CPUs, "cpus", d.CPUs, "logical CPUs")
-	fs.IntVar(&f.synth.Sockets, "sockets", d.Sockets, "CPU sockets (packages)")
+	fs.IntVar(&f.synth.Sockets, "sockets", d.Sockets, "CPU sockets, or packages")
 	fs.IntVar(&f.synth.ThreadsPerCore, "threads-per-core", d.ThreadsPerCore, "SMT threads per core")
 	fs.IntVar(&f.synth.NUMANodes, "numa-nodes", 0, "NUMA nodes (0: one per socket)")
 	fs.IntVar(&f.synth.MemBlocks, "mem-blocks", d.MemBlocks, "memory blocks of 128 MiB")
 	fs.IntVar(&f.synth.Netdevs, "netdevs", d.Netdevs, "ethernet devices, besides lo")
 	fs.IntVar(&f.synth.Disks, "disks", d.Disks, "NVMe disks")
+}
+
+// addLockFlags defines the lock strategy and its grace-period flags.
+func addLockFlags(fs *pflag.FlagSet, f *TreeFlags) {
+	fs.Var(&choiceValue{&f.lock, locking.Names}, "lock", "lock strategy: "+strings.Join(locking.Names, ", "))
 	gps := []string{string(kernfsim.GPNormal), string(kernfsim.GPExpedited), string(kernfsim.GPDeferred)}
-	f.gp = gps[0]
-	fs.Var(&choiceValue{&f.gp, gps}, "gp", "rcu teardown: normal (wait a grace period), expedited (force one), deferred (queue the teardown and return)")
-	fs.DurationVar(&f.grace.Tick, "gp-tick", 4*time.Millisecond, "grace periods begin on this tick (4ms is HZ=250)")
+	fs.Var(&choiceValue{&f.gp, gps}, "gp", "rcu teardown: normal waits a grace period, expedited forces one, deferred queues the teardown and returns")
+	fs.DurationVar(&f.grace.Tick, "gp-tick", f.grace.Tick, "grace periods begin on this tick; 4ms is HZ=250")
 	fs.DurationVar(&f.grace.ExpediteCost, "expedite-cost", 0, "extra fixed cost of each expedited grace period")
 	fs.BoolVar(&f.grace.ExpeditedIsNormal, "rcu-normal", false, "expedited grace periods behave as normal ones (rcu_normal=1, PREEMPT_RT)")
 }

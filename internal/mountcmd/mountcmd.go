@@ -57,7 +57,7 @@ stale is served.`,
   kernfsim mount /mnt/k --negative-timeout 30s --permissions server
   kernfsim mount /mnt/k --force          # recover a mountpoint left by a killed server
   echo "dev0 4" > /mnt/k/bus/kernfsim/new_device`,
-		Args: cobra.ExactArgs(1),
+		Args: cli.MountpointArg("kernfsim mount /mnt/k (mkdir -p /mnt/k first)"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return serve(cmd.Context(), args[0], &f, cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
@@ -67,7 +67,7 @@ stale is served.`,
 	fl.DurationVar(&f.entry, "entry-timeout", 0, "how long the kernel may cache a directory entry")
 	fl.DurationVar(&f.attr, "attr-timeout", 0, "how long the kernel may cache attributes")
 	fl.DurationVar(&f.negative, "negative-timeout", 0, "how long the kernel may cache a missing name (0: never)")
-	fl.StringVar(&f.perms, "permissions", "kernel", "who checks permissions: kernel (default_permissions) or server")
+	fl.StringVar(&f.perms, "permissions", "kernel", "who checks permissions: kernel, mounting with default_permissions, or server")
 	fl.BoolVar(&f.force, "force", false, "recover a mountpoint left stale by a killed server")
 	fl.BoolVar(&f.allowOther, "allow-other", false, "let users other than the mounter in")
 	fl.BoolVar(&f.debug, "debug", false, "log every FUSE request")
