@@ -1,11 +1,15 @@
 package tests
 
 import (
+	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 )
 
 // TestStats checks `kernfsim stats MNT`: on a mount it prints the request
@@ -42,6 +46,31 @@ func TestStats(t *testing.T) {
 			}
 		})
 	}
+	t.Run("json and watch", func(t *testing.T) {
+		s := startServer(t, newMountpoint(t), smallTree...)
+		os.ReadFile(filepath.Join(s.mnt, "devices/system/cpu/cpu0/topology/core_id"))
+		r := runKernfsim(t, "stats", s.mnt, "--json")
+		var doc struct {
+			Counters map[string]any `json:"counters"`
+		}
+		if err := json.Unmarshal([]byte(r.stdout), &doc); r.code != 0 || err != nil || doc.Counters["server.lock"] != "rwsem" {
+			t.Fatalf("exit %d, %v: %s", r.code, err, r.stdout)
+		}
+		if n, _ := doc.Counters["requests.LOOKUP"].(float64); n == 0 {
+			t.Errorf("requests.LOOKUP %v, want > 0", doc.Counters["requests.LOOKUP"])
+		}
+		// --watch runs until interrupted (here: SIGTERM from the 350 ms
+		// context), a JSON line per interval, and ends with exit 0.
+		ctx, cancel := context.WithTimeout(context.Background(), 350*time.Millisecond)
+		defer cancel()
+		cmd := kernfsimCmd(ctx, "stats", s.mnt, "--watch", "100ms", "--json")
+		cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
+		out, _ := cmd.Output() // ctx's error: it ran until cancelled
+		lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+		if code := cmd.ProcessState.ExitCode(); code != 0 || len(lines) < 2 || !strings.Contains(lines[0], `"per_second":{`) {
+			t.Errorf("--watch: exit %d, %d lines:\n%s", code, len(lines), out)
+		}
+	})
 	t.Run("not a mount", func(t *testing.T) {
 		r := runKernfsim(t, "stats", t.TempDir())
 		if r.code != 2 || !strings.Contains(r.stderr, "not a kernfsim mount") {
