@@ -147,3 +147,46 @@ func TestProvenance(t *testing.T) {
 		t.Errorf("command line %s, want %s", got, want)
 	}
 }
+
+// A comparison written as JSON reads back into the same tables and plot.
+func TestReadCompareJSON(t *testing.T) {
+	orig := compareFixture()
+	orig.Rows[0].Target.Mount = &Mount{Lock: "mutex", Transport: "devfuse", Permissions: "kernel"}
+	orig.Rows[0].Target.Kind = TargetKernfsim
+	orig.Cells = makeCells(orig)
+	for i := range orig.Cells {
+		orig.Cells[i].Runs = compareFixture().Cells[i].Runs
+	}
+	var j, table1, table2 bytes.Buffer
+	if err := WriteCompareJSON(&j, orig); err != nil {
+		t.Fatal(err)
+	}
+	back, err := ReadCompareJSON(&j)
+	if err != nil {
+		t.Fatal(err)
+	}
+	WriteCompareTable(&table1, orig)
+	WriteCompareTable(&table2, back)
+	if table1.String() != table2.String() {
+		t.Errorf("table differs after a round trip:\n%s\nwant:\n%s", table2.String(), table1.String())
+	}
+	for _, format := range PlotFormats {
+		var p bytes.Buffer
+		if err := WriteComparePlot(&p, back, format); err != nil || p.Len() < 1000 {
+			t.Errorf("%s: %v, %d bytes", format, err, p.Len())
+		}
+	}
+	var run bytes.Buffer
+	WriteJSON(&run, fixture())
+	if _, err := ReadCompareJSON(&run); err == nil || !strings.Contains(err.Error(), "a single run") {
+		t.Errorf("a run's JSON: %v", err)
+	}
+}
+
+func TestPlotFormat(t *testing.T) {
+	for path, want := range map[string]string{"a.svg": "svg", "b.PNG": "png", "c/d.pdf": "pdf", "e.jpg": "", "f": ""} {
+		if got, ok := PlotFormat(path); got != want || ok != (want != "") {
+			t.Errorf("%s: got %q %v, want %q", path, got, ok, want)
+		}
+	}
+}

@@ -3,19 +3,40 @@ package loadgen
 import (
 	"fmt"
 	"io"
+	"path/filepath"
 	"strconv"
+	"strings"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/plotutil"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
+	"gonum.org/v1/plot/vg/vgimg"
+	"gonum.org/v1/plot/vg/vgpdf"
 	"gonum.org/v1/plot/vg/vgsvg"
 )
 
-// WriteComparePlot draws r as SVG: a panel per op, median per-op latency
-// (log scale) against threads (log scale), a line per row.
-func WriteComparePlot(w io.Writer, r CompareResult) error {
+// PlotFormats are the formats WriteComparePlot draws, by file extension.
+var PlotFormats = []string{"svg", "png", "pdf"}
+
+// PlotFormat is the format of a plot file, from its extension: svg, png
+// or pdf; ok is false for any other.
+func PlotFormat(path string) (format string, ok bool) {
+	f := strings.ToLower(strings.TrimPrefix(filepath.Ext(path), "."))
+	for _, p := range PlotFormats {
+		if f == p {
+			return f, true
+		}
+	}
+	return "", false
+}
+
+// WriteComparePlot draws r in format (one of PlotFormats): a panel per
+// op, the median per-op latency (time to done for hwloc and lstopo; log
+// scale) against threads (log scale), a line per row, and each point's
+// spread over the runs (min to max) as an error bar.
+func WriteComparePlot(w io.Writer, r CompareResult, format string) error {
 	var panels [][]*plot.Plot
 	for _, op := range r.Ops {
 		p, err := opPlot(r, op)
@@ -28,42 +49,75 @@ func WriteComparePlot(w io.Writer, r CompareResult) error {
 		return nil
 	}
 	const width, panelHeight = 16 * vg.Centimeter, 11 * vg.Centimeter
-	c := vgsvg.New(width, panelHeight*vg.Length(len(panels)))
+	c, err := plotCanvas(format, width, panelHeight*vg.Length(len(panels)))
+	if err != nil {
+		return err
+	}
 	tiles := draw.Tiles{Rows: len(panels), Cols: 1, PadY: vg.Centimeter / 2, PadTop: vg.Centimeter / 4,
 		PadBottom: vg.Centimeter / 4, PadLeft: vg.Centimeter / 4, PadRight: vg.Centimeter / 4}
 	canvases := plot.Align(panels, tiles, draw.New(c))
 	for i := range panels {
 		panels[i][0].Draw(canvases[i][0])
 	}
-	_, err := c.WriteTo(w)
+	_, err = c.WriteTo(w)
 	return err
+}
+
+// plotCanvas is a canvas of the size that writes format.
+func plotCanvas(format string, w, h vg.Length) (vg.CanvasWriterTo, error) {
+	switch format {
+	case "svg":
+		return vgsvg.New(w, h), nil
+	case "png":
+		return vgimg.PngCanvas{Canvas: vgimg.NewWith(vgimg.UseWH(w, h), vgimg.UseDPI(150))}, nil
+	case "pdf":
+		return vgpdf.New(w, h), nil
+	}
+	return nil, fmt.Errorf("plot format %q: use one of %s", format, strings.Join(PlotFormats, ", "))
+}
+
+// spreadPoints are a line's points with their spread, for error bars.
+type spreadPoints struct {
+	plotter.XYs
+	plotter.YErrors
 }
 
 func opPlot(r CompareResult, op string) (*plot.Plot, error) {
 	p := plot.New()
-	p.Title.Text = fmt.Sprintf("op=%s: median per-op latency, %d x %d ops per worker, %d CPUs", op, r.Repeats, r.Times, r.CPUs)
+	what := "median per-op latency"
+	if fieldOp(op) {
+		what = "median time to done"
+	}
+	p.Title.Text = fmt.Sprintf("op=%s: %s (bars: min-max of %d runs), %d CPUs", op, what, r.Repeats, r.CPUs)
 	p.X.Label.Text = "threads"
-	p.Y.Label.Text = "per-op latency (us)"
+	p.Y.Label.Text = strings.TrimPrefix(what, "median ") + " (us)"
 	p.X.Scale, p.Y.Scale = plot.LogScale{}, plot.LogScale{}
 	p.X.Tick.Marker = threadTicks(r.Threads)
 	p.Y.Tick.Marker = plot.LogTicks{Prec: -1}
 	p.Legend.Top, p.Legend.Left = true, true
 	for i, row := range r.Rows {
-		var xys plotter.XYs
+		var pts spreadPoints
 		for _, th := range r.Threads {
 			if c := r.Cell(i, op, th); c != nil && len(c.Runs) > 0 {
-				xys = append(xys, plotter.XY{X: float64(th), Y: float64(c.Median().PerOp) / 1e3})
+				sp := c.Spread()
+				y := float64(sp.Median) / 1e3
+				pts.XYs = append(pts.XYs, plotter.XY{X: float64(th), Y: y})
+				pts.YErrors = append(pts.YErrors, struct{ Low, High float64 }{y - float64(sp.Min)/1e3, float64(sp.Max)/1e3 - y})
 			}
 		}
-		if len(xys) == 0 {
+		if len(pts.XYs) == 0 {
 			continue
 		}
-		line, points, err := plotter.NewLinePoints(xys)
+		line, points, err := plotter.NewLinePoints(pts.XYs)
 		if err != nil {
 			return nil, err
 		}
-		line.Color, points.Color, points.Shape = plotutil.Color(i), plotutil.Color(i), plotutil.Shape(i)
-		p.Add(line, points)
+		bars, err := plotter.NewYErrorBars(pts)
+		if err != nil {
+			return nil, err
+		}
+		line.Color, points.Color, points.Shape, bars.Color = plotutil.Color(i), plotutil.Color(i), plotutil.Shape(i), plotutil.Color(i)
+		p.Add(line, points, bars)
 		p.Legend.Add(row.Label(), line, points)
 	}
 	return p, nil

@@ -167,7 +167,7 @@ func TestCompareReportsGolden(t *testing.T) {
 
 func TestComparePlot(t *testing.T) {
 	var b bytes.Buffer
-	if err := WriteComparePlot(&b, compareFixture()); err != nil {
+	if err := WriteComparePlot(&b, compareFixture(), "svg"); err != nil {
 		t.Fatal(err)
 	}
 	for _, want := range []string{"<svg", "op=files", "op=missing", "sim mutex", "sim rcu", "sys", "threads"} {

@@ -80,7 +80,7 @@ at once).`,
 	fs.StringSliceVar(&f.targets, "targets", targetKinds, "row kinds: kernfsim, sim, sys (kernfsim and sys are skipped with a note when unavailable, unless named)")
 	fs.BoolVar(&f.sim, "sim", false, "only the sim rows (--targets sim): no FUSE, no root")
 	fs.StringVar(&f.sysDir, "sys", "/sys", "the real sysfs of the sys rows")
-	fs.StringVar(&f.plot, "plot", "", "also draw per-op latency against threads, a line per row, to `FILE.svg`")
+	fs.StringVar(&f.plot, "plot", "", "also draw per-op latency against threads, a line per row, to `FILE` (.svg, .png or .pdf)")
 	fs.StringVar(&f.format, "format", "table", "output: table, json or bench")
 	fs.StringVar(&f.out, "out", "", "write the output to `FILE` instead of standard output")
 	fs.BoolVar(&f.pin, "pin", true, "pin worker i to CPU i mod ncpus")
@@ -186,6 +186,9 @@ func (f *compareFlags) validateLists() error {
 			return &usageError{fmt.Errorf("--threads: %d is not a positive thread count", th)}
 		}
 	}
+	if _, ok := loadgen.PlotFormat(f.plot); f.plot != "" && !ok {
+		return &usageError{fmt.Errorf("--plot %s: the extension names the format: .%s", f.plot, strings.Join(loadgen.PlotFormats, ", ."))}
+	}
 	switch f.format {
 	case "table", "json", "bench":
 		return nil
@@ -236,7 +239,7 @@ func (f *compareFlags) run(cmd *cobra.Command, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	plotW, closePlot, err := openPlot(f.plot)
+	plotW, plotFormat, closePlot, err := openPlot(f.plot)
 	if err != nil {
 		return errors.Join(err, closeOut())
 	}
@@ -252,7 +255,7 @@ func (f *compareFlags) run(cmd *cobra.Command, stderr io.Writer) error {
 	if len(res.Cells) > 0 {
 		err = errors.Join(err, f.write(w, res))
 		if plotW != nil {
-			err = errors.Join(err, loadgen.WriteComparePlot(plotW, res))
+			err = errors.Join(err, loadgen.WriteComparePlot(plotW, res, plotFormat))
 		}
 	}
 	err = errors.Join(err, closePlot(), closeOut())
@@ -269,17 +272,6 @@ func eta(p loadgen.CompareProgress) string {
 	}
 	left := time.Duration(float64(p.Elapsed) / float64(p.Done) * float64(p.Total-p.Done))
 	return fmt.Sprintf(", ~%v left", left.Round(time.Second))
-}
-
-func openPlot(path string) (io.Writer, func() error, error) {
-	if path == "" {
-		return nil, func() error { return nil }, nil
-	}
-	file, err := os.Create(path)
-	if err != nil {
-		return nil, nil, &usageError{fmt.Errorf("--plot: %w", err)}
-	}
-	return file, file.Close, nil
 }
 
 func (f *compareFlags) write(w io.Writer, res loadgen.CompareResult) error {

@@ -76,7 +76,7 @@ func newRootCmd(stderr io.Writer) *cobra.Command {
 	root.SetVersionTemplate("loadgen {{.Version}}\n")
 	root.CompletionOptions = cobra.CompletionOptions{DisableDefaultCmd: true}
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{err} })
-	root.AddCommand(newCompareCmd(stderr), newSoakCmd(), newServeCmd(), newWorkerCmd())
+	root.AddCommand(newCompareCmd(stderr), newPlotCmd(), newSoakCmd(), newServeCmd(), newWorkerCmd())
 	root.AddCommand(newTeardownCmd(stderr), newUmountStormCmd(), newUnshareCmd(), newKernelChildCmd())
 	return root
 }

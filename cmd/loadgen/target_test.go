@@ -198,3 +198,41 @@ func serverPid(t *testing.T, mnt string) int {
 	t.Fatalf("no server process for %s", mnt)
 	return 0
 }
+
+// A comparison saved as JSON is redrawn by loadgen plot in the format its
+// -o extension names.
+func TestPlotSaved(t *testing.T) {
+	dir := t.TempDir()
+	saved := filepath.Join(dir, "c.json")
+	if code, _, errOut := runArgs(context.Background(), append(compareArgs, "--format", "json", "--out", saved)...); code != exitOK {
+		t.Fatalf("compare: exit %d, %s", code, errOut)
+	}
+	for ext, magic := range map[string]string{"svg": "<?xml", "png": "\x89PNG", "pdf": "%PDF"} {
+		out := filepath.Join(dir, "c."+ext)
+		code, _, errOut := runArgs(context.Background(), "plot", saved, "-o", out)
+		data, _ := os.ReadFile(out)
+		if code != exitOK || !strings.HasPrefix(string(data), magic) {
+			t.Errorf("%s: exit %d, stderr %q, starts %.8q", ext, code, errOut, data)
+		}
+	}
+	run := filepath.Join(dir, "run.json")
+	runArgs(context.Background(), append(smallSim, "--format", "json", "--out", run)...)
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"plot", saved, "-o", filepath.Join(dir, "c.jpg")}, "the extension names the format: .svg, .png, .pdf"},
+		{[]string{"plot", saved}, "-o FILE is missing"},
+		{[]string{"plot", run, "-o", filepath.Join(dir, "r.svg")}, "a single run"},
+		{[]string{"plot", filepath.Join(dir, "nope.json"), "-o", filepath.Join(dir, "n.svg")}, "no such file"},
+		{[]string{"plot"}, "plot takes one RESULT.json"},
+		{append(append([]string{}, compareArgs...), "--plot", filepath.Join(dir, "c.gif")), "--plot"},
+	} {
+		if code, _, errOut := runArgs(context.Background(), tc.args...); code != exitUsage || !strings.Contains(errOut, tc.want) {
+			t.Errorf("%q: exit %d, stderr %q; want 2 and %q", tc.args, code, errOut, tc.want)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "c.jpg")); err == nil {
+		t.Error("a plot with an unknown extension was created")
+	}
+}
