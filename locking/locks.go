@@ -99,12 +99,14 @@ func (m *Mutex) Stats() Stats      { return m.stats.snapshot() }
 // waiting for readers to leave sleeps, where the kernel's spins a while
 // first; that shows only with writers (churn).
 //
-// The counters must not change that cost: with no writer about, RLock is
-// RWMutex.RLock itself, then one add to the acquisition counter on the
-// line RLock has just written. (Trying TryRLock first, as the other locks
-// are counted, is a load and a compare-and-swap that fails whenever
-// another CPU moved the count in between: in the sim it took a fifth of
-// the CPU at 2 threads and made rwsem slower than mutex.) A reader that a
+// The counters must not add to that cache-line traffic: with no writer
+// about, RLock is RWMutex.RLock itself, and the acquisition is counted on
+// the calling P's own line (pickShard), not on the lock's. (Trying
+// TryRLock first, as the other locks are counted, is a load and a
+// compare-and-swap that fails whenever another CPU moved the count in
+// between: in the sim it took a fifth of the CPU at 2 threads and made
+// rwsem slower than mutex; an add on the lock's line beside RLock's own
+// still pulled the line once more per acquisition.) A reader that a
 // writer overtakes between the writer check and RLock is counted as
 // uncontended; its wait still shows in its operation's latency.
 //
@@ -114,29 +116,44 @@ func (m *Mutex) Stats() Stats      { return m.stats.snapshot() }
 // Allocation: none. Staleness: none.
 type RWSem struct {
 	mu    sync.RWMutex
-	stats lockStats // right after the lock word: see lockStats
+	stats lockStats // writer counters, and readers' when a writer is about
 	_     [cacheLine]byte
 	// writers is how many writers are in Lock or hold the lock: read by
-	// every reader, written only by writers, so alone on its cache line.
+	// every reader, written only by writers, so off the lock's line.
 	writers atomic.Int32 // accessed atomically
-	_       [cacheLine - 4]byte
+	count   bool         // immutable: counters on (a copy of !stats.off off the lock's line)
+	_       [cacheLine - 8]byte
+	reads   [rwsemReadShards]paddedCounter // read acquisitions without a writer about, per P (pickShard)
 }
+
+// rwsemReadShards is how many per-P counters RWSem's readers count on.
+const rwsemReadShards = 64
 
 func (r *RWSem) Name() string      { return "rwsem" }
 func (r *RWSem) RUnlock(ReadToken) { r.mu.RUnlock() }
 func (r *RWSem) Seal()             {}
 func (r *RWSem) Grace() *Grace     { return nil }
-func (r *RWSem) Stats() Stats      { return r.stats.snapshot() }
 
-// RLock enters the read side: RWMutex.RLock, counted without a second
-// access to the shared count unless a writer is about.
+// Stats adds the per-P read acquisitions to the lock's counters.
+func (r *RWSem) Stats() Stats {
+	s := r.stats.snapshot()
+	if s.CountersSwitchedOn {
+		for i := range r.reads {
+			s.ReadAcquisitions += r.reads[i].n.Load()
+		}
+	}
+	return s
+}
+
+// RLock enters the read side: RWMutex.RLock, counted on the calling P's
+// own line unless a writer is about.
 func (r *RWSem) RLock() ReadToken {
 	switch {
-	case r.stats.off:
+	case !r.count:
 		r.mu.RLock()
 	case r.writers.Load() == 0:
 		r.mu.RLock()
-		r.stats.readAcq.Add(1)
+		r.reads[pickShard(rwsemReadShards-1)].n.Add(1)
 	default:
 		r.stats.read(r.mu.TryRLock, r.mu.RLock)
 	}

@@ -67,3 +67,39 @@ func TestNoneRefusesWritersOnceSealed(t *testing.T) {
 		t.Fatalf("after seal: got %v, want ErrReadOnly", err)
 	}
 }
+
+// An rwsem reader that finds a writer waiting is counted as contended and
+// waits; readers with no writer about are counted on their P's shard, and
+// every read is in ReadAcquisitions once.
+func TestRWSemCountsReadersBehindAWriter(t *testing.T) {
+	s, _ := New("rwsem", Options{})
+	r := s.(*RWSem)
+	s.RUnlock(s.RLock()) // no writer about
+	held := s.RLock()
+	wrote := make(chan struct{})
+	go func() {
+		s.Lock() // waits for the held reader; new readers queue behind it
+		s.Unlock()
+		close(wrote)
+	}()
+	waitFor(t, func() bool { // the writer is pending once a reader cannot get in
+		if r.mu.TryRLock() {
+			r.mu.RUnlock()
+			return false
+		}
+		return true
+	})
+	read := make(chan struct{})
+	go func() {
+		s.RUnlock(s.RLock()) // behind the writer
+		close(read)
+	}()
+	waitFor(t, func() bool { return s.Stats().ReadContended == 1 })
+	s.RUnlock(held)
+	<-wrote
+	<-read
+	if st := s.Stats(); st.ReadAcquisitions != 3 || st.ReadContended != 1 || st.ReadWait <= 0 || st.WriteAcquisitions != 1 {
+		t.Fatalf("got %d read acquisitions (%d contended, wait %v), %d writes; want 3 (1, > 0), 1",
+			st.ReadAcquisitions, st.ReadContended, st.ReadWait, st.WriteAcquisitions)
+	}
+}

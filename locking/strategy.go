@@ -69,7 +69,7 @@ func New(name string, opts Options) (Strategy, error) {
 		m.stats.off = opts.NoStats
 		return m, nil
 	case "rwsem":
-		r := &RWSem{}
+		r := &RWSem{count: !opts.NoStats}
 		r.stats.off = opts.NoStats
 		return r, nil
 	case "rcu":
