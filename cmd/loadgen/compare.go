@@ -245,7 +245,7 @@ func (f *compareFlags) run(cmd *cobra.Command, stderr io.Writer) error {
 	}
 	prog := newProgressLine(stderr)
 	cc.Progress = func(p loadgen.CompareProgress) {
-		prog.set("loadgen compare: %d/%d runs, %v elapsed%s; next %s", p.Done, p.Total, roundDur(p.Elapsed), eta(p), p.Next)
+		prog.set("loadgen compare: %d/%d runs, %v elapsed%s; next %s", p.Done, p.Total, roundDur(p.Elapsed), eta(int64(p.Done), int64(p.Total), p.Elapsed), p.Next)
 	}
 	res, err := loadgen.Compare(cmd.Context(), cc)
 	prog.clear()
@@ -266,11 +266,12 @@ func (f *compareFlags) run(cmd *cobra.Command, stderr io.Writer) error {
 	return err
 }
 
-func eta(p loadgen.CompareProgress) string {
-	if p.Done == 0 {
+// eta says how long is left at the pace so far, or "" before any is done.
+func eta(done, total int64, elapsed time.Duration) string {
+	if done <= 0 || total <= done {
 		return ""
 	}
-	left := time.Duration(float64(p.Elapsed) / float64(p.Done) * float64(p.Total-p.Done))
+	left := time.Duration(float64(elapsed) / float64(done) * float64(total-done))
 	return fmt.Sprintf(", ~%v left", left.Round(time.Second))
 }
 

@@ -161,7 +161,7 @@ func (f *runFlags) run(cmd *cobra.Command, stderr io.Writer) error {
 	prog := newProgressLine(stderr)
 	cfg.Progress = func(p loadgen.Progress) {
 		if p.Total > 0 && p.Done > 0 {
-			prog.set("loadgen: %s %d/%d ops, %v", p.Phase, p.Done, p.Total, roundDur(p.Elapsed))
+			prog.set("loadgen: %s %d/%d ops, %v%s", p.Phase, p.Done, p.Total, roundDur(p.Elapsed), eta(p.Done, p.Total, p.Elapsed))
 		} else {
 			prog.set("loadgen: %s running, %v", p.Phase, roundDur(p.Elapsed))
 		}

@@ -195,7 +195,8 @@ func (f *teardownFlags) run(cmd *cobra.Command, stderr io.Writer) error {
 	}
 	prog := newProgressLine(stderr)
 	cfg.Progress = func(p loadgen.TeardownProgress) {
-		prog.set("loadgen teardown: lock %s gp %s: %s %d/%d devices, %v", p.Lock, p.GP, p.Phase, p.Done, p.Total, roundDur(p.Elapsed))
+		prog.set("loadgen teardown: lock %s gp %s: %s %d/%d devices, %v%s", p.Lock, p.GP, p.Phase, p.Done, p.Total,
+			roundDur(p.Elapsed), eta(int64(p.Done), int64(p.Total), p.Elapsed))
 	}
 	res, err := loadgen.Teardown(cmd.Context(), cfg)
 	prog.clear()
