@@ -86,6 +86,7 @@ func (m *Mutex) Lock() error       { m.stats.write(m.mu.TryLock, m.mu.Lock); ret
 func (m *Mutex) Unlock()           { m.mu.Unlock() }
 func (m *Mutex) Seal()             {}
 func (m *Mutex) Grace() *Grace     { return nil }
+func (m *Mutex) Traits() Traits    { return mustTraits("mutex") }
 func (m *Mutex) Stats() Stats      { return m.stats.snapshot() }
 
 // RWSem is a reader-writer lock with writer preference (a waiting writer
@@ -133,6 +134,7 @@ func (r *RWSem) Name() string      { return "rwsem" }
 func (r *RWSem) RUnlock(ReadToken) { r.mu.RUnlock() }
 func (r *RWSem) Seal()             {}
 func (r *RWSem) Grace() *Grace     { return nil }
+func (r *RWSem) Traits() Traits    { return mustTraits("rwsem") }
 
 // Stats adds the per-P read acquisitions to the lock's counters.
 func (r *RWSem) Stats() Stats {
@@ -197,6 +199,7 @@ func (r *RCU) Lock() error         { r.stats.write(r.writer.TryLock, r.writer.Lo
 func (r *RCU) Unlock()             { r.writer.Unlock() }
 func (r *RCU) Seal()               {}
 func (r *RCU) Grace() *Grace       { return r.grace }
+func (r *RCU) Traits() Traits      { return mustTraits("rcu") }
 
 // Stats reports writer acquisitions and the grace-period counters.
 func (r *RCU) Stats() Stats {
@@ -221,8 +224,8 @@ type None struct {
 func (n *None) Name() string      { return "none" }
 func (n *None) RLock() ReadToken  { return 0 }
 func (n *None) RUnlock(ReadToken) {}
-func (n *None) Seal()             { n.sealed.Store(true) }
 func (n *None) Grace() *Grace     { return nil }
+func (n *None) Traits() Traits    { return mustTraits("none") }
 func (n *None) Stats() Stats      { return n.stats.snapshot() }
 
 // Lock serialises builders until the strategy is sealed, then refuses.
@@ -236,6 +239,14 @@ func (n *None) Lock() error {
 		return ErrReadOnly
 	}
 	return nil
+}
+
+// Seal waits for a writer inside the build side to leave, then refuses
+// every later one.
+func (n *None) Seal() {
+	n.build.Lock()
+	n.sealed.Store(true)
+	n.build.Unlock()
 }
 
 // Unlock leaves the build side.

@@ -2,11 +2,12 @@ package locking
 
 import (
 	"runtime"
+	"sync/atomic"
 	"testing"
 )
 
 func TestLockCountsContention(t *testing.T) {
-	for _, name := range []string{"mutex", "rwsem", "rcu"} {
+	for _, name := range NamesWhere(func(t Traits) bool { return t.AcceptsWriters }) {
 		t.Run("lock="+name, func(t *testing.T) {
 			s, err := New(name, Options{})
 			if err != nil {
@@ -30,8 +31,12 @@ func TestLockCountsContention(t *testing.T) {
 			}
 			r := s.RLock()
 			s.RUnlock(r)
-			if want := map[string]int64{"mutex": 1, "rwsem": 1, "rcu": 0}[name]; s.Stats().ReadAcquisitions != want {
-				t.Fatalf("read acquisitions: got %d, want %d (rcu readers take no lock)", s.Stats().ReadAcquisitions, want)
+			want := int64(1)
+			if s.Traits().ScopedReads {
+				want = 0
+			}
+			if got := s.Stats().ReadAcquisitions; got != want {
+				t.Fatalf("read acquisitions: got %d, want %d (scoped readers take no lock)", got, want)
 			}
 		})
 	}
@@ -56,15 +61,55 @@ func TestNoStats(t *testing.T) {
 	}
 }
 
-func TestNoneRefusesWritersOnceSealed(t *testing.T) {
-	s, _ := New("none", Options{})
-	if err := s.Lock(); err != nil {
-		t.Fatalf("before seal: got %v, want nil", err)
+func TestSealRefusesWritersUnlessAccepted(t *testing.T) {
+	for _, name := range Names {
+		t.Run("lock="+name, func(t *testing.T) {
+			s := MustNew(name)
+			if err := s.Lock(); err != nil {
+				t.Fatalf("before seal: got %v, want nil", err)
+			}
+			s.Unlock()
+			s.Seal()
+			err := s.Lock()
+			if err == nil {
+				s.Unlock()
+			}
+			if accepts := s.Traits().AcceptsWriters; (err == nil) != accepts || (err != nil && err != ErrReadOnly) {
+				t.Fatalf("after seal: got %v; AcceptsWriters is %v", err, accepts)
+			}
+		})
 	}
-	s.Unlock()
-	s.Seal()
-	if err := s.Lock(); err != ErrReadOnly {
-		t.Fatalf("after seal: got %v, want ErrReadOnly", err)
+}
+
+// TestSealWaitsForWriters: a writer inside the write side when Seal is
+// called finishes before Seal returns; only the next one is refused.
+func TestSealWaitsForWriters(t *testing.T) {
+	for _, name := range NamesWhere(func(t Traits) bool { return !t.AcceptsWriters }) {
+		t.Run("lock="+name, func(t *testing.T) {
+			for range 50 {
+				s := MustNew(name)
+				var inside atomic.Bool
+				entered, done := make(chan struct{}), make(chan struct{})
+				go func() {
+					defer close(done)
+					for i := 0; s.Lock() == nil; i++ {
+						inside.Store(true)
+						if i == 0 {
+							close(entered)
+						}
+						runtime.Gosched()
+						inside.Store(false)
+						s.Unlock()
+					}
+				}()
+				<-entered
+				s.Seal()
+				if inside.Load() {
+					t.Fatal("Seal returned while a writer was inside the write side")
+				}
+				<-done
+			}
+		})
 	}
 }
 

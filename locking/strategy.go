@@ -21,7 +21,6 @@ package locking
 
 import (
 	"errors"
-	"fmt"
 	"strings"
 	"time"
 )
@@ -43,12 +42,11 @@ type Strategy interface {
 	Seal()
 	// Grace returns the grace-period engine, or nil if the strategy has none.
 	Grace() *Grace
+	// Traits says what users of the strategy must do differently under it.
+	Traits() Traits
 	// Stats returns the acquisition counters so far.
 	Stats() Stats
 }
-
-// Names lists the valid strategy names in the order of their era.
-var Names = []string{"mutex", "rwsem", "rcu", "none"}
 
 // ErrReadOnly is returned by Lock under none once the tree is sealed.
 var ErrReadOnly = errors.New("lock strategy none is read-only: writers need mutex, rwsem or rcu")
@@ -63,26 +61,14 @@ type Options struct {
 
 // New returns the strategy called name.
 func New(name string, opts Options) (Strategy, error) {
-	switch name {
-	case "mutex":
-		m := &Mutex{}
-		m.stats.off = opts.NoStats
-		return m, nil
-	case "rwsem":
-		r := &RWSem{count: !opts.NoStats}
-		r.stats.off = opts.NoStats
-		return r, nil
-	case "rcu":
-		r := &RCU{grace: NewGrace(opts.Grace)}
-		r.stats.off = opts.NoStats
-		return r, nil
-	case "none":
-		n := &None{}
-		n.stats.off = opts.NoStats
-		return n, nil
+	d, err := lookupDef(name)
+	if err != nil {
+		return nil, err
 	}
-	return nil, fmt.Errorf("unknown lock strategy %q: valid strategies are %s", name, strings.Join(Names, ", "))
+	return d.make(opts), nil
 }
+
+func joinNames(names []string) string { return strings.Join(names, ", ") }
 
 // MustNew is New for names known to be valid, such as those in Names.
 func MustNew(name string) Strategy {
