@@ -24,7 +24,7 @@ func newTestTree(t testing.TB, lock string) *Tree {
 }
 
 // writers lists the strategies that accept writers after construction.
-var writers = []string{"mutex", "rwsem", "rcu"}
+var writers = locking.NamesWhere(func(t locking.Traits) bool { return t.AcceptsWriters })
 
 // forEachLock runs f as a subtest per strategy in locks.
 func forEachLock(t *testing.T, locks []string, f func(t *testing.T, lock string)) {

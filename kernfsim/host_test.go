@@ -102,7 +102,7 @@ func readMirrored(t *testing.T, tr *Tree, path string) (string, syscall.Errno) {
 
 func TestMirrorHostModesContentsLinks(t *testing.T) {
 	dir := makeHost(t, fakeHost)
-	forEachLock(t, []string{"mutex", "rwsem", "rcu", "none"}, func(t *testing.T, lock string) {
+	forEachLock(t, locking.Names, func(t *testing.T, lock string) {
 		tr, _ := mirrorTest(t, lock, dir, MirrorOptions{})
 		w := NewWalker(tr, WalkerOptions{})
 		for _, f := range fakeHost {

@@ -145,6 +145,8 @@ func (t *Tree) drain(n *Node) {
 	if n.active.Load() == deactivatedBias {
 		return
 	}
+	t.draining.Add(1)
+	defer t.draining.Add(-1)
 	t.drainMu.Lock()
 	for n.active.Load() != deactivatedBias {
 		t.drained.Wait()

@@ -39,11 +39,14 @@ func ParseGPPolicy(s string) (GPPolicy, error) {
 // policy.
 type TeardownStats struct {
 	Queued, Completed uint64
+	// Draining is the number of removed nodes whose teardown is waiting
+	// for in-flight users now.
+	Draining int64
 }
 
 // Teardowns returns the teardown counters.
 func (t *Tree) Teardowns() TeardownStats {
-	return TeardownStats{Queued: t.tdQueued.Load(), Completed: t.tdDone.Load()}
+	return TeardownStats{Queued: t.tdQueued.Load(), Completed: t.tdDone.Load(), Draining: t.draining.Load()}
 }
 
 // Barrier returns when every teardown queued before it has completed
@@ -57,9 +60,10 @@ func (t *Tree) Barrier() {
 // Remove removes n and everything below it (kernfs_remove): deactivate the
 // subtree so new opens fail with ENODEV and lookups find nothing, drain
 // in-flight users without holding the tree lock, unlink, bump the parent's
-// revision, then tell subscribers. Under rcu the unlink happens with the
-// deactivation and the rest (the teardown) is ordered after a grace period
-// by the tree's GPPolicy. Remove returns after the teardown, except under
+// revision, then tell subscribers. Under a strategy that does not drain
+// before unlink (rcu, none) the unlink happens with the deactivation, and
+// the rest (the teardown) is ordered after a grace period by the tree's
+// GPPolicy if the strategy has grace periods. Remove returns after the teardown, except under
 // the deferred policy. A store handler may remove its own node: pass it
 // the ctx its Store was given, and its own active reference is given up
 // first (kernfs_remove_self).
@@ -113,11 +117,12 @@ type removal struct {
 	tops        []*Node     // the nodes asked for
 	ids         []*identity // where each top was
 	all         []*Node     // every deactivated node, tops included
-	unlinkLater bool        // the teardown unlinks the tops (mutex, rwsem: drain first, as kernfs)
+	unlinkLater bool        // the teardown unlinks the tops (Traits.DrainBeforeUnlink: drain first, as kernfs)
 }
 
-// unpublishLocked deactivates the tops and their subtrees; under rcu it
-// also unlinks the tops, so no new reader can reach them. It returns the
+// unpublishLocked deactivates the tops and their subtrees; unless the
+// strategy drains before unlink, it also unlinks the tops, so no new
+// reader can reach them. It returns the
 // first bad node and its errno if any top cannot be removed, having
 // changed nothing.
 //
@@ -131,7 +136,7 @@ func (t *Tree) unpublishLocked(tops []*Node) (*removal, *Node, syscall.Errno) {
 			return nil, n, syscall.ENOENT
 		}
 	}
-	r := &removal{tops: tops, unlinkLater: t.strategy.Grace() == nil}
+	r := &removal{tops: tops, unlinkLater: t.strategy.Traits().DrainBeforeUnlink}
 	for _, n := range tops {
 		r.ids = append(r.ids, n.ident.Load())
 		if deactivateLocked(n) {
@@ -173,8 +178,8 @@ func (t *Tree) teardown(r *removal) {
 }
 
 // lockWriter takes the write side for the second half of a removal whose
-// first half took it: only none refuses writers, and only once sealed,
-// which a tree under construction cannot be in the middle of a change.
+// first half took it. Only a strategy that drains before unlink gets here,
+// and New refuses one that may also refuse writers.
 func (t *Tree) lockWriter() {
 	if err := t.strategy.Lock(); err != nil {
 		panic(fmt.Sprintf("kernfsim: write side refused in the middle of a removal: %v", err)) // broken invariant

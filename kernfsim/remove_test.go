@@ -6,6 +6,7 @@ import (
 	"os"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/kernfsim/kernfsim/locking"
 )
@@ -41,6 +42,7 @@ func TestTeardownWaitsForReaders(t *testing.T) {
 					t.Fatal("a removed node is still found after deferred Remove returned")
 				}
 			}
+			waitDraining(t, tr, 1) // the teardown has passed its grace period and waits for the reader
 			if got := tr.Teardowns().Completed; got != 0 {
 				t.Fatalf("teardown completed while a reader was inside Show (completed %d)", got)
 			}
@@ -89,38 +91,88 @@ func TestRemoveAllIsAllOrNothing(t *testing.T) {
 	})
 }
 
+// TestRemoveDrainsInFlightUsers: under every strategy a removal waits for
+// a reader inside Show, and under a strategy that refuses writers once
+// sealed, sealing the tree while the removal drains neither blocks nor
+// breaks the removal (it holds no write side while draining).
+func TestRemoveDrainsInFlightUsers(t *testing.T) {
+	forEachLock(t, locking.Names, func(t *testing.T, lock string) {
+		tr := newTestTree(t, lock)
+		src := &blockingSource{entered: make(chan struct{}), release: make(chan struct{})}
+		n := must(tr.AddAttr(tr.Root(), "slow", 0o444, src))(t)
+		f := must(tr.Open(n, os.O_RDONLY, RootCred))(t)
+		defer f.Release()
+		readDone := make(chan error, 1)
+		go func() { _, err := f.Read(make([]byte, 64), 0); readDone <- err }()
+		<-src.entered
+		removed := make(chan error, 1)
+		go func() { removed <- tr.Remove(context.Background(), n) }()
+		waitDraining(t, tr, 1)
+		if !tr.Strategy().Traits().AcceptsWriters {
+			tr.Seal()
+		}
+		if got := tr.Teardowns().Completed; got != 0 {
+			t.Fatalf("teardown completed while a reader was inside Show (completed %d)", got)
+		}
+		close(src.release)
+		noErr(t, <-readDone)
+		noErr(t, <-removed)
+		tr.Barrier()
+		if _, err := tr.Lookup(tr.Root(), "slow"); err == nil || tr.Nodes() != 1 || tr.Teardowns().Completed != 1 {
+			t.Fatalf("after the removal: lookup %v, %d nodes, %+v; want ENOENT, 1 node, 1 teardown", err, tr.Nodes(), tr.Teardowns())
+		}
+	})
+}
+
+// waitDraining polls, with a deadline, until want removed nodes wait for
+// their users.
+func waitDraining(t *testing.T, tr *Tree, want int64) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for tr.Teardowns().Draining != want {
+		if time.Now().After(deadline) {
+			t.Fatalf("teardowns draining: got %d, want %d", tr.Teardowns().Draining, want)
+		}
+		time.Sleep(100 * time.Microsecond) // polled, with a deadline
+	}
+}
+
 // BenchmarkRemove measures the caller's cost of one removal under each
-// teardown policy (rcu) and the drain-based references (mutex, rwsem):
+// strategy that accepts writers, and under each teardown policy where the
+// strategy has grace periods:
 //
 //	go test -run x -bench Remove -benchtime 200x ./kernfsim/
 func BenchmarkRemove(b *testing.B) {
-	cases := []struct {
-		lock string
-		gp   GPPolicy
-	}{{"mutex", ""}, {"rwsem", ""}, {"rcu", GPNormal}, {"rcu", GPExpedited}, {"rcu", GPDeferred}}
-	for _, c := range cases {
-		name := "lock=" + c.lock
-		if c.gp != "" {
-			name += "/gp=" + string(c.gp)
+	for _, lock := range writers {
+		gps := []GPPolicy{""}
+		if must(locking.TraitsOf(lock))(b).GracePeriods {
+			gps = GPPolicies
 		}
-		b.Run(name, func(b *testing.B) {
-			s := locking.MustNew(c.lock)
-			tr := New(s, Options{GP: c.gp})
-			nodes := make([]*Node, b.N)
-			for i := range nodes {
-				nodes[i] = must(tr.Mkdir(tr.Root(), fmt.Sprintf("dev%d", i), 0o755))(b)
+		for _, gp := range gps {
+			name := "lock=" + lock
+			if gp != "" {
+				name += "/gp=" + string(gp)
 			}
-			b.ResetTimer()
-			for _, n := range nodes {
-				if err := tr.Remove(context.Background(), n); err != nil {
-					b.Fatal(err)
-				}
-			}
-			b.StopTimer()
-			tr.Barrier()
-			if tr.Teardowns().Completed != uint64(b.N) {
-				b.Fatalf("%d teardowns completed, want %d", tr.Teardowns().Completed, b.N)
-			}
-		})
+			b.Run(name, func(b *testing.B) { benchRemove(b, lock, gp) })
+		}
+	}
+}
+
+func benchRemove(b *testing.B, lock string, gp GPPolicy) {
+	tr := New(locking.MustNew(lock), Options{GP: gp})
+	nodes := make([]*Node, b.N)
+	for i := range nodes {
+		nodes[i] = must(tr.Mkdir(tr.Root(), fmt.Sprintf("dev%d", i), 0o755))(b)
+	}
+	b.ResetTimer()
+	for _, n := range nodes {
+		if err := tr.Remove(context.Background(), n); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.StopTimer()
+	tr.Barrier()
+	if tr.Teardowns().Completed != uint64(b.N) {
+		b.Fatalf("%d teardowns completed, want %d", tr.Teardowns().Completed, b.N)
 	}
 }

@@ -14,6 +14,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/kernfsim/kernfsim/locking"
 )
 
 // wholeSource shows a value that is only "whole" if every byte agrees with
@@ -146,7 +148,7 @@ func waitGoroutines(t *testing.T, before int) {
 func TestDifferential(t *testing.T) {
 	for seed := range uint64(20) {
 		want := differentialTrace(t, "mutex", seed)
-		for _, lock := range []string{"rwsem", "rcu", "none"} {
+		for _, lock := range locking.Names {
 			got := differentialTrace(t, lock, seed)
 			for i := range min(len(got), len(want)) {
 				if got[i] != want[i] {

@@ -14,7 +14,7 @@ import (
 // Tree is a kernfs-like tree under one locking strategy.
 type Tree struct {
 	strategy locking.Strategy // immutable
-	scoped   bool             // immutable: one read section serves a whole walk (rcu, none)
+	reads    locking.ReadSide // immutable: scoped (one section per walk) or per call, by the strategy's traits
 	root     *Node            // immutable
 	now      func() time.Time // immutable
 	readCtx  context.Context  // immutable: passed to Show, carries the tree
@@ -25,6 +25,7 @@ type Tree struct {
 	frozen  atomic.Bool   // dynamic sources repeat their last value while set
 
 	tdQueued, tdDone atomic.Uint64 // teardowns (removed tops) deferred and completed
+	draining         atomic.Int64  // removed nodes whose teardown waits for in-flight users now
 
 	drainMu sync.Mutex
 	drained sync.Cond // broadcast when a deactivated node's last user leaves; L is drainMu
@@ -53,8 +54,10 @@ func New(s locking.Strategy, opts Options) *Tree {
 	if t.now == nil {
 		t.now = time.Now
 	}
-	_, isNone := s.(*locking.None)
-	t.scoped = s.Grace() != nil || isNone
+	if tr := s.Traits(); !tr.AcceptsWriters && tr.DrainBeforeUnlink {
+		panic("kernfsim: a strategy that refuses writers must unlink with the deactivation (Traits.DrainBeforeUnlink)") // broken invariant of the strategy
+	}
+	t.reads = locking.ReadSideOf(s)
 	t.drained.L = &t.drainMu
 	t.readCtx = context.WithValue(context.Background(), treeKey{}, t)
 	mode := opts.RootMode

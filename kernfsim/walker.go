@@ -5,8 +5,6 @@ import (
 	"io/fs"
 	"os"
 	"syscall"
-
-	"github.com/kernfsim/kernfsim/locking"
 )
 
 // maxSymlinks is how many symlinks one walk follows before ELOOP (the
@@ -28,9 +26,12 @@ type WalkerOptions struct {
 // then revalidate the cached dentry or look the name up. It keeps its own
 // dentry cache. It is safe for concurrent use.
 //
-// Under mutex and rwsem every lookup, revalidate and permission call takes
-// the read side on its own (ref-walk, as kernfs took its lock per call);
-// under rcu and none one read section covers the whole walk (rcu-walk).
+// The strategy's read side is entered through a locking.ReadSide: where
+// reads are not scoped (mutex, rwsem) every lookup, revalidate and
+// permission call takes it on its own (ref-walk, as kernfs took its lock
+// per call); where they are (rcu, none) one read section covers the whole
+// walk (rcu-walk). Negative dentries are cached if the strategy caches
+// negatives, unless WalkerOptions.Negatives says otherwise.
 type Walker struct {
 	t         *Tree   // immutable
 	negatives bool    // immutable
@@ -40,7 +41,7 @@ type Walker struct {
 
 // NewWalker returns a walker over t.
 func NewWalker(t *Tree, opts WalkerOptions) *Walker {
-	neg := t.strategy.Name() != "mutex"
+	neg := t.strategy.Traits().CachesNegatives
 	if opts.Negatives != nil {
 		neg = *opts.Negatives
 	}
@@ -85,15 +86,10 @@ func (w *Walker) resolve(c Cred, path string, follow bool) (*Node, error) {
 }
 
 func (w *Walker) resolveErrno(c Cred, path string, follow bool) (*Node, syscall.Errno) {
-	var r locking.ReadToken
-	if w.t.scoped {
-		r = w.t.rlock()
-	}
+	r := w.t.reads.EnterScope()
 	links := 0
 	d, e := w.walk(c, w.root, path, follow, &links)
-	if w.t.scoped {
-		w.t.runlock(r)
-	}
+	w.t.reads.ExitScope(r)
 	if e != 0 {
 		return nil, e
 	}
@@ -179,32 +175,23 @@ func (w *Walker) step(dir *dentry, name string) (*dentry, syscall.Errno) {
 }
 
 func (w *Walker) permission(n *Node, mask Access, c Cred) syscall.Errno {
-	if w.t.scoped {
-		return permissionLocked(n, mask, c)
-	}
-	r := w.t.rlock()
+	r := w.t.reads.EnterCall()
 	e := permissionLocked(n, mask, c)
-	w.t.runlock(r)
+	w.t.reads.ExitCall(r)
 	return e
 }
 
 func (w *Walker) revalidate(dir *Node, name string, n *Node, rev uint64) bool {
-	if w.t.scoped {
-		return revalidateLocked(dir, name, n, rev)
-	}
-	r := w.t.rlock()
+	r := w.t.reads.EnterCall()
 	ok := revalidateLocked(dir, name, n, rev)
-	w.t.runlock(r)
+	w.t.reads.ExitCall(r)
 	return ok
 }
 
 func (w *Walker) lookup(dir *Node, name string, h uint64) (*Node, uint64, syscall.Errno) {
-	if w.t.scoped {
-		return lookupLocked(dir, name, h)
-	}
-	r := w.t.rlock()
+	r := w.t.reads.EnterCall()
 	n, rev, e := lookupLocked(dir, name, h)
-	w.t.runlock(r)
+	w.t.reads.ExitCall(r)
 	return n, rev, e
 }
 

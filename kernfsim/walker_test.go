@@ -8,6 +8,8 @@ import (
 	"syscall"
 	"testing"
 	"testing/fstest"
+
+	"github.com/kernfsim/kernfsim/locking"
 )
 
 // newNetTree builds a small sysfs-like fixture: a netdev with a class/net
@@ -103,9 +105,12 @@ func TestWalkerErrnoForms(t *testing.T) {
 }
 
 func TestWalkerNegativeCachePerEra(t *testing.T) {
-	want := map[string]int64{"mutex": 0, "rwsem": 1, "rcu": 1}
 	forEachLock(t, writers, func(t *testing.T, lock string) {
 		tr := newTestTree(t, lock)
+		want := int64(0)
+		if tr.Strategy().Traits().CachesNegatives {
+			want = 1
+		}
 		cpu := mkpath(t, tr, "devices", "system", "cpu")
 		w := NewWalker(tr, WalkerOptions{})
 		must(w.Resolve(RootCred, "devices/system/cpu"))(t)
@@ -114,8 +119,8 @@ func TestWalkerNegativeCachePerEra(t *testing.T) {
 			_, err := w.Resolve(RootCred, "devices/system/cpu/does_not_exist")
 			wantErrno(t, err, syscall.ENOENT)
 		}
-		if got := w.CachedDentries() - before; got != want[lock] {
-			t.Fatalf("negative dentries cached: got %d, want %d", got, want[lock])
+		if got := w.CachedDentries() - before; got != want {
+			t.Fatalf("negative dentries cached: got %d, want %d", got, want)
 		}
 		// A cached negative never survives creation of the name.
 		n := must(tr.Mkdir(cpu, "does_not_exist", 0o755))(t)
@@ -133,7 +138,7 @@ func TestWalkerNegativeCachePerEra(t *testing.T) {
 }
 
 func TestWalkerNoAllocs(t *testing.T) {
-	forEachLock(t, []string{"mutex", "rwsem", "rcu", "none"}, func(t *testing.T, lock string) {
+	forEachLock(t, locking.Names, func(t *testing.T, lock string) {
 		tr := newNetTree(t, lock)
 		tr.Seal()
 		w := NewWalker(tr, WalkerOptions{})
@@ -162,7 +167,7 @@ func TestWalkerNoAllocs(t *testing.T) {
 }
 
 func TestFSConformance(t *testing.T) {
-	forEachLock(t, []string{"mutex", "rwsem", "rcu", "none"}, func(t *testing.T, lock string) {
+	forEachLock(t, locking.Names, func(t *testing.T, lock string) {
 		tr := newNetTree(t, lock)
 		tr.Seal()
 		tr.Freeze(true)

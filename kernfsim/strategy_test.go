@@ -1,0 +1,111 @@
+package kernfsim
+
+import (
+	"context"
+	"os"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+
+	"github.com/kernfsim/kernfsim/locking"
+)
+
+// fifth is a strategy defined here, not in locking: a reader-writer lock
+// that declares whatever traits the test gives it. The tree must route it
+// by those traits alone.
+type fifth struct {
+	mu     sync.RWMutex
+	traits locking.Traits
+	reads  atomic.Int64 // read-side entries
+}
+
+var _ locking.Strategy = (*fifth)(nil)
+
+func (f *fifth) Name() string              { return "fifth" }
+func (f *fifth) RLock() locking.ReadToken  { f.reads.Add(1); f.mu.RLock(); return 0 }
+func (f *fifth) RUnlock(locking.ReadToken) { f.mu.RUnlock() }
+func (f *fifth) Lock() error               { f.mu.Lock(); return nil }
+func (f *fifth) Unlock()                   { f.mu.Unlock() }
+func (f *fifth) Seal()                     {}
+func (f *fifth) Grace() *locking.Grace     { return nil }
+func (f *fifth) Traits() locking.Traits    { return f.traits }
+func (f *fifth) Stats() locking.Stats      { return locking.Stats{} }
+
+// TestFifthStrategyIsRoutedByTraits builds the same tree under two
+// opposite sets of traits and checks the walker's read sections, its
+// negative dentries and where a removal unlinks.
+func TestFifthStrategyIsRoutedByTraits(t *testing.T) {
+	for _, tr := range []locking.Traits{
+		{ScopedReads: true, DrainBeforeUnlink: true, AcceptsWriters: true},
+		{CachesNegatives: true, AcceptsWriters: true},
+	} {
+		t.Run("", func(t *testing.T) {
+			s := &fifth{traits: tr}
+			checkWalkRouting(t, s)
+			checkRemoveRouting(t, s)
+		})
+	}
+}
+
+func checkWalkRouting(t *testing.T, s *fifth) {
+	tree := New(s, Options{})
+	mkpath(t, tree, "a", "b", "c")
+	w := NewWalker(tree, WalkerOptions{})
+	must(w.Resolve(RootCred, "a/b/c"))(t)
+	before, cached := s.reads.Load(), w.CachedDentries()
+	must(w.Resolve(RootCred, "a/b/c"))(t)
+	// three components: three permission checks and three revalidations
+	wantReads := int64(6)
+	if s.traits.ScopedReads {
+		wantReads = 1
+	}
+	if got := s.reads.Load() - before; got != wantReads {
+		t.Errorf("read-side entries for one walk: got %d, want %d (traits %+v)", got, wantReads, s.traits)
+	}
+	_, err := w.Resolve(RootCred, "a/b/missing")
+	wantErrno(t, err, syscall.ENOENT)
+	wantNeg := int64(0)
+	if s.traits.CachesNegatives {
+		wantNeg = 1
+	}
+	if got := w.CachedDentries() - cached; got != wantNeg {
+		t.Errorf("negative dentries cached: got %d, want %d (traits %+v)", got, wantNeg, s.traits)
+	}
+}
+
+func checkRemoveRouting(t *testing.T, s *fifth) {
+	tree := New(s, Options{})
+	src := &blockingSource{entered: make(chan struct{}), release: make(chan struct{})}
+	n := must(tree.AddAttr(tree.Root(), "slow", 0o444, src))(t)
+	f := must(tree.Open(n, os.O_RDONLY, RootCred))(t)
+	defer f.Release()
+	readDone := make(chan error, 1)
+	go func() { _, err := f.Read(make([]byte, 64), 0); readDone <- err }()
+	<-src.entered
+	removed := make(chan error, 1)
+	go func() { removed <- tree.Remove(context.Background(), n) }()
+	waitDraining(t, tree, 1)
+	wantNodes := int64(1) // unlinked with the deactivation
+	if s.traits.DrainBeforeUnlink {
+		wantNodes = 2
+	}
+	if got := tree.Nodes(); got != wantNodes {
+		t.Errorf("nodes while the removal drains: got %d, want %d (traits %+v)", got, wantNodes, s.traits)
+	}
+	close(src.release)
+	noErr(t, <-readDone)
+	noErr(t, <-removed)
+	if tree.Nodes() != 1 {
+		t.Errorf("after the removal: %d nodes, want 1", tree.Nodes())
+	}
+}
+
+func TestNewRefusesInconsistentTraits(t *testing.T) {
+	defer func() {
+		if recover() == nil {
+			t.Fatal("New accepted a strategy that refuses writers and drains before unlink")
+		}
+	}()
+	New(&fifth{traits: locking.Traits{DrainBeforeUnlink: true}}, Options{})
+}
