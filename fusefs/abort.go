@@ -1,14 +1,14 @@
 package fusefs
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
 	"os"
-	"strings"
 	"syscall"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/kernfsim/kernfsim/internal/mountinfo"
 )
 
 // endBusy ends a mount that a plain unmount found busy (a client holds a
@@ -56,20 +56,5 @@ func (m *Mount) abortFusectl(forceErr error) error {
 // itself), from /proc/self/mountinfo: unmounting a busy mount detaches
 // them with it.
 func (m *Mount) Submounts() ([]string, error) {
-	f, err := os.Open("/proc/self/mountinfo")
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	var subs []string
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		fields := strings.Fields(sc.Text())
-		if len(fields) > 4 {
-			if p := unescapeMountinfo(fields[4]); strings.HasPrefix(p, m.Mountpoint+"/") {
-				subs = append(subs, p)
-			}
-		}
-	}
-	return subs, sc.Err()
+	return mountinfo.Below(m.Mountpoint)
 }

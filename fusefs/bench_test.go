@@ -16,6 +16,10 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/kernfsim/kernfsim/kernfsim"
+
+	"github.com/kernfsim/kernfsim/internal/fusetest"
+
+	"github.com/kernfsim/kernfsim/locking"
 )
 
 // fsNode serves a kernfsim node through go-fuse's high-level fs package:
@@ -76,7 +80,7 @@ func (n *fsNode) Readlink(context.Context) ([]byte, syscall.Errno) { return []by
 // mountGoFuseFS mounts tr through go-fuse's fs package with zero timeouts,
 // as kernfsim is mounted.
 func mountGoFuseFS(b *testing.B, tr *kernfsim.Tree) string {
-	requireFUSE(b)
+	fusetest.RequireFUSE(b)
 	mnt := b.TempDir()
 	zero := time.Duration(0)
 	srv, err := gofs.Mount(mnt, &fsNode{tr: tr, kn: tr.Root()}, &gofs.Options{
@@ -118,10 +122,12 @@ var clientOps = []struct {
 //
 //	taskset -c 0 go test -run x -bench Mount -count 6 ./fusefs/ | benchstat -col /server -
 func BenchmarkMount(b *testing.B) {
-	requireFUSE(b)
-	servers := []struct{ name, lock string }{
-		{"kernfsim", "mutex"}, {"kernfsim", "rwsem"}, {"kernfsim", "rcu"}, {"kernfsim", "none"}, {"gofuse-fs", "none"},
+	fusetest.RequireFUSE(b)
+	var servers []struct{ name, lock string }
+	for _, l := range locking.Names {
+		servers = append(servers, struct{ name, lock string }{"kernfsim", l})
 	}
+	servers = append(servers, struct{ name, lock string }{"gofuse-fs", "none"})
 	for _, s := range servers {
 		tr, _ := newServedTree(b, s.lock)
 		var mnt string
@@ -145,7 +151,7 @@ func BenchmarkMount(b *testing.B) {
 }
 
 func TestNoLeaksAfterUnmount(t *testing.T) {
-	requireFUSE(t)
+	fusetest.RequireFUSE(t)
 	tr, _ := newServedTree(t, "rcu")
 	cycle := func() {
 		m, err := MountTree(tr, t.TempDir(), MountOptions{})

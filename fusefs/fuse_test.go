@@ -18,8 +18,6 @@ import (
 	"github.com/kernfsim/kernfsim/locking"
 )
 
-var allLocks = []string{"mutex", "rwsem", "rcu", "none"}
-
 // smallSynth is a small synthetic machine: fast to build and to walk.
 var smallSynth = kernfsim.SynthConfig{CPUs: 4, Sockets: 1, ThreadsPerCore: 2, MemBlocks: 4, Netdevs: 2, Disks: 1}.WithDefaults()
 
@@ -50,7 +48,7 @@ func forEachLock(t *testing.T, locks []string, f func(t *testing.T, lock string)
 }
 
 func TestMountConformance(t *testing.T) {
-	forEachLock(t, allLocks, func(t *testing.T, lock string) {
+	forEachLock(t, locking.Names, func(t *testing.T, lock string) {
 		tr, sf := newServedTree(t, lock)
 		m := mountTest(t, tr, MountOptions{})
 		sf.Bind(m.Server)
@@ -140,7 +138,7 @@ func compareContents(t *testing.T, tfs fs.FS, mnt, path string, info fs.FileInfo
 }
 
 func TestCachesStayTruthful(t *testing.T) {
-	forEachLock(t, []string{"mutex", "rwsem", "rcu"}, func(t *testing.T, lock string) {
+	forEachLock(t, writers, func(t *testing.T, lock string) {
 		tr, _ := newServedTree(t, lock)
 		long := 30 * time.Second
 		m := mountTest(t, tr, MountOptions{Options: Options{EntryTimeout: long, AttrTimeout: long, NegativeTimeout: long}})
@@ -197,7 +195,7 @@ func (b *blockingShow) Show(_ context.Context, buf *bytes.Buffer) error {
 }
 
 func TestRemovalAndOpenFiles(t *testing.T) {
-	forEachLock(t, []string{"mutex", "rwsem", "rcu"}, func(t *testing.T, lock string) {
+	forEachLock(t, writers, func(t *testing.T, lock string) {
 		tr, _ := newServedTree(t, lock)
 		m := mountTest(t, tr, MountOptions{})
 		ctl(t, m.Mountpoint, "new_device", "d1")
@@ -222,17 +220,21 @@ func TestRemovalAndOpenFiles(t *testing.T) {
 			readDone <- err
 		}()
 		<-src.entered
+		released := false
+		defer func() {
+			if !released { // a failure must not leave the read, and so the unmount, hanging
+				close(src.release)
+			}
+		}()
+		before := tr.Teardowns().Completed
 		removed := make(chan error, 1)
 		go func() { removed <- tr.Remove(context.Background(), slow) }()
-		for slow.IsActive() {
-			time.Sleep(time.Millisecond) // poll until Remove has deactivated it and is draining
-		}
-		select {
-		case err := <-removed:
-			t.Fatalf("Remove returned (%v) while a FUSE read was in flight", err)
-		default:
+		waitDraining(t, tr, 1) // Remove has deactivated the node and waits for the read
+		if st := tr.Teardowns(); st.Completed != before {
+			t.Fatalf("teardown completed (%+v, %d before) while a FUSE read was in flight", st, before)
 		}
 		close(src.release)
+		released = true
 		if err := <-readDone; err != nil {
 			t.Fatalf("in-flight read: %v", err)
 		}
@@ -360,5 +362,18 @@ func TestInterruptReleasesHangingShow(t *testing.T) {
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("removal of the node stayed blocked after the interrupted read")
+	}
+}
+
+// waitDraining polls, with a deadline, until want removed nodes of tr wait
+// for their users.
+func waitDraining(t *testing.T, tr *kernfsim.Tree, want int64) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for tr.Teardowns().Draining != want {
+		if time.Now().After(deadline) {
+			t.Fatalf("teardowns draining: got %d, want %d", tr.Teardowns().Draining, want)
+		}
+		time.Sleep(100 * time.Microsecond) // polled, with a deadline
 	}
 }

@@ -1,32 +1,22 @@
 package fusefs
 
 import (
-	"os"
 	"testing"
 
+	"github.com/kernfsim/kernfsim/internal/fusetest"
 	"github.com/kernfsim/kernfsim/kernfsim"
+	"github.com/kernfsim/kernfsim/locking"
 )
 
-// requireFUSE skips without /dev/fuse or root, but fails when CI is set:
-// CI machines must run the FUSE tests.
-func requireFUSE(t testing.TB) {
-	t.Helper()
-	_, err := os.Stat("/dev/fuse")
-	switch {
-	case err == nil && os.Geteuid() == 0:
-		return
-	case os.Getenv("CI") != "":
-		t.Fatalf("FUSE tests need /dev/fuse and root under CI (stat /dev/fuse: %v, euid %d)", err, os.Geteuid())
-	default:
-		t.Skipf("no FUSE here (stat /dev/fuse: %v, euid %d)", err, os.Geteuid())
-	}
-}
+// writers lists the strategies that accept writers once the tree is
+// sealed and served.
+var writers = locking.NamesWhere(func(t locking.Traits) bool { return t.AcceptsWriters })
 
 // mountTest mounts tr on a fresh temporary directory and unmounts it when
 // the test ends.
 func mountTest(t testing.TB, tr *kernfsim.Tree, opts MountOptions) *Mount {
 	t.Helper()
-	requireFUSE(t)
+	fusetest.RequireFUSE(t)
 	m, err := MountTree(tr, t.TempDir(), opts)
 	if err != nil {
 		t.Fatal(err)

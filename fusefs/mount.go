@@ -1,13 +1,11 @@
 package fusefs
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -15,6 +13,7 @@ import (
 	"github.com/hanwen/go-fuse/v2/fuse"
 	"golang.org/x/sys/unix"
 
+	"github.com/kernfsim/kernfsim/internal/mountinfo"
 	"github.com/kernfsim/kernfsim/kernfsim"
 )
 
@@ -172,7 +171,7 @@ func CheckMountpoint(mnt string, force bool) error {
 	case !fi.IsDir():
 		return usage("mountpoint %s is not a directory", mnt)
 	}
-	if mounted, err := IsMountpoint(mnt); err == nil && mounted {
+	if mounted, err := mountinfo.IsMountpoint(mnt); err == nil && mounted {
 		return usage("mountpoint %s is already a mount: unmount it first (umount %s) or choose another directory", mnt, mnt)
 	}
 	entries, err := os.ReadDir(mnt)
@@ -183,38 +182,4 @@ func CheckMountpoint(mnt string, force bool) error {
 		return usage("mountpoint %s is not empty (%d entries, e.g. %s): mount on an empty directory", mnt, len(entries), entries[0].Name())
 	}
 	return nil
-}
-
-// IsMountpoint reports whether mnt is a mount point in this mount
-// namespace, from /proc/self/mountinfo.
-func IsMountpoint(mnt string) (bool, error) {
-	f, err := os.Open("/proc/self/mountinfo")
-	if err != nil {
-		return false, err
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		fields := strings.Fields(sc.Text())
-		if len(fields) > 4 && unescapeMountinfo(fields[4]) == mnt {
-			return true, nil
-		}
-	}
-	return false, sc.Err()
-}
-
-// unescapeMountinfo undoes mountinfo's octal escapes (\040 for space).
-func unescapeMountinfo(s string) string {
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] == '\\' && i+3 < len(s) {
-			if v, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
-				b.WriteByte(byte(v))
-				i += 3
-				continue
-			}
-		}
-		b.WriteByte(s[i])
-	}
-	return b.String()
 }

@@ -8,7 +8,7 @@
 // Lock ordering (outer to inner):
 //
 //	tree read side (Strategy.RLock), per request, via the tree's methods;
-//	under mutex and rwsem also around nodeid resolution (Server.node)
+//	where reads are not scoped also around nodeid resolution (Server.node)
 //	  handle.mu (one open file; serialises READs of one descriptor)
 //	handleTable free-list mutexes (OPEN/RELEASE, 1 of 16 shards)
 //	table.grow (only when a new chunk of nodeids or handles is needed)
@@ -26,6 +26,7 @@ import (
 	"github.com/hanwen/go-fuse/v2/fuse"
 
 	"github.com/kernfsim/kernfsim/kernfsim"
+	"github.com/kernfsim/kernfsim/locking"
 )
 
 // Permissions says who checks permissions.
@@ -53,9 +54,9 @@ type Options struct {
 type Server struct {
 	fuse.RawFileSystem // ENOSYS for what a sysfs does not do
 
-	tree    *kernfsim.Tree // immutable
-	opts    Options        // immutable
-	locked  bool           // immutable: resolve nodeids under the strategy's read side (mutex, rwsem)
+	tree    *kernfsim.Tree   // immutable
+	opts    Options          // immutable
+	reads   locking.ReadSide // immutable: nodeids resolve under the read side unless reads are scoped
 	nodes   nodeTable
 	handles handleTable
 	stats   *Stats // immutable pointer
@@ -72,12 +73,11 @@ func NewServer(tree *kernfsim.Tree, opts Options) *Server {
 	if opts.Permissions == "" {
 		opts.Permissions = PermKernel
 	}
-	name := tree.Strategy().Name()
 	s := &Server{
 		RawFileSystem: fuse.NewDefaultRawFileSystem(),
 		tree:          tree,
 		opts:          opts,
-		locked:        name == "mutex" || name == "rwsem",
+		reads:         locking.ReadSideOf(tree.Strategy()),
 		stats:         newStats(),
 	}
 	s.nodes.t.release = true // nodeids are never reused
@@ -101,16 +101,13 @@ func (s *Server) Nodeids() int64 { return s.nodes.len() }
 // OpenFiles is the number of open file handles.
 func (s *Server) OpenFiles() int64 { return s.handles.count.Load() }
 
-// node resolves a nodeid: as the strategy says under mutex and rwsem,
-// without any lock under rcu and none.
+// node resolves a nodeid: under the strategy's read side where reads
+// are not scoped (mutex, rwsem), without any lock where they are (rcu,
+// none: the table is published for lock-free readers).
 func (s *Server) node(nodeid uint64) *kernfsim.Node {
-	if !s.locked {
-		return s.nodes.get(nodeid)
-	}
-	st := s.tree.Strategy()
-	r := st.RLock()
+	r := s.reads.EnterCall()
 	n := s.nodes.get(nodeid)
-	st.RUnlock(r)
+	s.reads.ExitCall(r)
 	return n
 }
 

@@ -6,7 +6,7 @@ import (
 	"os"
 	"testing"
 
-	"github.com/kernfsim/kernfsim/fusefs"
+	"github.com/kernfsim/kernfsim/internal/mountinfo"
 )
 
 // RequireFUSE skips without /dev/fuse or root, but fails when the CI
@@ -27,7 +27,7 @@ func RequireFUSE(t testing.TB) {
 // IsMounted reports whether mnt is a mount point in this mount namespace.
 func IsMounted(t testing.TB, mnt string) bool {
 	t.Helper()
-	mounted, err := fusefs.IsMountpoint(mnt)
+	mounted, err := mountinfo.IsMountpoint(mnt)
 	if err != nil {
 		t.Fatal(err)
 	}
