@@ -202,6 +202,23 @@ func (e *ConfigError) Error() string {
 	return s
 }
 
+// lockTraits is the traits of the strategy called lock; zero for an
+// unknown name, which validation rejects on its own.
+func lockTraits(lock string) locking.Traits {
+	t, _ := locking.TraitsOf(lock)
+	return t
+}
+
+// writerLocks names the strategies that accept writers once the tree is
+// served: "mutex, rwsem or rcu".
+func writerLocks() string {
+	w := locking.NamesWhere(func(t locking.Traits) bool { return t.AcceptsWriters })
+	if len(w) < 2 {
+		return strings.Join(w, "")
+	}
+	return strings.Join(w[:len(w)-1], ", ") + " or " + w[len(w)-1]
+}
+
 func badConfig(field, hint, format string, args ...any) *ConfigError {
 	return &ConfigError{Field: field, Problem: fmt.Sprintf(format, args...), Hint: hint}
 }
@@ -365,8 +382,8 @@ func (c Config) validateChurn() error {
 	switch {
 	case c.Churn < 0:
 		return badConfig("Churn", "give a rate of 0 or more per second", "%g is negative", c.Churn)
-	case c.Churn > 0 && c.Target.Kind != TargetPath && c.Target.Lock == "none":
-		return badConfig("Churn", "use mutex, rwsem or rcu", "lock strategy none refuses writers, so nothing can churn")
+	case c.Churn > 0 && c.Target.Kind != TargetPath && !lockTraits(c.Target.Lock).AcceptsWriters:
+		return badConfig("Churn", "use "+writerLocks(), "lock strategy %s refuses writers, so nothing can churn", c.Target.Lock)
 	case c.Churn > 100000:
 		return badConfig("Churn", "give at most 100000 per second", "%g per second is more than a writer can do", c.Churn)
 	}

@@ -168,8 +168,8 @@ func probeable(t target, c Config) (uint64, string) {
 	if _, sim := t.(*simTarget); !sim && t.stat(t.abs(churnControl)) != nil {
 		return 0, t.abs("") + " is not a kernfsim tree (loadgen never hot-adds memory to a real machine)"
 	}
-	if c.Target.Kind != TargetPath && c.Target.Lock == "none" {
-		return 0, "lock strategy none refuses writers"
+	if c.Target.Kind != TargetPath && !lockTraits(c.Target.Lock).AcceptsWriters {
+		return 0, "lock strategy " + c.Target.Lock + " refuses writers"
 	}
 	if err := t.stat(t.abs(memProbeFile)); err != nil {
 		return 0, fmt.Sprintf("no %s (%v)", memProbeFile, errnoName(errnoOf(err)))

@@ -8,12 +8,14 @@ import (
 	"sync"
 	"syscall"
 	"testing"
+
+	"github.com/kernfsim/kernfsim/locking"
 )
 
 // Under --sim every lock that takes writers hot-adds blocks through the
 // probe file while the workers read theirs; the readers see no error.
 func TestColdplugSim(t *testing.T) {
-	for _, lock := range []string{"mutex", "rwsem", "rcu"} {
+	for _, lock := range locking.NamesWhere(func(t locking.Traits) bool { return t.AcceptsWriters }) {
 		t.Run("lock="+lock, func(t *testing.T) {
 			tree := simTree(8)
 			tree.MemBlocks = 64

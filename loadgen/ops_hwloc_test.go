@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/kernfsim/kernfsim/locking"
 )
 
 // checkDone checks every concur worker's time to done: at least its own
@@ -36,7 +38,7 @@ func hasSuffix(names []string, suffix string) bool {
 // those names, and cache/index4..9, are looked up missing each discovery,
 // and ENOENT there is no error.
 func TestHwlocSim(t *testing.T) {
-	for _, lock := range []string{"mutex", "rwsem", "rcu", "none"} {
+	for _, lock := range locking.Names {
 		t.Run("lock="+lock, func(t *testing.T) {
 			c := Config{Target: Target{Kind: TargetSim, Lock: lock, Tree: simTree(8)}, Op: OpHwloc, Threads: 3, Times: 2}
 			r, err := Run(context.Background(), c)

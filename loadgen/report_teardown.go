@@ -118,7 +118,7 @@ func teardownFindings(r TeardownResult) []string {
 	by := map[string]TeardownRun{}
 	var out []string
 	for _, run := range r.Runs {
-		if run.Lock == "rcu" {
+		if lockTraits(run.Lock).GracePeriods {
 			by[run.GP] = run
 		}
 	}
@@ -147,7 +147,7 @@ func teardownFindings(r TeardownResult) []string {
 			fmtDur(d.Caller.Mean), target, fmtDur(d.UntilComplete)))
 	}
 	for _, run := range r.Runs {
-		if run.Lock != "rcu" {
+		if !lockTraits(run.Lock).GracePeriods {
 			out = append(out, fmt.Sprintf("%s: the removal's own work, without any grace period: caller mean %s per call",
 				run.Lock, fmtDur(run.Caller.Mean)))
 		}

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/kernfsim/kernfsim/locking"
 )
 
 func simConfig(lock string) Config {
@@ -72,7 +74,7 @@ func TestRunSimOps(t *testing.T) {
 }
 
 func TestRunSimLocks(t *testing.T) {
-	for _, lock := range []string{"mutex", "rwsem", "rcu", "none"} {
+	for _, lock := range locking.Names {
 		t.Run("lock="+lock, func(t *testing.T) {
 			r, err := Run(context.Background(), simConfig(lock))
 			if err != nil {
@@ -90,7 +92,7 @@ func TestRunSimLocks(t *testing.T) {
 // new_device/delete_device files while workers read them; only ENOENT and
 // ENODEV on churned files may be recorded.
 func TestRunSimChurnRecordsOnlyExpected(t *testing.T) {
-	for _, lock := range []string{"mutex", "rwsem", "rcu"} {
+	for _, lock := range locking.NamesWhere(func(t locking.Traits) bool { return t.AcceptsWriters }) {
 		t.Run("lock="+lock, func(t *testing.T) {
 			c := simConfig(lock)
 			c.Churn, c.Threads, c.Times = 5000, 2, 3000

@@ -39,7 +39,7 @@ const (
 
 // DefaultSoakLocks are the lock modes a soak runs in turn: every mode
 // that takes writers (none refuses them).
-var DefaultSoakLocks = []string{"mutex", "rwsem", "rcu"}
+var DefaultSoakLocks = locking.NamesWhere(func(t locking.Traits) bool { return t.AcceptsWriters })
 
 // DefaultSoakReaders are the readers' operations.
 var DefaultSoakReaders = []string{string(OpOpenReadClose), string(OpStat), string(OpReaddir), string(OpWalk), SoakMissing}
@@ -255,7 +255,7 @@ func soakMode(ctx context.Context, c SoakConfig, lock string, d time.Duration) (
 	if m.Baseline, err = p.forget(ctx, -1); err != nil {
 		return m, err
 	}
-	l, err := newSoakLoad(p.t, c, m.Lock != "none")
+	l, err := newSoakLoad(p.t, c, lockTraits(m.Lock).AcceptsWriters)
 	if err != nil {
 		return m, err
 	}

@@ -218,8 +218,8 @@ func (c TeardownConfig) validate() error {
 		return err
 	}
 	for _, l := range c.Locks {
-		if !slices.Contains(locking.Names, l) || l == "none" {
-			return badConfig("Lock", "use mutex, rwsem or rcu", "lock %q cannot remove devices", l)
+		if !lockTraits(l).AcceptsWriters {
+			return badConfig("Lock", "use "+writerLocks(), "lock %q cannot remove devices", l)
 		}
 	}
 	switch c.Target.Kind {
@@ -248,7 +248,7 @@ func (c TeardownConfig) specs() []teardownSpec {
 	}
 	var out []teardownSpec
 	for _, l := range c.Locks {
-		if l != "rcu" {
+		if !lockTraits(l).GracePeriods {
 			out = append(out, teardownSpec{l, GPNotApplicable})
 			continue
 		}
@@ -326,7 +326,7 @@ func teardownOne(ctx context.Context, cfg TeardownConfig, sp teardownSpec) (run 
 // inferGP is the policy a mount's counters show.
 func inferGP(lock string, c TeardownCounts) string {
 	switch {
-	case lock != "rcu":
+	case !lockTraits(lock).GracePeriods:
 		return GPNotApplicable
 	case c.Queued > 0:
 		return string(kernfsim.GPDeferred)
@@ -371,7 +371,7 @@ func openTeardownTarget(ctx context.Context, cfg TeardownConfig, sp teardownSpec
 	}
 	sc := *cfg.Server
 	sc.Lock, sc.Args = sp.lock, slices.Clone(sc.Args)
-	if sp.lock == "rcu" {
+	if lockTraits(sp.lock).GracePeriods {
 		sc.Args = append(sc.Args, graceArgs(sp.gp, cfg.Grace)...)
 	}
 	srv, err := StartServer(ctx, sc)

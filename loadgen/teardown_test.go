@@ -44,7 +44,7 @@ func TestTeardownSimPolicies(t *testing.T) {
 		if r.UntilComplete < r.Total || r.Caller.Count != n {
 			t.Errorf("%s/%s: until complete %v before the storm's end %v, or %d latencies", r.Lock, r.GP, r.UntilComplete, r.Total, r.Caller.Count)
 		}
-		if r.Lock != "rcu" && (r.Counts.GracePeriods != 0 || r.Counts.Queued != 0) {
+		if !lockTraits(r.Lock).GracePeriods && (r.Counts.GracePeriods != 0 || r.Counts.Queued != 0) {
 			t.Errorf("%s: %+v, want no grace period and nothing queued", r.Lock, r.Counts)
 		}
 	}

@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/kernfsim/kernfsim/locking"
 )
 
 // kernfsimBin is the kernfsim binary TestMain builds.
@@ -22,7 +24,7 @@ var kernfsimBin string
 // the test that exercised it (the race detector exits 66).
 var raceBuild bool
 
-var allLocks = []string{"mutex", "rwsem", "rcu", "none"}
+var allLocks = locking.Names
 
 // smallTree are the tree flags of a small machine: fast to build and walk.
 var smallTree = []string{"--cpus", "4", "--sockets", "1", "--mem-blocks", "8", "--netdevs", "1", "--disks", "1"}

@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/kernfsim/kernfsim/locking"
 )
 
 // nobody is the unprivileged user the permission tests run as.
@@ -21,7 +23,7 @@ var nobody = &syscall.Credential{Uid: 1000, Gid: 1000, Groups: []uint32{}}
 // 0200 control files, and the tree is unchanged afterwards.
 func TestPermissionsNonRoot(t *testing.T) {
 	for _, perms := range []string{"kernel", "server"} {
-		for _, lock := range []string{"mutex", "rwsem", "rcu"} {
+		for _, lock := range locking.NamesWhere(func(t locking.Traits) bool { return t.AcceptsWriters }) {
 			t.Run("permissions="+perms+"/lock="+lock, func(t *testing.T) {
 				t.Parallel()
 				testPermissions(t, perms, lock)

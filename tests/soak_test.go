@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/kernfsim/kernfsim/loadgen"
 )
 
 // soakEnv sets TestSoak's duration: scripts/test.sh runs it for 60s (CI);
@@ -54,7 +56,7 @@ func TestSoak(t *testing.T) {
 	if err != nil || stderr.Len() > 0 {
 		t.Fatalf("loadgen soak: %v; stderr:\n%s", err, stderr.String())
 	}
-	for _, lock := range []string{"mutex", "rwsem", "rcu"} {
+	for _, lock := range loadgen.DefaultSoakLocks {
 		if !containsSubmatch(soakLine, out, lock) {
 			t.Errorf("no periodic line for lock=%s", lock)
 		}

@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/kernfsim/kernfsim/internal/cli"
+	"github.com/kernfsim/kernfsim/locking"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
@@ -30,7 +31,7 @@ var smallTree = []string{"--cpus", "2", "--sockets", "1", "--threads-per-core", 
 
 func TestTreeGolden(t *testing.T) {
 	golden := filepath.Join("testdata", "tree_small.golden")
-	for _, lock := range []string{"mutex", "rwsem", "rcu", "none"} {
+	for _, lock := range locking.Names {
 		t.Run("lock="+lock, func(t *testing.T) {
 			out := treeUnder(t, lock)
 			if *update && lock == "rwsem" {

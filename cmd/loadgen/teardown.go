@@ -143,10 +143,14 @@ func (f *teardownFlags) config(cmd *cobra.Command) (loadgen.TeardownConfig, erro
 	return c, nil
 }
 
+// writerLocks are the strategies that accept writers while served: those a
+// teardown storm can run under.
+var writerLocks = locking.NamesWhere(func(t locking.Traits) bool { return t.AcceptsWriters })
+
 func (f *teardownFlags) validateLists() error {
 	for _, l := range f.locks {
-		if !slices.Contains([]string{"mutex", "rwsem", "rcu"}, l) {
-			return &usageError{fmt.Errorf("--locks: %q cannot remove devices: use rcu, mutex or rwsem", l)}
+		if !slices.Contains(writerLocks, l) {
+			return &usageError{fmt.Errorf("--locks: %q cannot remove devices: use %s", l, strings.Join(writerLocks, ", "))}
 		}
 	}
 	for _, g := range f.gps {

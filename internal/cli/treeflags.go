@@ -178,10 +178,10 @@ func (f *TreeFlags) Lock() string { return f.lock }
 // LockDetail is the lock's name with its teardown policy under rcu, e.g.
 // "rcu gp=deferred tick=4ms".
 func (f *TreeFlags) LockDetail() string {
-	if f.lock != "rcu" {
+	if t, _ := locking.TraitsOf(f.lock); !t.GracePeriods {
 		return f.lock
 	}
-	d := fmt.Sprintf("rcu gp=%s tick=%v", f.gp, f.grace.Tick)
+	d := fmt.Sprintf("%s gp=%s tick=%v", f.lock, f.gp, f.grace.Tick)
 	if f.grace.ExpediteCost > 0 {
 		d += fmt.Sprintf(" expedite-cost=%v", f.grace.ExpediteCost)
 	}
