@@ -81,15 +81,8 @@ func TestDefaultTargetInterrupted(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go func() {
-		// Cancel once the server is up.
-		for range 3000 {
-			if dirs, _ := filepath.Glob(filepath.Join(os.TempDir(), "loadgen-kernfsim-*", "devices")); len(dirs) > 0 {
-				break
-			}
-			time.Sleep(5 * time.Millisecond)
-		}
-		time.Sleep(50 * time.Millisecond)
-		cancel()
+		defer cancel()
+		waitForWorkload(ctx, 100)
 	}()
 	code, out, errOut := runArgs(ctx, append([]string{"--threads", "2", "--times", "100000000"}, smallTree...)...)
 	if code != exitRuntime || !strings.Contains(errOut, "interrupted") {
@@ -235,4 +228,35 @@ func TestPlotSaved(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, "c.jpg")); err == nil {
 		t.Error("a plot with an unknown extension was created")
 	}
+}
+
+// waitForWorkload returns once the kernfsim server a run started has
+// served more than n OPENs besides the polls' own (the run's phase is
+// under way, past its set-up), or after a minute, or when ctx is done.
+func waitForWorkload(ctx context.Context, n uint64) {
+	deadline := time.Now().Add(time.Minute)
+	for polls := uint64(0); ctx.Err() == nil && time.Now().Before(deadline); polls++ {
+		stats, _ := filepath.Glob(filepath.Join(os.TempDir(), "loadgen-kernfsim-*", "kernel/kernfsim/stats"))
+		if len(stats) > 0 {
+			if opens, ok := statsValue(stats[0], "requests.OPEN"); ok && opens > polls+n {
+				return
+			}
+		}
+		time.Sleep(5 * time.Millisecond) // polled, with a deadline
+	}
+}
+
+// statsValue reads one counter from a stats file.
+func statsValue(path, key string) (uint64, bool) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return 0, false
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if k, v, ok := strings.Cut(line, " "); ok && k == key {
+			n, err := strconv.ParseUint(v, 10, 64)
+			return n, err == nil
+		}
+	}
+	return 0, false
 }
