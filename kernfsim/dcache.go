@@ -32,10 +32,11 @@ type dcacheBucket struct {
 // lock one bucket. An unlinked dentry keeps its next pointer, so a reader
 // standing on it still reaches the rest of the chain (hlist_bl_del_rcu).
 type dcache struct {
-	buckets []dcacheBucket // fixed size, a power of two
+	buckets []dcacheBucket // immutable slice, fixed size, a power of two; read by every lookup
 	mask    uint64         // immutable
-	nextID  atomic.Uint64
-	size    atomic.Int64 // entries cached
+	_       [64]byte       // keeps the inserts' counters off the line every lookup reads
+	nextID  atomic.Uint64  // accessed atomically, by inserts only
+	size    atomic.Int64   // accessed atomically: entries cached
 }
 
 func newDcache(buckets int) *dcache {
