@@ -29,16 +29,28 @@ func defaultShards() int {
 }
 
 // shardHome is a shard number one P keeps using, as the kernel's per-CPU
-// counters have one CPU each.
+// counters have one CPU each. A home is only read once made.
 type shardHome struct{ n uint32 }
+
+// maxHomes is how many distinct homes there are; Ps beyond it share.
+const maxHomes = 1 << 10
+
+// homeTable holds every home, so that handing out a new one allocates
+// nothing (the race detector makes sync.Pool drop objects at random).
+var homeTable = func() (t [maxHomes]shardHome) {
+	for i := range t {
+		t[i].n = uint32(i)
+	}
+	return t
+}()
 
 // homes hands each P back the shardHome it last put (sync.Pool keeps one
 // object per P in a slot only that P touches), so the P's readers stay on
-// one shard. New homes are numbered in turn, so the Ps that ask at the same
-// time (at start, and after a garbage collection empties the pool) get
-// different shards.
+// one shard. New homes are handed out in turn, so the Ps that ask at the
+// same time (at start, and after a garbage collection empties the pool)
+// get different shards.
 var (
-	homes   = sync.Pool{New: func() any { return &shardHome{n: homeSeq.Add(1)} }}
+	homes   = sync.Pool{New: func() any { return &homeTable[homeSeq.Add(1)%maxHomes] }}
 	homeSeq atomic.Uint32 // written only when a P needs a new home
 )
 
