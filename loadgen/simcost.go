@@ -75,6 +75,22 @@ func (c SimCalibration) String() string {
 		c.Op, c.Dir, fmtDur(c.Real), c.Lock, fmtDur(c.Bare), fmtDur(c.Cost))
 }
 
+// calibrationRuns are c's single-thread runs against dir and on the bare
+// sim under lock.
+func calibrationRuns(c Config, dir, lock string) (onDir, bare Config) {
+	times := c.Times
+	if times == 0 {
+		times = 2000
+	}
+	onDir = c
+	onDir.Target, onDir.Threads, onDir.Times, onDir.Churn, onDir.Procs = Target{Kind: TargetPath, Dir: dir}, 1, times, 0, false
+	onDir.Progress, onDir.SimCalibration = nil, nil
+	bare = onDir
+	bare.Target, bare.Times = c.Target, 20*times
+	bare.Target.Kind, bare.Target.Lock, bare.Target.SimCost = TargetSim, lock, 0
+	return onDir, bare
+}
+
 // calibrationTries is how many single-thread runs of each side a
 // calibration makes, interleaved; the fastest of each counts, as the one
 // least disturbed by the rest of the machine.
@@ -96,22 +112,14 @@ func CalibrateSimCost(ctx context.Context, c Config, dir, lock string) (SimCalib
 		return cal, badConfig("SimCost", "give a duration per system call instead of auto",
 			"%s makes many system calls per operation, so its cost cannot be calibrated per operation", c.Op)
 	}
-	times := c.Times
-	if times == 0 {
-		times = 2000
-	}
-	real := c
-	real.Target, real.Threads, real.Times, real.Churn, real.Procs = Target{Kind: TargetPath, Dir: dir}, 1, times, 0, false
-	bare := real
-	bare.Target, bare.Times = c.Target, 20*times
-	bare.Target.Kind, bare.Target.Lock, bare.Target.SimCost = TargetSim, lock, 0
-	var reals, bares []time.Duration
+	onDir, bare := calibrationRuns(c, dir, lock)
+	var dirs, bares []time.Duration
 	for range calibrationTries {
 		for _, side := range []struct {
 			name string
 			cfg  Config
 			into *[]time.Duration
-		}{{dir, real, &reals}, {"the bare sim", bare, &bares}} {
+		}{{dir, onDir, &dirs}, {"the bare sim", bare, &bares}} {
 			r, err := Run(ctx, side.cfg)
 			if err != nil {
 				return cal, fmt.Errorf("calibrating the sim's cost: %s: %w", side.name, err)
@@ -119,7 +127,7 @@ func CalibrateSimCost(ctx context.Context, c Config, dir, lock string) (SimCalib
 			*side.into = append(*side.into, r.SinglePerOp())
 		}
 	}
-	cal.Real, cal.Bare = slices.Min(reals), slices.Min(bares)
+	cal.Real, cal.Bare = slices.Min(dirs), slices.Min(bares)
 	cal.Cost = max(0, cal.Real-cal.Bare)
 	return cal, nil
 }
