@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -16,7 +17,7 @@ import (
 // aborts the FUSE connection, failing every request in flight and every
 // later one on open files with ECONNABORTED or ENOTCONN, so the server
 // stops, then detaches what is still mounted. It returns why the
-// connection could not be aborted, or nil once it was.
+// connection could not be aborted or the mount detached, or nil.
 //
 // The abort is umount2(MNT_FORCE), which makes the kernel call FUSE's
 // umount_begin (fuse_abort_conn) before it checks for users, so it needs
@@ -34,9 +35,27 @@ func (m *Mount) endBusy() error {
 		err = m.abortFusectl(err)
 	}
 	if derr := unix.Unmount(m.Mountpoint, unix.MNT_DETACH); derr != nil && !errors.Is(derr, syscall.EINVAL) {
-		return fmt.Errorf("umount -l %s: %w", m.Mountpoint, derr)
+		return fmt.Errorf("still mounted (umount -l: %v)", derr)
 	}
-	return err
+	if err != nil {
+		return fmt.Errorf("detached, but the connection could not be aborted (%v)", err)
+	}
+	return nil
+}
+
+// detachAsUser detaches a busy mount made through fusermount3 (a user
+// cannot abort a connection: umount -f and fusectl need root) and says
+// why the connection stays until this process exits, or returns the
+// unmount's error if even detaching fails.
+func (m *Mount) detachAsUser(unmountErr error) error {
+	bin, err := exec.LookPath("fusermount3")
+	if err == nil {
+		err = exec.Command(bin, "-u", "-z", m.Mountpoint).Run()
+	}
+	if err != nil {
+		return fmt.Errorf("still mounted (%v; fusermount3 -u -z: %v)", unmountErr, err)
+	}
+	return errors.New("detached, but a user cannot abort the connection (umount -f and fusectl need root)")
 }
 
 // abortFusectl writes the connection's abort file, after umount -f was

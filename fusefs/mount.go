@@ -114,7 +114,7 @@ func (m *Mount) Unmount() error {
 	case errors.Is(err, syscall.EPERM):
 		// mounted through fusermount3 by a user: let it unmount
 		if err := m.fuse.Unmount(); err != nil {
-			return fmt.Errorf("unmount %s: %w", m.Mountpoint, err)
+			abortErr = m.detachAsUser(err)
 		}
 	default:
 		abortErr = m.endBusy()
@@ -125,7 +125,7 @@ func (m *Mount) Unmount() error {
 	case <-time.After(2 * time.Second):
 	}
 	if abortErr != nil {
-		return fmt.Errorf("unmount %s: detached, but the server did not stop within 2 s and the connection could not be aborted (%v): it ends when this process exits", m.Mountpoint, abortErr)
+		return fmt.Errorf("unmount %s: %v; the server did not stop within 2 s, and the connection ends when this process exits", m.Mountpoint, abortErr)
 	}
 	return fmt.Errorf("unmount %s: the connection was aborted, but the server did not stop within 2 s", m.Mountpoint)
 }
