@@ -190,3 +190,19 @@ func TestPlotFormat(t *testing.T) {
 		}
 	}
 }
+
+// The compare table lists each flagged cell once, counting its runs.
+func TestCompareWarningsSummary(t *testing.T) {
+	r := compareFixture()
+	c := &r.Cells[0]
+	c.Runs[0].Warnings = []string{"efficiency 1.50 is above 1.05, ...: ...", "a worker's loop took 1ms, ...: ..."}
+	c.Runs[2].Warnings = []string{"efficiency 1.20 is above 1.05, ...: ..."}
+	var b bytes.Buffer
+	if err := WriteCompareTable(&b, r); err != nil {
+		t.Fatal(err)
+	}
+	want := "  sim mutex op=files threads=1: efficiency above 1.05 in 2 of 3 runs; worker loops under 20.0ms in 1 of 3 runs\n"
+	if !strings.Contains(b.String(), want) || strings.Count(b.String(), "op=files threads=1:") != 1 || !strings.Contains(b.String(), "e0.67!") {
+		t.Errorf("want one line %q and a flagged cell:\n%s", want, b.String())
+	}
+}

@@ -160,22 +160,46 @@ func spreadPct(s Spread) string {
 	return fmt.Sprintf("%.0f%%", 100*float64(d)/float64(s.Median))
 }
 
-// writeCompareWarnings lists the cells marked ! with their warnings.
+// writeCompareWarnings lists the cells marked !, a line each: which kinds
+// of warning, in how many of its runs.
 func writeCompareWarnings(ew *errWriter, r CompareResult) {
 	first := true
 	for _, c := range r.Cells {
-		for _, w := range c.Median().Warnings {
-			if first {
-				ew.printf("\nwarnings:\n")
-				first = false
-			}
-			what, _, _ := strings.Cut(w, ":")
-			ew.printf("  %s op=%s threads=%d: %s\n", c.Row.Label(), c.Op, c.Threads, what)
+		kinds := runWarnings(c)
+		if len(kinds) == 0 {
+			continue
 		}
+		if first {
+			ew.printf("\nwarnings (runs that may mislead; each run's own in --format json):\n")
+			first = false
+		}
+		ew.printf("  %s op=%s threads=%d: %s\n", c.Row.Label(), c.Op, c.Threads, strings.Join(kinds, "; "))
 	}
 	if !first {
 		ew.printf("  (raise --times, or --sim-times for the sim rows, and --repeats for more runs per cell)\n")
 	}
+}
+
+// runWarnings says, per kind of warning, in how many of c's runs it came.
+func runWarnings(c Cell) []string {
+	var eff, short int
+	for _, run := range c.Runs {
+		for _, w := range run.Warnings {
+			if strings.HasPrefix(w, "efficiency") {
+				eff++
+			} else {
+				short++
+			}
+		}
+	}
+	var out []string
+	if eff > 0 {
+		out = append(out, fmt.Sprintf("efficiency above %.2f in %d of %d runs", MaxEfficiency, eff, len(c.Runs)))
+	}
+	if short > 0 {
+		out = append(out, fmt.Sprintf("worker loops under %s in %d of %d runs", fmtDur(MinWorkerLoop), short, len(c.Runs)))
+	}
+	return out
 }
 
 // compareSetups says how each kind of row was served, once per kind.
