@@ -11,7 +11,8 @@
 //	where reads are not scoped also around nodeid resolution (Server.node)
 //	  handle.mu (one open file; serialises READs of one descriptor)
 //	handleTable free-list mutexes (OPEN/RELEASE, 1 of 16 shards)
-//	table.grow (only when a new chunk of nodeids or handles is needed)
+//	table.grow (only when a chunk of nodeids or handles is added, or an
+//	emptied chunk of nodeids is released)
 //
 // No lock is held while calling the tree's writers or go-fuse's notify
 // functions. Kernel notifications run in the tree writer's goroutine after
