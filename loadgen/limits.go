@@ -89,18 +89,32 @@ func memAvailable() int64 {
 	return 0
 }
 
-// cgroupFile is name in this process's cgroup v2 directory, or "".
+// cgroupFile is name (say pids.max) in this process's cgroup, or "".
 func cgroupFile(name string) string {
 	b, err := os.ReadFile("/proc/self/cgroup")
 	if err != nil {
 		return ""
 	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if p, ok := strings.CutPrefix(line, "0::"); ok {
-			return filepath.Join("/sys/fs/cgroup", p, name)
+	return cgroupPath(string(b), name)
+}
+
+// cgroupPath is name in the cgroup that procCgroup (/proc/self/cgroup's
+// contents) gives: under the v1 hierarchy of its controller (the part of
+// name before the dot) if there is one, else under v2's; "" if neither.
+func cgroupPath(procCgroup, name string) string {
+	ctrl, _, _ := strings.Cut(name, ".")
+	v2 := ""
+	for _, line := range strings.Split(procCgroup, "\n") {
+		parts := strings.SplitN(line, ":", 3)
+		switch {
+		case len(parts) != 3:
+		case parts[1] == ctrl:
+			return filepath.Join("/sys/fs/cgroup", ctrl, parts[2], name)
+		case parts[0] == "0" && parts[1] == "":
+			v2 = filepath.Join("/sys/fs/cgroup", parts[2], name)
 		}
 	}
-	return ""
+	return v2
 }
 
 // readIntFile is the integer in path, or 0 (also for "max").
