@@ -16,10 +16,11 @@ import (
 
 	"github.com/kernfsim/kernfsim/kernfsim"
 	"github.com/kernfsim/kernfsim/locking"
+	"github.com/kernfsim/kernfsim/sysfs"
 )
 
 // smallSynth is a small synthetic machine: fast to build and to walk.
-var smallSynth = kernfsim.SynthConfig{CPUs: 4, Sockets: 1, ThreadsPerCore: 2, MemBlocks: 4, Netdevs: 2, Disks: 1}.WithDefaults()
+var smallSynth = sysfs.SynthConfig{CPUs: 4, Sockets: 1, ThreadsPerCore: 2, MemBlocks: 4, Netdevs: 2, Disks: 1}.WithDefaults()
 
 // newServedTree builds the small synthetic tree with the in-tree ABI under
 // lock; the tree is sealed (under none, writers are then refused).
@@ -30,11 +31,11 @@ func newServedTree(t testing.TB, lock string) (*kernfsim.Tree, *StatsFile) {
 		t.Fatal(err)
 	}
 	tr := kernfsim.New(s, kernfsim.Options{})
-	if err := kernfsim.BuildSynthetic(tr, smallSynth); err != nil {
+	if err := sysfs.BuildSynthetic(tr, smallSynth); err != nil {
 		t.Fatal(err)
 	}
 	sf := NewStatsFile(tr)
-	if _, err := kernfsim.AddABI(tr, sf); err != nil {
+	if _, err := sysfs.AddABI(tr, sf); err != nil {
 		t.Fatal(err)
 	}
 	tr.Seal()
@@ -284,7 +285,7 @@ func TestDeferredTeardownOverFUSE(t *testing.T) {
 		t.Fatal(err)
 	}
 	tr := kernfsim.New(s, kernfsim.Options{GP: kernfsim.GPDeferred})
-	if _, err := kernfsim.AddABI(tr, nil); err != nil {
+	if _, err := sysfs.AddABI(tr, nil); err != nil {
 		t.Fatal(err)
 	}
 	long := 30 * time.Second

@@ -1,7 +1,9 @@
 // Package kernfsim is a kernfs-like tree (the filesystem core behind Linux
 // sysfs) whose lookup, revalidate, permission and write paths run under a
-// chosen locking.Strategy, plus a declarative synthetic-sysfs builder and an
-// in-process walker that resolves paths the way the kernel's path walk does.
+// chosen locking.Strategy, and an in-process walker that resolves paths the
+// way the kernel's path walk does. It knows nothing of what it serves: the
+// sysfs contents (CPUs, memory blocks, devices, the in-tree ABI) are
+// package sysfs.
 //
 // The data structures are the same under every strategy: each directory's
 // children are a persistent (copy-on-write) treap ordered by name hash and

@@ -49,6 +49,9 @@ func (v *Value) Show(_ context.Context, buf *bytes.Buffer) error {
 	return nil
 }
 
+// Len is the length of the value held.
+func (v *Value) Len() int { return len(*v.v.Load()) }
+
 func (v *Value) Store(_ context.Context, data []byte) error {
 	s := string(data)
 	v.v.Store(&s)
@@ -253,6 +256,16 @@ type heldRef struct {
 }
 
 type heldRefKey struct{}
+
+// StoreNode is the node whose Store was given ctx, or nil if ctx is not a
+// Store's: a store handler that adds beside its own node finds it so.
+func StoreNode(ctx context.Context) *Node {
+	h, _ := ctx.Value(heldRefKey{}).(*heldRef)
+	if h == nil {
+		return nil
+	}
+	return h.node
+}
 
 // breakActiveProtection drops the active reference ctx's Store holds if its
 // node is inside the subtree at top, so the removal's drain does

@@ -73,6 +73,9 @@ func New(s locking.Strategy, opts Options) *Tree {
 // Strategy is the tree's lock strategy.
 func (t *Tree) Strategy() locking.Strategy { return t.strategy }
 
+// Now is the tree's clock, for the times of nodes its contents make.
+func (t *Tree) Now() time.Time { return t.now() }
+
 // Root is the tree's root directory.
 func (t *Tree) Root() *Node { return t.root }
 

@@ -243,7 +243,7 @@ func (w *Walker) ReadFileErrno(c Cred, path string, buf []byte) (int, syscall.Er
 	if err == nil || err == io.EOF {
 		return nr, 0
 	}
-	return 0, errnoOf(err)
+	return 0, Errno(err)
 }
 
 // ReadFile is the benchmark's operation: open, one read of len(buf) bytes

@@ -6,7 +6,7 @@ import (
 	"time"
 )
 
-// The in-tree control files (kernfsim.ABI), relative to the target.
+// The in-tree control files (sysfs.ABI), relative to the target.
 const (
 	churnControl = "bus/kernfsim/new_device"
 	churnDelete  = "bus/kernfsim/delete_device"

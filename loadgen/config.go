@@ -10,6 +10,7 @@ import (
 
 	"github.com/kernfsim/kernfsim/kernfsim"
 	"github.com/kernfsim/kernfsim/locking"
+	"github.com/kernfsim/kernfsim/sysfs"
 )
 
 // Op is what each iteration of a worker's loop does.
@@ -107,7 +108,7 @@ type Target struct {
 	Lock string
 	// Tree sizes the synthetic tree (TargetSim; a zero field takes the
 	// kernfsim default, so the zero value is a 64-CPU, 2-socket server).
-	Tree kernfsim.SynthConfig
+	Tree sysfs.SynthConfig
 	// Cred is the workers' identity under TargetSim; nil means
 	// DefaultSimCred.
 	Cred *kernfsim.Cred
@@ -117,7 +118,7 @@ type Target struct {
 	// sleep (see simcost.go and CalibrateSimCost). 0 is the bare sim.
 	SimCost time.Duration
 	// Build, if not nil, builds the TargetSim tree instead of
-	// kernfsim.NewSynthetic(Tree): a host mirror, or a tree with its own
+	// sysfs.NewSynthetic(Tree): a host mirror, or a tree with its own
 	// teardown policy (cmd/loadgen passes kernfsim's tree flags this way).
 	// Tree is then read only by reports (its CPUs, if not 0).
 	Build TreeBuilder

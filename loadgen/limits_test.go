@@ -5,7 +5,7 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/kernfsim/kernfsim/kernfsim"
+	"github.com/kernfsim/kernfsim/sysfs"
 )
 
 // TestRunRefusesWhatTheMachineCannotGive checks that thread counts past
@@ -50,7 +50,7 @@ func TestCompareSoakTeardownRefuseTooManyThreads(t *testing.T) {
 }
 
 // tinyTree is a small synthetic tree, quick to build.
-var tinyTree = kernfsim.SynthConfig{CPUs: 4, Sockets: 1, MemBlocks: 4}
+var tinyTree = sysfs.SynthConfig{CPUs: 4, Sockets: 1, MemBlocks: 4}
 
 func wantConfigError(t *testing.T, what string, err error, field string) {
 	t.Helper()

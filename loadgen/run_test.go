@@ -3,7 +3,6 @@ package loadgen
 import (
 	"context"
 	"errors"
-	"github.com/kernfsim/kernfsim/kernfsim"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/kernfsim/kernfsim/locking"
+	"github.com/kernfsim/kernfsim/sysfs"
 )
 
 func simConfig(lock string) Config {
@@ -243,7 +243,7 @@ func TestErrnoOf(t *testing.T) {
 	}
 }
 
-func simTree(cpus int) (c kernfsim.SynthConfig) {
+func simTree(cpus int) (c sysfs.SynthConfig) {
 	c.CPUs = cpus
 	return c
 }

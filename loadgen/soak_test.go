@@ -14,6 +14,7 @@ import (
 	"github.com/kernfsim/kernfsim/fusefs"
 	"github.com/kernfsim/kernfsim/kernfsim"
 	"github.com/kernfsim/kernfsim/locking"
+	"github.com/kernfsim/kernfsim/sysfs"
 )
 
 func TestSoakCheck(t *testing.T) {
@@ -119,11 +120,11 @@ func TestWriteSoak(t *testing.T) {
 func TestSoakMount(t *testing.T) {
 	requireFUSE(t)
 	tr := kernfsim.New(soakMust(locking.New("rcu", locking.Options{})), kernfsim.Options{GP: kernfsim.GPNormal})
-	if err := kernfsim.BuildSynthetic(tr, kernfsim.SynthConfig{CPUs: 4, Sockets: 1, MemBlocks: 4}.WithDefaults()); err != nil {
+	if err := sysfs.BuildSynthetic(tr, sysfs.SynthConfig{CPUs: 4, Sockets: 1, MemBlocks: 4}.WithDefaults()); err != nil {
 		t.Fatal(err)
 	}
 	stats := fusefs.NewStatsFile(tr)
-	soakMust(kernfsim.AddABI(tr, stats))
+	soakMust(sysfs.AddABI(tr, stats))
 	tr.Seal()
 	m, err := fusefs.MountTree(tr, t.TempDir(), fusefs.MountOptions{})
 	if err != nil {

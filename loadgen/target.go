@@ -14,6 +14,7 @@ import (
 
 	"github.com/kernfsim/kernfsim/kernfsim"
 	"github.com/kernfsim/kernfsim/locking"
+	"github.com/kernfsim/kernfsim/sysfs"
 )
 
 // target serves a run's operations. Its methods are safe for concurrent
@@ -86,7 +87,7 @@ func newSimTarget(t Target, churn bool) (*simTarget, error) {
 		st.cred = *t.Cred
 	}
 	if _, err := st.w.Resolve(kernfsim.RootCred, churnControl); churn && err != nil {
-		if _, err := kernfsim.AddABI(tree, nil); err != nil {
+		if _, err := sysfs.AddABI(tree, nil); err != nil {
 			return nil, err
 		}
 	}
@@ -102,7 +103,7 @@ func buildSimTree(t Target) (*kernfsim.Tree, error) {
 	if err != nil {
 		return nil, &ConfigError{Field: "Lock", Problem: err.Error()}
 	}
-	tree, err := kernfsim.NewSynthetic(s, t.Tree.WithDefaults())
+	tree, err := sysfs.NewSynthetic(s, t.Tree.WithDefaults())
 	if err != nil {
 		return nil, &ConfigError{Field: "Tree", Problem: err.Error()}
 	}

@@ -20,6 +20,7 @@ import (
 
 	"github.com/kernfsim/kernfsim/kernfsim"
 	"github.com/kernfsim/kernfsim/locking"
+	"github.com/kernfsim/kernfsim/sysfs"
 )
 
 // Teardown storms: the writer side of the seeds (000: 5000 umounts took
@@ -28,13 +29,13 @@ import (
 // (Batch devices per call), timing each call as its caller sees it, and
 // then waits until every teardown has completed.
 //
-// Removal goes through the in-tree ABI: kernfsim.ABI.Delete in process
+// Removal goes through the in-tree ABI: sysfs.ABI.Delete in process
 // (TargetSim: the tree API, no page limit on a batch), or one write(2) of
 // the names to bus/kernfsim/delete_device on a mount, kept open for the
 // whole storm. "Every teardown has completed" is tree.Barrier() in
 // process; on a mount, loadgen polls kernel/kernfsim/stats every
 // millisecond until tree.teardowns_completed has grown by two per device
-// (kernfsim.ABI.Delete removes a device's directory and its class symlink,
+// (sysfs.ABI.Delete removes a device's directory and its class symlink,
 // each counted once), so until_complete is late by at most one poll (about
 // 1 ms plus one read of the stats file).
 
@@ -50,7 +51,7 @@ const (
 	// teardownPrefix names the devices a storm creates: lgtd0, lgtd1, ...
 	teardownPrefix = "lgtd"
 	// teardownsPerDevice is what one device adds to tree.teardowns_*: its
-	// directory and its class/kernfsim symlink (kernfsim.ABI.Delete).
+	// directory and its class/kernfsim symlink (sysfs.ABI.Delete).
 	teardownsPerDevice = 2
 	tdStatsFile        = "kernel/kernfsim/stats"
 	tdReadFile         = "uevent" // what readers read of a remaining device
@@ -204,11 +205,11 @@ func (c TeardownConfig) validate() error {
 		return badConfig("Batch", "give at most --count", "batch %d is more than the %d devices", c.Batch, c.Count)
 	case c.Count > MaxSimDevices:
 		return badConfig("Count", "give at most "+itoa(MaxSimDevices), "%d devices would take more memory than a storm needs", c.Count)
-	case c.Attrs < 0 || c.Attrs > kernfsim.MaxDeviceAttrs:
-		return badConfig("Attrs", "give 0 to "+itoa(kernfsim.MaxDeviceAttrs), "%d attributes per device", c.Attrs)
-	case c.Target.Kind != TargetSim && c.Count > kernfsim.DefaultMaxDevices:
-		return badConfig("Count", "give at most "+itoa(kernfsim.DefaultMaxDevices)+" on a mount, or use --sim",
-			"a kernfsim server makes at most %d devices", kernfsim.DefaultMaxDevices)
+	case c.Attrs < 0 || c.Attrs > sysfs.MaxDeviceAttrs:
+		return badConfig("Attrs", "give 0 to "+itoa(sysfs.MaxDeviceAttrs), "%d attributes per device", c.Attrs)
+	case c.Target.Kind != TargetSim && c.Count > sysfs.DefaultMaxDevices:
+		return badConfig("Count", "give at most "+itoa(sysfs.DefaultMaxDevices)+" on a mount, or use --sim",
+			"a kernfsim server makes at most %d devices", sysfs.DefaultMaxDevices)
 	case c.Target.Kind != TargetSim && c.Batch*(len(tdName(c.Count-1))+1) > kernfsim.PageSize:
 		return badConfig("Batch", fmt.Sprintf("give at most %d on a mount, or use --sim (no page limit in process)",
 			kernfsim.PageSize/(len(tdName(c.Count-1))+1)), "%d names do not fit one %d-byte write to delete_device",
@@ -404,7 +405,7 @@ func graceArgs(gp string, g locking.GraceConfig) []string {
 // synthetic sysfs plus the ABI), under the spec's lock and policy.
 type simTD struct {
 	t    *kernfsim.Tree
-	abi  *kernfsim.ABI
+	abi  *sysfs.ABI
 	w    *kernfsim.Walker
 	cred kernfsim.Cred
 }
@@ -419,10 +420,10 @@ func newSimTD(cfg TeardownConfig, sp teardownSpec) (*simTD, error) {
 		gp = kernfsim.GPPolicy(sp.gp)
 	}
 	t := kernfsim.New(s, kernfsim.Options{GP: gp})
-	if err := kernfsim.BuildSynthetic(t, cfg.Target.Tree.WithDefaults()); err != nil {
+	if err := sysfs.BuildSynthetic(t, cfg.Target.Tree.WithDefaults()); err != nil {
 		return nil, &ConfigError{Field: "Tree", Problem: err.Error()}
 	}
-	abi, err := kernfsim.AddABIWith(t, kernfsim.ABIOptions{MaxDevices: max(cfg.Count, kernfsim.DefaultMaxDevices)})
+	abi, err := sysfs.AddABIWith(t, sysfs.ABIOptions{MaxDevices: max(cfg.Count, sysfs.DefaultMaxDevices)})
 	if err != nil {
 		return nil, err
 	}

@@ -9,11 +9,12 @@ import (
 	"testing"
 
 	"github.com/kernfsim/kernfsim/kernfsim"
+	"github.com/kernfsim/kernfsim/sysfs"
 )
 
 // simTeardown is a storm in process on a small tree.
 func simTeardown(count, batch, readers int, locks ...string) TeardownConfig {
-	return TeardownConfig{Target: Target{Kind: TargetSim, Tree: kernfsim.SynthConfig{CPUs: 4, Sockets: 1, MemBlocks: 4}},
+	return TeardownConfig{Target: Target{Kind: TargetSim, Tree: sysfs.SynthConfig{CPUs: 4, Sockets: 1, MemBlocks: 4}},
 		Locks: locks, Count: count, Batch: batch, Readers: readers}
 }
 
@@ -120,8 +121,8 @@ func TestTeardownConfigErrors(t *testing.T) {
 		{"negative readers", TeardownConfig{Target: Target{Kind: TargetSim}, Readers: -1}, "Count"},
 		{"too many attrs", TeardownConfig{Target: Target{Kind: TargetSim}, Attrs: 1000}, "Attrs"},
 		{"over a page", TeardownConfig{Target: mount, Batch: 1000}, "Batch"},
-		{"over the server's limit", TeardownConfig{Target: mount, Count: kernfsim.DefaultMaxDevices + 1}, "Count"},
-		{"bad tree", TeardownConfig{Target: Target{Kind: TargetSim, Tree: kernfsim.SynthConfig{CPUs: -1}}}, "Tree"},
+		{"over the server's limit", TeardownConfig{Target: mount, Count: sysfs.DefaultMaxDevices + 1}, "Count"},
+		{"bad tree", TeardownConfig{Target: Target{Kind: TargetSim, Tree: sysfs.SynthConfig{CPUs: -1}}}, "Tree"},
 		{"not a mount", TeardownConfig{Target: mount}, "Dir"},
 	} {
 		_, err := Teardown(context.Background(), c.cfg)

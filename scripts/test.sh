@@ -20,8 +20,8 @@ GOMAXPROCS=1 go test -count=1 -run 'Torture|Grace|Differential' ./locking/ ./ker
 KERNFSIM_SOAK=60s go test -count=1 -run '^TestSoak$' ./tests/
 
 # Each fuzz target briefly (its seed corpus also runs in the go test above).
-for target in FuzzControlFiles FuzzWalk FuzzValidateName; do
-	go test -run '^$' -fuzz "^${target}\$" -fuzztime 10s -fuzzminimizetime 2s ./kernfsim/
+for target in kernfsim:FuzzValidateName sysfs:FuzzControlFiles sysfs:FuzzWalk; do
+	go test -run '^$' -fuzz "^${target#*:}\$" -fuzztime 10s -fuzzminimizetime 2s "./${target%%:*}/"
 done
 for pkg in ./cmd/kernfsim/ ./cmd/loadgen/; do
 	go test -run '^$' -fuzz '^FuzzArgs$' -fuzztime 10s -fuzzminimizetime 2s "$pkg"

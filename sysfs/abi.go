@@ -1,4 +1,4 @@
-package kernfsim
+package sysfs
 
 import (
 	"bytes"
@@ -10,6 +10,8 @@ import (
 	"strings"
 	"sync/atomic"
 	"syscall"
+
+	"github.com/kernfsim/kernfsim/kernfsim"
 )
 
 // MaxDeviceAttrs is the most extra attributes new_device creates.
@@ -26,10 +28,10 @@ const MaxDeviceAttrs = 64
 // Bad input gets EINVAL, an existing name EEXIST, an unknown name ENODEV,
 // and nothing changes on error.
 type ABI struct {
-	t       *Tree
-	devices *Node // devices/kernfsim; immutable
-	class   *Node // class/kernfsim; immutable
-	max     int   // immutable: most devices at once
+	t       *kernfsim.Tree
+	devices *kernfsim.Node // devices/kernfsim; immutable
+	class   *kernfsim.Node // class/kernfsim; immutable
+	max     int            // immutable: most devices at once
 }
 
 // DefaultMaxDevices is how many devices new_device makes at most, unless
@@ -38,24 +40,24 @@ const DefaultMaxDevices = 100_000
 
 // ABIOptions configure the in-tree ABI.
 type ABIOptions struct {
-	Stats      Source // contents of kernel/kernfsim/stats; nil: no stats file
-	MaxDevices int    // 0 means DefaultMaxDevices
+	Stats      kernfsim.Source // contents of kernel/kernfsim/stats; nil: no stats file
+	MaxDevices int             // 0 means DefaultMaxDevices
 }
 
 // AddABI adds the control files and directories to t. stats, if not nil,
 // is the contents of kernel/kernfsim/stats.
-func AddABI(t *Tree, stats Source) (*ABI, error) {
+func AddABI(t *kernfsim.Tree, stats kernfsim.Source) (*ABI, error) {
 	return AddABIWith(t, ABIOptions{Stats: stats})
 }
 
 // AddABIWith is AddABI with options.
-func AddABIWith(t *Tree, opts ABIOptions) (*ABI, error) {
+func AddABIWith(t *kernfsim.Tree, opts ABIOptions) (*ABI, error) {
 	stats := opts.Stats
 	a := &ABI{t: t, max: opts.MaxDevices}
 	if a.max <= 0 {
 		a.max = DefaultMaxDevices
 	}
-	mk := func(path ...string) *Node {
+	mk := func(path ...string) *kernfsim.Node {
 		d := t.Root()
 		for _, p := range path {
 			if n, err := t.Lookup(d, p); err == nil {
@@ -68,7 +70,7 @@ func AddABIWith(t *Tree, opts ABIOptions) (*ABI, error) {
 	}
 	bus := mk("bus", "kernfsim")
 	a.devices, a.class = mk("devices", "kernfsim"), mk("class", "kernfsim")
-	for name, src := range map[string]Source{"new_device": &newDevice{a}, "delete_device": &deleteDevice{a}} {
+	for name, src := range map[string]kernfsim.Source{"new_device": &newDevice{a}, "delete_device": &deleteDevice{a}} {
 		if _, err := t.AddAttr(bus, name, 0o200, src); err != nil {
 			return nil, err
 		}
@@ -83,7 +85,7 @@ func AddABIWith(t *Tree, opts ABIOptions) (*ABI, error) {
 
 // parseDeviceName checks one device name the way ValidateName does.
 func parseDeviceName(s string) (string, syscall.Errno) {
-	if e := ValidateName(s); e != 0 {
+	if e := kernfsim.ValidateName(s); e != 0 {
 		return "", syscall.EINVAL
 	}
 	return s, 0
@@ -115,17 +117,17 @@ func parseNewDevice(data []byte) (name string, nattrs int, e syscall.Errno) {
 // and then changes nothing.
 func (a *ABI) Create(name string, nattrs int) error {
 	var reads atomic.Uint64
-	attrs := []BatchEntry{
-		{"uevent", NodeSpec{Kind: KindAttr, Mode: 0o644, Source: Static("DEVNAME=" + name + "\n")}},
-		{"value", NodeSpec{Kind: KindAttr, Mode: 0o644, Source: NewValue("0\n")}},
-		{"counter", NodeSpec{Kind: KindAttr, Mode: 0o444, Source: NewFunc(func() string { return strconv.FormatUint(reads.Add(1), 10) + "\n" })}},
+	attrs := []kernfsim.BatchEntry{
+		{Name: "uevent", Spec: kernfsim.NodeSpec{Kind: kernfsim.KindAttr, Mode: 0o644, Source: kernfsim.Static("DEVNAME=" + name + "\n")}},
+		{Name: "value", Spec: kernfsim.NodeSpec{Kind: kernfsim.KindAttr, Mode: 0o644, Source: kernfsim.NewValue("0\n")}},
+		{Name: "counter", Spec: kernfsim.NodeSpec{Kind: kernfsim.KindAttr, Mode: 0o444, Source: kernfsim.NewFunc(func() string { return strconv.FormatUint(reads.Add(1), 10) + "\n" })}},
 	}
 	for i := range nattrs {
-		attrs = append(attrs, BatchEntry{"attr" + strconv.Itoa(i), NodeSpec{Kind: KindAttr, Mode: 0o444, Source: Static(strconv.Itoa(i) + "\n")}})
+		attrs = append(attrs, kernfsim.BatchEntry{Name: "attr" + strconv.Itoa(i), Spec: kernfsim.NodeSpec{Kind: kernfsim.KindAttr, Mode: 0o444, Source: kernfsim.Static(strconv.Itoa(i) + "\n")}})
 	}
-	_, err := a.t.AddGroup([]Placement{
-		{Parent: a.devices, Name: name, Spec: NodeSpec{Kind: KindDir, Mode: 0o755}, Children: attrs, MaxSubdirs: a.max},
-		{Parent: a.class, Name: name, Spec: NodeSpec{Kind: KindSymlink, Target: "../../devices/kernfsim/" + name}},
+	_, err := a.t.AddGroup([]kernfsim.Placement{
+		{Parent: a.devices, Name: name, Spec: kernfsim.NodeSpec{Kind: kernfsim.KindDir, Mode: 0o755}, Children: attrs, MaxSubdirs: a.max},
+		{Parent: a.class, Name: name, Spec: kernfsim.NodeSpec{Kind: kernfsim.KindSymlink, Target: "../../devices/kernfsim/" + name}},
 	})
 	if errors.Is(err, syscall.ENOSPC) {
 		return &fs.PathError{Op: "new_device", Path: name, Err: syscall.ENOSPC}
@@ -139,14 +141,14 @@ func (a *ABI) Create(name string, nattrs int) error {
 // (ENODEV) and differ (EINVAL); otherwise nothing is removed. ctx is the
 // Store's, so deleting from a store handler does not wait for itself.
 func (a *ABI) Delete(ctx context.Context, names ...string) error {
-	refs := make([]ChildRef, 0, 2*len(names))
+	refs := make([]kernfsim.ChildRef, 0, 2*len(names))
 	seen := make(map[string]bool, len(names))
 	for _, name := range names {
 		if seen[name] {
 			return &fs.PathError{Op: "delete_device", Path: name, Err: syscall.EINVAL}
 		}
 		seen[name] = true
-		refs = append(refs, ChildRef{Parent: a.devices, Name: name}, ChildRef{Parent: a.class, Name: name, Optional: true})
+		refs = append(refs, kernfsim.ChildRef{Parent: a.devices, Name: name}, kernfsim.ChildRef{Parent: a.class, Name: name, Optional: true})
 	}
 	err := a.t.RemoveNamed(ctx, refs...)
 	var pe *fs.PathError

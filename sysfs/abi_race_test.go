@@ -1,4 +1,4 @@
-package kernfsim
+package sysfs
 
 import (
 	"context"
@@ -10,13 +10,14 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/kernfsim/kernfsim/kernfsim"
 	"github.com/kernfsim/kernfsim/locking"
 )
 
 // ctlWrite writes data to a control file as root and returns the write's
 // error; unlike writeCtl it may run off the test's goroutine.
-func ctlWrite(w *Walker, path, data string) error {
-	f, err := w.Open(RootCred, path, os.O_WRONLY)
+func ctlWrite(w *kernfsim.Walker, path, data string) error {
+	f, err := w.Open(kernfsim.RootCred, path, os.O_WRONLY)
 	if err != nil {
 		return err
 	}
@@ -34,7 +35,7 @@ type raceTally struct {
 
 // run issues rounds writes of data to file, counting successes in ok and
 // recording any error other than allowed.
-func (r *raceTally) run(w *Walker, file, data string, rounds int, ok *atomic.Int64, allowed syscall.Errno) {
+func (r *raceTally) run(w *kernfsim.Walker, file, data string, rounds int, ok *atomic.Int64, allowed syscall.Errno) {
 	for range rounds {
 		err := ctlWrite(w, "bus/kernfsim/"+file, data)
 		switch {
@@ -50,21 +51,21 @@ func (r *raceTally) run(w *Walker, file, data string, rounds int, ok *atomic.Int
 // policy.
 func raceConfigs() []struct {
 	lock string
-	gp   GPPolicy
+	gp   kernfsim.GPPolicy
 } {
 	var cs []struct {
 		lock string
-		gp   GPPolicy
+		gp   kernfsim.GPPolicy
 	}
 	for _, l := range locking.Names {
-		gps := []GPPolicy{""}
+		gps := []kernfsim.GPPolicy{""}
 		if locking.MustNew(l).Grace() != nil {
-			gps = GPPolicies
+			gps = kernfsim.GPPolicies
 		}
 		for _, gp := range gps {
 			cs = append(cs, struct {
 				lock string
-				gp   GPPolicy
+				gp   kernfsim.GPPolicy
 			}{l, gp})
 		}
 	}
@@ -81,10 +82,10 @@ func TestABICreateDeleteRace(t *testing.T) {
 		t.Run(fmt.Sprintf("lock=%s/gp=%s", c.lock, c.gp), func(t *testing.T) {
 			s, err := locking.New(c.lock, locking.Options{Grace: fastGrace})
 			noErr(t, err)
-			tr := New(s, Options{GP: c.gp})
+			tr := kernfsim.New(s, kernfsim.Options{GP: c.gp})
 			must(AddABI(tr, nil))(t)
 			base := tr.Nodes()
-			w := NewWalker(tr, WalkerOptions{})
+			w := kernfsim.NewWalker(tr, kernfsim.WalkerOptions{})
 			var r raceTally
 			var wg sync.WaitGroup
 			for range 3 {
@@ -103,10 +104,10 @@ func TestABICreateDeleteRace(t *testing.T) {
 
 // checkRaceEnd checks the tree after a race that should leave exists
 // (0 or 1) devices called racer0 with 4 extra attributes.
-func checkRaceEnd(t *testing.T, tr *Tree, w *Walker, base, exists int64) {
+func checkRaceEnd(t *testing.T, tr *kernfsim.Tree, w *kernfsim.Walker, base, exists int64) {
 	t.Helper()
-	_, dirErr := w.Lresolve(RootCred, "devices/kernfsim/racer0")
-	_, linkErr := w.Lresolve(RootCred, "class/kernfsim/racer0")
+	_, dirErr := w.Lresolve(kernfsim.RootCred, "devices/kernfsim/racer0")
+	_, linkErr := w.Lresolve(kernfsim.RootCred, "class/kernfsim/racer0")
 	if exists != 0 && exists != 1 {
 		t.Fatalf("successful creates minus successful deletes: got %d, want 0 or 1", exists)
 	}
@@ -120,7 +121,7 @@ func checkRaceEnd(t *testing.T, tr *Tree, w *Walker, base, exists int64) {
 		t.Fatalf("nodes: got %d, want %d (a whole device or none)", tr.Nodes(), want)
 	}
 	if exists == 1 {
-		if _, err := w.Resolve(RootCred, "class/kernfsim/racer0/attr3"); err != nil {
+		if _, err := w.Resolve(kernfsim.RootCred, "class/kernfsim/racer0/attr3"); err != nil {
 			t.Fatalf("the class link does not lead to a whole device: %v", err)
 		}
 	}

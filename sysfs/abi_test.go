@@ -1,4 +1,4 @@
-package kernfsim
+package sysfs
 
 import (
 	"context"
@@ -7,13 +7,15 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/kernfsim/kernfsim/kernfsim"
 )
 
 // writeCtl writes data to a control file as root, the way a shell's echo
 // would, and returns the write's error.
-func writeCtl(t *testing.T, w *Walker, path, data string) error {
+func writeCtl(t *testing.T, w *kernfsim.Walker, path, data string) error {
 	t.Helper()
-	f, err := w.Open(RootCred, path, os.O_WRONLY)
+	f, err := w.Open(kernfsim.RootCred, path, os.O_WRONLY)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -25,8 +27,8 @@ func writeCtl(t *testing.T, w *Walker, path, data string) error {
 func TestABI(t *testing.T) {
 	forEachLock(t, writers, func(t *testing.T, lock string) {
 		tr := newTestTree(t, lock)
-		must(AddABI(tr, Static("ok\n")))(t)
-		w := NewWalker(tr, WalkerOptions{})
+		must(AddABI(tr, kernfsim.Static("ok\n")))(t)
+		w := kernfsim.NewWalker(tr, kernfsim.WalkerOptions{})
 		noErr(t, writeCtl(t, w, "bus/kernfsim/new_device", "dev0 2\n"))
 		buf := make([]byte, 64)
 		for path, want := range map[string]string{
@@ -35,20 +37,20 @@ func TestABI(t *testing.T) {
 			"devices/kernfsim/dev0/uevent": "DEVNAME=dev0\n",
 			"kernel/kernfsim/stats":        "ok\n",
 		} {
-			if k := must(w.ReadFile(RootCred, path, buf))(t); string(buf[:k]) != want {
+			if k := must(w.ReadFile(kernfsim.RootCred, path, buf))(t); string(buf[:k]) != want {
 				t.Errorf("%s: got %q, want %q", path, buf[:k], want)
 			}
 		}
-		first := must(w.ReadFile(RootCred, "devices/kernfsim/dev0/counter", buf))(t)
+		first := must(w.ReadFile(kernfsim.RootCred, "devices/kernfsim/dev0/counter", buf))(t)
 		c1 := string(buf[:first])
-		second := must(w.ReadFile(RootCred, "devices/kernfsim/dev0/counter", buf))(t)
+		second := must(w.ReadFile(kernfsim.RootCred, "devices/kernfsim/dev0/counter", buf))(t)
 		if c1 == string(buf[:second]) {
 			t.Errorf("counter did not change between reads: %q", c1)
 		}
 		noErr(t, writeCtl(t, w, "bus/kernfsim/new_device", "dev1"))
 		noErr(t, writeCtl(t, w, "bus/kernfsim/delete_device", "dev0 dev1\n"))
 		for _, p := range []string{"devices/kernfsim/dev0", "class/kernfsim/dev0", "devices/kernfsim/dev1"} {
-			_, err := w.Lresolve(RootCred, p)
+			_, err := w.Lresolve(kernfsim.RootCred, p)
 			wantErrno(t, err, syscall.ENOENT)
 		}
 	})
@@ -57,7 +59,7 @@ func TestABI(t *testing.T) {
 func TestABIBadInput(t *testing.T) {
 	tr := newTestTree(t, "rwsem")
 	must(AddABI(tr, nil))(t)
-	w := NewWalker(tr, WalkerOptions{})
+	w := kernfsim.NewWalker(tr, kernfsim.WalkerOptions{})
 	noErr(t, writeCtl(t, w, "bus/kernfsim/new_device", "keep"))
 	before := tr.Nodes()
 	for _, c := range []struct {
@@ -75,7 +77,7 @@ func TestABIBadInput(t *testing.T) {
 		{"new_device", "x -1", syscall.EINVAL},
 		{"new_device", "x 65", syscall.EINVAL},
 		{"new_device", "x two", syscall.EINVAL},
-		{"new_device", strings.Repeat("x", PageSize+1), syscall.EINVAL},
+		{"new_device", strings.Repeat("x", kernfsim.PageSize+1), syscall.EINVAL},
 		{"new_device", "keep", syscall.EEXIST},
 		{"delete_device", "nosuch", syscall.ENODEV},
 		{"delete_device", "keep nosuch", syscall.ENODEV},
@@ -91,14 +93,14 @@ func TestABIBadInput(t *testing.T) {
 	if got := tr.Nodes(); got != before {
 		t.Fatalf("nodes after rejected writes: got %d, want %d (nothing may change)", got, before)
 	}
-	_, err := w.Open(Cred{Uid: 1000}, "bus/kernfsim/new_device", os.O_WRONLY)
+	_, err := w.Open(kernfsim.Cred{Uid: 1000}, "bus/kernfsim/new_device", os.O_WRONLY)
 	wantErrno(t, err, syscall.EACCES)
 }
 
 func TestABIMaxDevices(t *testing.T) {
 	tr := newTestTree(t, "rcu")
 	must(AddABIWith(tr, ABIOptions{MaxDevices: 2}))(t)
-	w := NewWalker(tr, WalkerOptions{})
+	w := kernfsim.NewWalker(tr, kernfsim.WalkerOptions{})
 	noErr(t, writeCtl(t, w, "bus/kernfsim/new_device", "a"))
 	noErr(t, writeCtl(t, w, "bus/kernfsim/new_device", "b"))
 	if err := writeCtl(t, w, "bus/kernfsim/new_device", "c"); !errors.Is(err, syscall.ENOSPC) {

@@ -1,4 +1,4 @@
-package kernfsim
+package sysfs
 
 import (
 	"bufio"
@@ -8,6 +8,8 @@ import (
 	"math/bits"
 	"strconv"
 	"strings"
+
+	"github.com/kernfsim/kernfsim/kernfsim"
 )
 
 // CPUInfoField is one "key : value" line of /proc/cpuinfo.
@@ -110,8 +112,8 @@ type cpuTopo struct {
 // needs. It reads the tree as root through its io/fs view: each path walk
 // takes the read side per component, and each Show runs holding only an
 // active reference.
-func WriteCPUInfo(w io.Writer, t *Tree, m CPUModel) error {
-	cpus, err := readTopology(t.FS(RootCred))
+func WriteCPUInfo(w io.Writer, t *kernfsim.Tree, m CPUModel) error {
+	cpus, err := readTopology(t.FS(kernfsim.RootCred))
 	if err != nil {
 		return err
 	}

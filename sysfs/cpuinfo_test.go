@@ -1,4 +1,4 @@
-package kernfsim
+package sysfs
 
 import (
 	"fmt"
@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kernfsim/kernfsim/kernfsim"
 	"github.com/kernfsim/kernfsim/locking"
 )
 
@@ -28,7 +29,7 @@ func cpuinfoBlocks(t *testing.T, s string) []map[string]string {
 	return blocks
 }
 
-func synthCPUInfo(t *testing.T, tr *Tree) string {
+func synthCPUInfo(t *testing.T, tr *kernfsim.Tree) string {
 	t.Helper()
 	var b strings.Builder
 	noErr(t, WriteCPUInfo(&b, tr, SynthCPUModel))

@@ -1,18 +1,19 @@
-package kernfsim_test
+package sysfs_test
 
 import (
 	"fmt"
 
 	"github.com/kernfsim/kernfsim/kernfsim"
 	"github.com/kernfsim/kernfsim/locking"
+	"github.com/kernfsim/kernfsim/sysfs"
 )
 
 // A synthetic sysfs for 2 sockets of 2 cores with 2 threads each: Linux on
 // x86 numbers the first thread of every core before the second threads, so
 // cpu0's sibling is cpu4.
 func ExampleNewSynthetic() {
-	c := kernfsim.SynthConfig{CPUs: 8, Sockets: 2, ThreadsPerCore: 2, MemBlocks: 16}.WithDefaults()
-	t, err := kernfsim.NewSynthetic(locking.MustNew("rwsem"), c)
+	c := sysfs.SynthConfig{CPUs: 8, Sockets: 2, ThreadsPerCore: 2, MemBlocks: 16}.WithDefaults()
+	t, err := sysfs.NewSynthetic(locking.MustNew("rwsem"), c)
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -44,7 +45,7 @@ func ExampleNewSynthetic() {
 // A config that asks for the impossible gets an error naming the field and
 // what it may be.
 func ExampleSynthConfig_Validate() {
-	err := kernfsim.SynthConfig{CPUs: 6, Sockets: 2, ThreadsPerCore: 2}.WithDefaults().Validate()
+	err := sysfs.SynthConfig{CPUs: 6, Sockets: 2, ThreadsPerCore: 2}.WithDefaults().Validate()
 	fmt.Println(err)
 	// Output: synthetic sysfs: CPUs = 6: must be a multiple of Sockets x ThreadsPerCore = 4
 }

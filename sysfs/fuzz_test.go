@@ -1,7 +1,6 @@
-package kernfsim
+package sysfs
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -10,15 +9,17 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/kernfsim/kernfsim/kernfsim"
 )
 
 // snapshot renders every node of tr (path, kind, mode, owner, contents of
 // readable attributes) in a fixed order, so two snapshots are equal
 // exactly when the tree is. Dynamic attributes must be frozen.
-func snapshot(t testing.TB, tr *Tree) string {
+func snapshot(t testing.TB, tr *kernfsim.Tree) string {
 	t.Helper()
 	var b strings.Builder
-	fsys := tr.FS(RootCred)
+	fsys := tr.FS(kernfsim.RootCred)
 	err := fs.WalkDir(fsys, ".", func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -27,7 +28,7 @@ func snapshot(t testing.TB, tr *Tree) string {
 		if err != nil {
 			return err
 		}
-		st := info.Sys().(Stat)
+		st := info.Sys().(kernfsim.Stat)
 		fmt.Fprintf(&b, "%s %v %d:%d", path, info.Mode(), st.Uid, st.Gid)
 		if info.Mode().IsRegular() && info.Mode()&0o444 != 0 {
 			data, _ := fs.ReadFile(fsys, path)
@@ -43,15 +44,15 @@ func snapshot(t testing.TB, tr *Tree) string {
 }
 
 // newFuzzTree is a small synthetic machine with the ABI and one device.
-func newFuzzTree(t testing.TB) (*Tree, *Walker) {
+func newFuzzTree(t testing.TB) (*kernfsim.Tree, *kernfsim.Walker) {
 	tr := newTestTree(t, "rwsem")
 	c := SynthConfig{CPUs: 2, Sockets: 1, ThreadsPerCore: 1, MemBlocks: 2, Netdevs: 1, Disks: 1}.WithDefaults()
 	if err := BuildSynthetic(tr, c); err != nil {
 		t.Fatal(err)
 	}
 	must(AddABI(tr, nil))(t)
-	w := NewWalker(tr, WalkerOptions{})
-	f := must(w.Open(RootCred, "bus/kernfsim/new_device", os.O_WRONLY))(t)
+	w := kernfsim.NewWalker(tr, kernfsim.WalkerOptions{})
+	f := must(w.Open(kernfsim.RootCred, "bus/kernfsim/new_device", os.O_WRONLY))(t)
 	must(f.Write(t.Context(), []byte("dev0 1")))(t)
 	f.Release()
 	tr.Freeze(true)
@@ -59,8 +60,8 @@ func newFuzzTree(t testing.TB) (*Tree, *Walker) {
 }
 
 // writeFile writes data to path as root and returns the write's error.
-func writeFile(w *Walker, path string, data []byte) error {
-	f, err := w.Open(RootCred, path, os.O_WRONLY)
+func writeFile(w *kernfsim.Walker, path string, data []byte) error {
+	f, err := w.Open(kernfsim.RootCred, path, os.O_WRONLY)
 	if err != nil {
 		return err
 	}
@@ -116,7 +117,7 @@ func FuzzWalk(f *testing.F) {
 		f.Add(s)
 	}
 	tr, w := newFuzzTree(f)
-	user := Cred{Uid: 1000, Gid: 1000}
+	user := kernfsim.Cred{Uid: 1000, Gid: 1000}
 	f.Fuzz(func(t *testing.T, path string) {
 		n, err := w.Resolve(user, path)
 		var pe *fs.PathError
@@ -130,29 +131,5 @@ func FuzzWalk(f *testing.F) {
 			t.Fatalf("Resolve(%q) returned a removed node", path)
 		}
 		_ = tr
-	})
-}
-
-// FuzzValidateName checks names: an accepted name can be created and
-// looked up; a rejected one gets EINVAL or ENAMETOOLONG and changes nothing.
-func FuzzValidateName(f *testing.F) {
-	for _, s := range []string{"eth0", "", ".", "..", "a/b", "a\nb", "ü", strings.Repeat("z", 256), "..."} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, name string) {
-		tr := newTestTree(t, "rcu")
-		n, err := tr.Mkdir(tr.Root(), name, 0o755)
-		if e := ValidateName(name); e != 0 {
-			if !errors.Is(err, e) || tr.Nodes() != 1 {
-				t.Fatalf("Mkdir(%q): got %v and %d nodes, want %v and nothing added", name, err, tr.Nodes(), e)
-			}
-			return
-		}
-		if err != nil {
-			t.Fatalf("Mkdir(%q) of a valid name: %v", name, err)
-		}
-		if got := must(tr.Lookup(tr.Root(), name))(t); got != n || bytes.ContainsAny([]byte(name), "/\x00") {
-			t.Fatalf("Lookup(%q) found %p, want %p", name, got, n)
-		}
 	})
 }

@@ -1,9 +1,8 @@
-package kernfsim
+package sysfs
 
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"io/fs"
 	"os"
@@ -14,6 +13,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/kernfsim/kernfsim/kernfsim"
 )
 
 // MirrorOptions tune MirrorHost. The zero value is the defaults.
@@ -52,8 +53,8 @@ const (
 )
 
 func (o MirrorOptions) withDefaults() MirrorOptions {
-	if o.MaxFileSize <= 0 || o.MaxFileSize > PageSize {
-		o.MaxFileSize = PageSize
+	if o.MaxFileSize <= 0 || o.MaxFileSize > kernfsim.PageSize {
+		o.MaxFileSize = kernfsim.PageSize
 	}
 	if o.ReadTimeout <= 0 {
 		o.ReadTimeout = DefaultMirrorReadTimeout
@@ -125,7 +126,7 @@ const (
 // Locking: host files are read without any tree lock; the tree's write
 // side is taken once per directory (AddBatch) and once for the root's
 // attributes, so a 100,000-entry directory costs one acquisition.
-func MirrorHost(t *Tree, dir string, opts MirrorOptions) (MirrorReport, error) {
+func MirrorHost(t *kernfsim.Tree, dir string, opts MirrorOptions) (MirrorReport, error) {
 	start := time.Now()
 	rep := MirrorReport{Dir: dir, ReadErrors: map[syscall.Errno]int{}}
 	if n := t.Nodes(); n != 1 {
@@ -151,12 +152,12 @@ func MirrorHost(t *Tree, dir string, opts MirrorOptions) (MirrorReport, error) {
 // mirror is one MirrorHost load: a scanner that walks dir on the calling
 // goroutine and readers that read attributes meanwhile.
 type mirror struct {
-	t        *Tree
+	t        *kernfsim.Tree
 	dir      string
 	dev      uint64 // dir's filesystem; nothing on another one is entered
 	opts     MirrorOptions
 	rep      *MirrorReport // written by the scanner; readers report through their jobs
-	attrs    map[attrKey]*Attr
+	attrs    map[attrKey]*kernfsim.Attr
 	jobs     chan *hostEntry
 	wg       sync.WaitGroup
 	readFile func(path string, max int) hostRead // hostReadFile when the load began
@@ -169,8 +170,8 @@ type attrKey struct {
 
 // hostDir is one scanned directory.
 type hostDir struct {
-	rel     string // below the mirrored dir; "" for the root
-	node    *Node  // set by build before its entries are added
+	rel     string         // below the mirrored dir; "" for the root
+	node    *kernfsim.Node // set by build before its entries are added
 	entries []*hostEntry
 }
 
@@ -179,7 +180,7 @@ type hostDir struct {
 // reads them only after every reader is done (wg.Wait).
 type hostEntry struct {
 	name      string
-	spec      NodeSpec
+	spec      kernfsim.NodeSpec
 	sub       *hostDir // a directory to descend into
 	path      string   // an attribute to read: its host path
 	truncated bool
@@ -187,9 +188,9 @@ type hostEntry struct {
 	timedOut  bool
 }
 
-func newMirror(t *Tree, dir string, dev uint64, opts MirrorOptions, rep *MirrorReport) *mirror {
+func newMirror(t *kernfsim.Tree, dir string, dev uint64, opts MirrorOptions, rep *MirrorReport) *mirror {
 	return &mirror{t: t, dir: dir, dev: dev, opts: opts, rep: rep,
-		attrs: map[attrKey]*Attr{}, jobs: make(chan *hostEntry, 256), readFile: hostReadFile}
+		attrs: map[attrKey]*kernfsim.Attr{}, jobs: make(chan *hostEntry, 256), readFile: hostReadFile}
 }
 
 // scan walks dir breadth first, handing attributes to the readers as it
@@ -222,7 +223,7 @@ func (m *mirror) scan() []*hostDir {
 func (m *mirror) scanDir(d *hostDir) {
 	names, err := readDirNames(filepath.Join(m.dir, d.rel))
 	if err != nil {
-		m.skip(d.rel, SkipUnreadable+" ("+ErrnoName(errnoOf(err))+")")
+		m.skip(d.rel, SkipUnreadable+" ("+kernfsim.ErrnoName(kernfsim.Errno(err))+")")
 		return
 	}
 	slices.Sort(names)
@@ -246,7 +247,7 @@ func readDirNames(path string) ([]string, error) {
 // is skipped (and reported).
 func (m *mirror) scanEntry(parent, name string) *hostEntry {
 	rel := joinSynthPath(parent, name)
-	if ValidateName(name) != 0 {
+	if kernfsim.ValidateName(name) != 0 {
 		m.skip(rel, SkipInvalidName)
 		return nil
 	}
@@ -259,22 +260,22 @@ func (m *mirror) scanEntry(parent, name string) *hostEntry {
 	e := &hostEntry{name: name}
 	switch st.Mode & syscall.S_IFMT {
 	case syscall.S_IFDIR:
-		e.spec = NodeSpec{Kind: KindDir}
+		e.spec = kernfsim.NodeSpec{Kind: kernfsim.KindDir}
 		if st.Dev != m.dev {
 			m.skip(rel, SkipMountPoint)
 		} else {
 			e.sub = &hostDir{rel: rel}
 		}
 	case syscall.S_IFREG:
-		e.spec = NodeSpec{Kind: KindAttr}
+		e.spec = kernfsim.NodeSpec{Kind: kernfsim.KindAttr}
 		m.scanAttr(e, rel, st.Mode)
 	case syscall.S_IFLNK:
 		target, err := os.Readlink(hostPath)
 		if err != nil {
-			m.skip(rel, SkipBadSymlink+" ("+ErrnoName(errnoOf(err))+")")
+			m.skip(rel, SkipBadSymlink+" ("+kernfsim.ErrnoName(kernfsim.Errno(err))+")")
 			return nil
 		}
-		e.spec = NodeSpec{Kind: KindSymlink, Target: target}
+		e.spec = kernfsim.NodeSpec{Kind: kernfsim.KindSymlink, Target: target}
 	default:
 		m.skip(rel, SkipFileType)
 		return nil
@@ -294,7 +295,7 @@ func (m *mirror) scanAttr(e *hostEntry, rel string, mode uint32) {
 		e.spec.Source = writeOnly{}
 	case mode&0o444 == 0:
 		m.rep.NotRead++
-		e.spec.Source = Static("")
+		e.spec.Source = kernfsim.Static("")
 	case matchTail(m.opts.NoRead, rel):
 		m.rep.NoRead = append(m.rep.NoRead, rel)
 		e.spec.Source = hostRead{errno: syscall.EIO}.source(writable)
@@ -323,15 +324,15 @@ func matchTail(patterns []string, rel string) bool {
 }
 
 // shared is the one *Attr for st's mode and owner.
-func (m *mirror) shared(st syscall.Stat_t) *Attr {
+func (m *mirror) shared(st syscall.Stat_t) *kernfsim.Attr {
 	k := attrKey{fs.FileMode(st.Mode) & fs.ModePerm, st.Uid, st.Gid}
 	if st.Mode&syscall.S_IFMT == syscall.S_IFLNK {
 		k.mode = 0o777
 	}
 	a := m.attrs[k]
 	if a == nil {
-		now := m.t.now()
-		a = &Attr{Mode: k.mode, Uid: k.uid, Gid: k.gid, Mtime: now, Ctime: now}
+		now := m.t.Now()
+		a = &kernfsim.Attr{Mode: k.mode, Uid: k.uid, Gid: k.gid, Mtime: now, Ctime: now}
 		m.attrs[k] = a
 	}
 	return a
@@ -341,25 +342,16 @@ func (m *mirror) skip(rel, reason string) {
 	m.rep.Skipped = append(m.rep.Skipped, MirrorSkip{Path: rel, Reason: reason})
 }
 
-// errnoOf is the errno inside err, or EIO if it carries none.
-func errnoOf(err error) syscall.Errno {
-	var e syscall.Errno
-	if errors.As(err, &e) {
-		return e
-	}
-	return syscall.EIO
-}
-
 // build adds the scanned directories to the tree, one AddBatch per
 // directory, parents first, and gives the root the mode and owner of the
 // mirrored dir.
 func (m *mirror) build(dirs []*hostDir, root syscall.Stat_t) error {
 	a := m.shared(root)
-	err := m.t.Setattr(m.t.root, SetattrArgs{Valid: SetMode | SetUid | SetGid, Mode: a.Mode, Uid: a.Uid, Gid: a.Gid}, RootCred)
+	err := m.t.Setattr(m.t.Root(), kernfsim.SetattrArgs{Valid: kernfsim.SetMode | kernfsim.SetUid | kernfsim.SetGid, Mode: a.Mode, Uid: a.Uid, Gid: a.Gid}, kernfsim.RootCred)
 	if err != nil {
 		return err
 	}
-	dirs[0].node = m.t.root
+	dirs[0].node = m.t.Root()
 	for _, d := range dirs {
 		if err := m.addDir(d); err != nil {
 			return err
@@ -370,9 +362,9 @@ func (m *mirror) build(dirs []*hostDir, root syscall.Stat_t) error {
 
 // addDir adds d's entries under d.node and counts them.
 func (m *mirror) addDir(d *hostDir) error {
-	batch := make([]BatchEntry, len(d.entries))
+	batch := make([]kernfsim.BatchEntry, len(d.entries))
 	for i, e := range d.entries {
-		batch[i] = BatchEntry{Name: e.name, Spec: e.spec}
+		batch[i] = kernfsim.BatchEntry{Name: e.name, Spec: e.spec}
 		m.count(e)
 	}
 	nodes, err := m.t.AddBatch(d.node, batch)
@@ -391,11 +383,11 @@ func (m *mirror) addDir(d *hostDir) error {
 func (m *mirror) count(e *hostEntry) {
 	rel := func() string { return strings.TrimPrefix(e.path, m.dir+"/") }
 	switch e.spec.Kind {
-	case KindDir:
+	case kernfsim.KindDir:
 		m.rep.Dirs++
-	case KindSymlink:
+	case kernfsim.KindSymlink:
 		m.rep.Symlinks++
-	case KindAttr:
+	case kernfsim.KindAttr:
 		m.rep.Attrs++
 		switch {
 		case e.timedOut:
@@ -405,10 +397,10 @@ func (m *mirror) count(e *hostEntry) {
 		case e.truncated:
 			m.rep.Truncated = append(m.rep.Truncated, rel())
 		}
-		if s, ok := e.spec.Source.(Static); ok {
+		if s, ok := e.spec.Source.(kernfsim.Static); ok {
 			m.rep.Bytes += int64(len(s))
-		} else if v, ok := e.spec.Source.(*Value); ok {
-			m.rep.Bytes += int64(len(*v.v.Load()))
+		} else if v, ok := e.spec.Source.(*kernfsim.Value); ok {
+			m.rep.Bytes += int64(v.Len())
 		}
 	}
 }
@@ -463,26 +455,26 @@ func (m *mirror) read(e *hostEntry) {
 
 // source is the attribute that serves r: its contents, or a failure with
 // its errno; writable ones accept stores.
-func (r hostRead) source(writable bool) Source {
+func (r hostRead) source(writable bool) kernfsim.Source {
 	switch {
 	case r.errno != 0 && writable:
 		return failingStorer{failing{r.errno}}
 	case r.errno != 0:
 		return failing{r.errno}
 	case writable:
-		return NewValue(r.data)
+		return kernfsim.NewValue(r.data)
 	}
-	return Static(r.data)
+	return kernfsim.Static(r.data)
 }
 
-var readBufs = sync.Pool{New: func() any { b := make([]byte, PageSize+1); return &b }}
+var readBufs = sync.Pool{New: func() any { b := make([]byte, kernfsim.PageSize+1); return &b }}
 
 // readHostFile reads up to max bytes of path, and one more to tell whether
 // there was more.
 func readHostFile(path string, max int) hostRead {
 	fd, err := syscall.Open(path, syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
 	if err != nil {
-		return hostRead{errno: errnoOf(err)}
+		return hostRead{errno: kernfsim.Errno(err)}
 	}
 	defer syscall.Close(fd)
 	bp := readBufs.Get().(*[]byte)
@@ -495,7 +487,7 @@ func readHostFile(path string, max int) hostRead {
 		case err == syscall.EINTR:
 			continue
 		case err != nil:
-			return hostRead{errno: errnoOf(err)}
+			return hostRead{errno: kernfsim.Errno(err)}
 		case k == 0:
 			return hostRead{data: string(buf[:n])}
 		}
@@ -558,7 +550,7 @@ func errnoCounts(m map[syscall.Errno]int) string {
 	})
 	parts := make([]string, len(errnos))
 	for i, e := range errnos {
-		parts[i] = fmt.Sprintf("%d %s", m[e], ErrnoName(e))
+		parts[i] = fmt.Sprintf("%d %s", m[e], kernfsim.ErrnoName(e))
 	}
 	return strings.Join(parts, ", ")
 }
@@ -581,23 +573,4 @@ func examples(paths []string) string {
 		return strings.Join(paths, ", ")
 	}
 	return fmt.Sprintf("%s and %d more", strings.Join(paths[:few], ", "), len(paths)-few)
-}
-
-// errnoNames are the errnos sysfs reads commonly fail with.
-var errnoNames = map[syscall.Errno]string{
-	syscall.EPERM: "EPERM", syscall.ENOENT: "ENOENT", syscall.EINTR: "EINTR", syscall.EIO: "EIO",
-	syscall.ENXIO: "ENXIO", syscall.EAGAIN: "EAGAIN", syscall.ENOMEM: "ENOMEM", syscall.EACCES: "EACCES",
-	syscall.EFAULT: "EFAULT", syscall.EBUSY: "EBUSY", syscall.ENODEV: "ENODEV", syscall.EINVAL: "EINVAL",
-	syscall.ENOSPC: "ENOSPC", syscall.ERANGE: "ERANGE", syscall.ENOSYS: "ENOSYS", syscall.ENODATA: "ENODATA",
-	syscall.EOPNOTSUPP: "EOPNOTSUPP", syscall.ETIMEDOUT: "ETIMEDOUT", syscall.ENOTCONN: "ENOTCONN",
-	524: "ENOTSUPP",
-}
-
-// ErrnoName is e's symbolic name ("EIO"), or its number for an unusual
-// one. 524 is the kernel's internal ENOTSUPP, which some sysfs reads leak.
-func ErrnoName(e syscall.Errno) string {
-	if n, ok := errnoNames[e]; ok {
-		return n
-	}
-	return fmt.Sprintf("errno %d", int(e))
 }

@@ -1,4 +1,4 @@
-package kernfsim
+package sysfs
 
 import (
 	"errors"
@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kernfsim/kernfsim/kernfsim"
 	"github.com/kernfsim/kernfsim/locking"
 )
 
@@ -39,7 +40,7 @@ var fakeHost = []hostFile{
 	{path: "devices/pci0000:00/0000:00:02.0/secret", mode: 0o400, data: "root only\n"},
 	{path: "devices/pci0000:00/0000:00:02.0/nothing", mode: 0o000},
 	{path: "devices/pci0000:00/0000:00:02.0/vpd", mode: 0o600, data: "never read"},
-	{path: "firmware/acpi/tables/DSDT", mode: 0o400, data: strings.Repeat("x", PageSize+100)},
+	{path: "firmware/acpi/tables/DSDT", mode: 0o400, data: strings.Repeat("x", kernfsim.PageSize+100)},
 	{path: "class/net/eth0", target: "../../devices/pci0000:00/0000:00:02.0/net/eth0"},
 	{path: "bus/cpu/devices/cpu1", target: "/sys/devices/system/cpu/cpu1"},
 	{path: "dangling", target: "no/such/thing"},
@@ -68,7 +69,7 @@ func makeHost(t *testing.T, files []hostFile) string {
 }
 
 // mirrorTest mirrors dir into a fresh tree under lock.
-func mirrorTest(t *testing.T, lock, dir string, opts MirrorOptions) (*Tree, MirrorReport) {
+func mirrorTest(t *testing.T, lock, dir string, opts MirrorOptions) (*kernfsim.Tree, MirrorReport) {
 	t.Helper()
 	tr := newTestTree(t, lock)
 	rep, err := MirrorHost(tr, dir, opts)
@@ -78,12 +79,12 @@ func mirrorTest(t *testing.T, lock, dir string, opts MirrorOptions) (*Tree, Mirr
 
 // readMirrored reads path from tr as root: its contents, or the errno
 // the open or the read failed with.
-func readMirrored(t *testing.T, tr *Tree, path string) (string, syscall.Errno) {
+func readMirrored(t *testing.T, tr *kernfsim.Tree, path string) (string, syscall.Errno) {
 	t.Helper()
-	n := must(NewWalker(tr, WalkerOptions{}).Lresolve(RootCred, path))(t)
-	f, err := tr.Open(n, os.O_RDONLY, RootCred)
+	n := must(kernfsim.NewWalker(tr, kernfsim.WalkerOptions{}).Lresolve(kernfsim.RootCred, path))(t)
+	f, err := tr.Open(n, os.O_RDONLY, kernfsim.RootCred)
 	if err != nil {
-		return "", errnoOf(err)
+		return "", kernfsim.Errno(err)
 	}
 	defer f.Release()
 	var out []byte
@@ -94,7 +95,7 @@ func readMirrored(t *testing.T, tr *Tree, path string) (string, syscall.Errno) {
 			return string(out), 0
 		}
 		if err != nil {
-			return "", errnoOf(err)
+			return "", kernfsim.Errno(err)
 		}
 		out, off = append(out, buf[:k]...), off+int64(k)
 	}
@@ -104,9 +105,9 @@ func TestMirrorHostModesContentsLinks(t *testing.T) {
 	dir := makeHost(t, fakeHost)
 	forEachLock(t, locking.Names, func(t *testing.T, lock string) {
 		tr, _ := mirrorTest(t, lock, dir, MirrorOptions{})
-		w := NewWalker(tr, WalkerOptions{})
+		w := kernfsim.NewWalker(tr, kernfsim.WalkerOptions{})
 		for _, f := range fakeHost {
-			n := must(w.Lresolve(RootCred, f.path))(t)
+			n := must(w.Lresolve(kernfsim.RootCred, f.path))(t)
 			st := tr.Getattr(n)
 			wantMode := f.mode
 			if f.target != "" {
@@ -117,12 +118,12 @@ func TestMirrorHostModesContentsLinks(t *testing.T) {
 			}
 			switch {
 			case f.target != "":
-				if n.Kind() != KindSymlink || n.Target() != f.target {
+				if n.Kind() != kernfsim.KindSymlink || n.Target() != f.target {
 					t.Errorf("%s: got %v -> %q, want symlink -> %q", f.path, n.Kind(), n.Target(), f.target)
 				}
-			case n.Kind() == KindAttr && f.mode&0o444 != 0 && f.path != "devices/pci0000:00/0000:00:02.0/vpd":
+			case n.Kind() == kernfsim.KindAttr && f.mode&0o444 != 0 && f.path != "devices/pci0000:00/0000:00:02.0/vpd":
 				got, e := readMirrored(t, tr, f.path)
-				if want := f.data[:min(len(f.data), PageSize)]; e != 0 || got != want {
+				if want := f.data[:min(len(f.data), kernfsim.PageSize)]; e != 0 || got != want {
 					t.Errorf("%s: got %q (errno %v), want %q", f.path, head(got), e, head(want))
 				}
 			}
@@ -192,8 +193,8 @@ func TestMirrorHostReadErrno(t *testing.T) {
 	if rep.ReadErrors[syscall.ENODATA] != 1 || rep.ReadErrors[syscall.EINVAL] != 2 {
 		t.Errorf("got ReadErrors %v, want 1 ENODATA, 2 EINVAL", rep.ReadErrors)
 	}
-	n := must(NewWalker(tr, WalkerOptions{}).Resolve(RootCred, "devices/system/cpu/cpu1/online"))(t)
-	if _, ok := n.Source().(Storer); !ok {
+	n := must(kernfsim.NewWalker(tr, kernfsim.WalkerOptions{}).Resolve(kernfsim.RootCred, "devices/system/cpu/cpu1/online"))(t)
+	if _, ok := n.Source().(kernfsim.Storer); !ok {
 		t.Errorf("a writable attribute whose read failed does not accept stores")
 	}
 }
@@ -286,7 +287,7 @@ func TestMirrorHostMountPoint(t *testing.T) {
 	if want := []MirrorSkip{{"kernel/mm/private", SkipMountPoint}}; !slices.Equal(rep.Skipped, want) {
 		t.Errorf("got Skipped %v, want %v", rep.Skipped, want)
 	}
-	if _, err := NewWalker(tr, WalkerOptions{}).Resolve(RootCred, "kernel/mm/private/inside"); !errors.Is(err, fs.ErrNotExist) {
+	if _, err := kernfsim.NewWalker(tr, kernfsim.WalkerOptions{}).Resolve(kernfsim.RootCred, "kernel/mm/private/inside"); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("got %v for a file on the other filesystem, want ENOENT", err)
 	}
 }
@@ -338,7 +339,7 @@ func errnoOrZero(err error) syscall.Errno {
 	if err == nil {
 		return 0
 	}
-	return errnoOf(err)
+	return kernfsim.Errno(err)
 }
 
 func TestMatchTail(t *testing.T) {
@@ -371,12 +372,12 @@ func ExampleMirrorHost() {
 	os.MkdirAll(filepath.Join(dir, "bus"), 0o755)
 	os.Symlink("../devices/system/cpu", filepath.Join(dir, "bus/cpu"))
 
-	t := New(locking.MustNew("rwsem"), Options{})
+	t := kernfsim.New(locking.MustNew("rwsem"), kernfsim.Options{})
 	rep, err := MirrorHost(t, dir, MirrorOptions{})
 	if err != nil {
 		panic(err)
 	}
-	online, _ := fs.ReadFile(t.FS(RootCred), "bus/cpu/online")
+	online, _ := fs.ReadFile(t.FS(kernfsim.RootCred), "bus/cpu/online")
 	fmt.Printf("%d directories, %d attributes, %d symlinks\n", rep.Dirs, rep.Attrs, rep.Symlinks)
 	fmt.Printf("bus/cpu/online: %s", online)
 	// Output:

@@ -1,4 +1,4 @@
-package kernfsim
+package sysfs
 
 import (
 	"bytes"
@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"syscall"
 
+	"github.com/kernfsim/kernfsim/kernfsim"
 	"github.com/kernfsim/kernfsim/locking"
 )
 
@@ -120,8 +121,8 @@ func (c SynthConfig) checks() []configCheck {
 
 // NewSynthetic returns a new tree under s populated by BuildSynthetic and
 // sealed.
-func NewSynthetic(s locking.Strategy, c SynthConfig) (*Tree, error) {
-	t := New(s, Options{})
+func NewSynthetic(s locking.Strategy, c SynthConfig) (*kernfsim.Tree, error) {
+	t := kernfsim.New(s, kernfsim.Options{})
 	if err := BuildSynthetic(t, c); err != nil {
 		return nil, err
 	}
@@ -135,7 +136,7 @@ func NewSynthetic(s locking.Strategy, c SynthConfig) (*Tree, error) {
 // kernel's do: CPU numbering, topology masks and lists, caches, NUMA nodes,
 // memory blocks and the symlinks between them. kernel/uevent_seqnum counts
 // the directories added and removed, so BuildSynthetic subscribes to t.
-func BuildSynthetic(t *Tree, c SynthConfig) error {
+func BuildSynthetic(t *kernfsim.Tree, c SynthConfig) error {
 	if err := c.Validate(); err != nil {
 		return err
 	}
@@ -145,7 +146,7 @@ func BuildSynthetic(t *Tree, c SynthConfig) error {
 	s := newSynth(c)
 	s.tree = t
 	b := newBuilder(t)
-	if err := s.root().addChildren(b, t.root, ""); err != nil {
+	if err := s.root().addChildren(b, t.Root(), ""); err != nil {
 		return err
 	}
 	s.seqnum.Store(uint64(b.dirs))
@@ -167,7 +168,7 @@ func BuildSynthetic(t *Tree, c SynthConfig) error {
 // spec is one node of a declarative topology: a dir, an attr, a link, or
 // the generated children of an each.
 type spec interface {
-	add(b *builder, parent *Node, path, name string) error
+	add(b *builder, parent *kernfsim.Node, path, name string) error
 }
 
 // dir is a directory's children, in the order they are added.
@@ -182,7 +183,7 @@ type ent struct {
 // attr is an attribute file.
 type attr struct {
 	mode fs.FileMode
-	src  Source
+	src  kernfsim.Source
 }
 
 // link is a symlink to a path from the root; it is written relative to
@@ -197,42 +198,42 @@ type gen struct {
 
 func each(n int, at func(i int) (string, spec)) ent { return ent{spec: &gen{n, at}} }
 
-func ro(s string) attr                      { return attr{0o444, Static(s + "\n")} }
-func roSrc(src Source) attr                 { return attr{0o444, src} }
-func rw(src Source) attr                    { return attr{0o644, src} }
-func rwVal(s string) attr                   { return attr{0o644, NewValue(s + "\n")} }
+func ro(s string) attr                      { return attr{0o444, kernfsim.Static(s + "\n")} }
+func roSrc(src kernfsim.Source) attr        { return attr{0o444, src} }
+func rw(src kernfsim.Source) attr           { return attr{0o644, src} }
+func rwVal(s string) attr                   { return attr{0o644, kernfsim.NewValue(s + "\n")} }
 func wo() attr                              { return attr{0o200, writeOnly{}} }
-func param(mode fs.FileMode, s string) attr { return attr{mode, NewValue(s + "\n")} }
+func param(mode fs.FileMode, s string) attr { return attr{mode, kernfsim.NewValue(s + "\n")} }
 
 // builder adds specs to a tree, sharing one *Attr per mode.
 type builder struct {
-	t     *Tree
-	attrs map[fs.FileMode]*Attr
+	t     *kernfsim.Tree
+	attrs map[fs.FileMode]*kernfsim.Attr
 	dirs  int // directories added
 }
 
-func newBuilder(t *Tree) *builder {
-	return &builder{t: t, attrs: make(map[fs.FileMode]*Attr)}
+func newBuilder(t *kernfsim.Tree) *builder {
+	return &builder{t: t, attrs: make(map[fs.FileMode]*kernfsim.Attr)}
 }
 
-func (b *builder) add(parent *Node, name string, spec NodeSpec) (*Node, error) {
+func (b *builder) add(parent *kernfsim.Node, name string, spec kernfsim.NodeSpec) (*kernfsim.Node, error) {
 	return b.t.Add(parent, name, b.shared(spec))
 }
 
 // shared gives spec the one *Attr of its mode.
-func (b *builder) shared(spec NodeSpec) NodeSpec {
+func (b *builder) shared(spec kernfsim.NodeSpec) kernfsim.NodeSpec {
 	a := b.attrs[spec.Mode]
 	if a == nil {
-		now := b.t.now()
-		a = &Attr{Mode: spec.Mode, Mtime: now, Ctime: now}
+		now := b.t.Now()
+		a = &kernfsim.Attr{Mode: spec.Mode, Mtime: now, Ctime: now}
 		b.attrs[spec.Mode] = a
 	}
 	spec.Attr = a
 	return spec
 }
 
-func (d dir) add(b *builder, parent *Node, path, name string) error {
-	n, err := b.add(parent, name, NodeSpec{Kind: KindDir, Mode: 0o755})
+func (d dir) add(b *builder, parent *kernfsim.Node, path, name string) error {
+	n, err := b.add(parent, name, kernfsim.NodeSpec{Kind: kernfsim.KindDir, Mode: 0o755})
 	if err != nil {
 		return err
 	}
@@ -243,7 +244,7 @@ func (d dir) add(b *builder, parent *Node, path, name string) error {
 	return d.addChildren(b, n, name)
 }
 
-func (d dir) addChildren(b *builder, n *Node, path string) error {
+func (d dir) addChildren(b *builder, n *kernfsim.Node, path string) error {
 	for _, e := range d {
 		if err := e.spec.add(b, n, path, e.name); err != nil {
 			return err
@@ -252,18 +253,18 @@ func (d dir) addChildren(b *builder, n *Node, path string) error {
 	return nil
 }
 
-func (a attr) add(b *builder, parent *Node, _, name string) error {
-	_, err := b.add(parent, name, NodeSpec{Kind: KindAttr, Mode: a.mode, Source: a.src})
+func (a attr) add(b *builder, parent *kernfsim.Node, _, name string) error {
+	_, err := b.add(parent, name, kernfsim.NodeSpec{Kind: kernfsim.KindAttr, Mode: a.mode, Source: a.src})
 	return err
 }
 
-func (l link) add(b *builder, parent *Node, path, name string) error {
-	_, err := b.add(parent, name, NodeSpec{Kind: KindSymlink, Mode: 0o777, Target: relTarget(path, string(l))})
+func (l link) add(b *builder, parent *kernfsim.Node, path, name string) error {
+	_, err := b.add(parent, name, kernfsim.NodeSpec{Kind: kernfsim.KindSymlink, Mode: 0o777, Target: relTarget(path, string(l))})
 	return err
 }
 
-func (g *gen) add(b *builder, parent *Node, path, _ string) error {
-	entries := make([]BatchEntry, g.n)
+func (g *gen) add(b *builder, parent *kernfsim.Node, path, _ string) error {
+	entries := make([]kernfsim.BatchEntry, g.n)
 	specs := make([]spec, g.n)
 	for i := range g.n {
 		name, s := g.at(i)
@@ -271,7 +272,7 @@ func (g *gen) add(b *builder, parent *Node, path, _ string) error {
 		if !ok {
 			return g.addOneByOne(b, parent, path)
 		}
-		entries[i], specs[i] = BatchEntry{Name: name, Spec: b.shared(ns)}, s
+		entries[i], specs[i] = kernfsim.BatchEntry{Name: name, Spec: b.shared(ns)}, s
 	}
 	nodes, err := b.t.AddBatch(parent, entries)
 	if err != nil {
@@ -290,19 +291,19 @@ func (g *gen) add(b *builder, parent *Node, path, _ string) error {
 
 // leafSpec is the node a spec makes in its parent, its own children aside
 // (false for a gen, which makes several).
-func leafSpec(s spec, path string) (NodeSpec, bool) {
+func leafSpec(s spec, path string) (kernfsim.NodeSpec, bool) {
 	switch s := s.(type) {
 	case dir:
-		return NodeSpec{Kind: KindDir, Mode: 0o755}, true
+		return kernfsim.NodeSpec{Kind: kernfsim.KindDir, Mode: 0o755}, true
 	case attr:
-		return NodeSpec{Kind: KindAttr, Mode: s.mode, Source: s.src}, true
+		return kernfsim.NodeSpec{Kind: kernfsim.KindAttr, Mode: s.mode, Source: s.src}, true
 	case link:
-		return NodeSpec{Kind: KindSymlink, Mode: 0o777, Target: relTarget(path, string(s))}, true
+		return kernfsim.NodeSpec{Kind: kernfsim.KindSymlink, Mode: 0o777, Target: relTarget(path, string(s))}, true
 	}
-	return NodeSpec{}, false
+	return kernfsim.NodeSpec{}, false
 }
 
-func (g *gen) addOneByOne(b *builder, parent *Node, path string) error {
+func (g *gen) addOneByOne(b *builder, parent *kernfsim.Node, path string) error {
 	for i := range g.n {
 		name, s := g.at(i)
 		if err := s.add(b, parent, path, name); err != nil {
@@ -386,7 +387,7 @@ func (t topology) sameSocket(a, b int) bool {
 
 // zone is the valid_zones of memory block i: a block below 4 GiB is DMA32
 // (the first one also holds DMA, so it has none), one above is Normal.
-func (t topology) zone(i int) Source {
+func (t topology) zone(i int) kernfsim.Source {
 	start, end := uint64(i)*t.MemBlockSize, uint64(i+1)*t.MemBlockSize
 	switch {
 	case start < 16<<20 || start < 4<<30 && end > 4<<30:
@@ -398,11 +399,11 @@ func (t topology) zone(i int) Source {
 }
 
 var (
-	zoneNone   Source = Static("none\n")
-	zoneDMA32  Source = Static("DMA32\n")
-	zoneNormal Source = Static("Normal\n")
-	srcZero    Source = Static("0\n")
-	srcOne     Source = Static("1\n")
+	zoneNone   kernfsim.Source = kernfsim.Static("none\n")
+	zoneDMA32  kernfsim.Source = kernfsim.Static("DMA32\n")
+	zoneNormal kernfsim.Source = kernfsim.Static("Normal\n")
+	srcZero    kernfsim.Source = kernfsim.Static("0\n")
+	srcOne     kernfsim.Source = kernfsim.Static("1\n")
 )
 
 // bitmap is a set of n bits: CPUs, or NUMA nodes.
@@ -461,10 +462,10 @@ func (s bitmap) list() string {
 }
 
 // cpumap is a CPU bitmap's two attributes, shared by every node showing it.
-type cpumap struct{ mask, list Source }
+type cpumap struct{ mask, list kernfsim.Source }
 
 func newCPUMap(s bitmap) cpumap {
-	return cpumap{Static(s.mask() + "\n"), Static(s.list() + "\n")}
+	return cpumap{kernfsim.Static(s.mask() + "\n"), kernfsim.Static(s.list() + "\n")}
 }
 
 // ents is the mask and list attributes under the names given.
@@ -484,9 +485,9 @@ type synth struct {
 	nodeMaps             []cpumap
 	all                  cpumap
 	nodeCPUs             [][]int
-	nodeNames, nodePaths []string      // "nodeN", "devices/system/node/nodeN"
-	seqnum               atomic.Uint64 // kernel/uevent_seqnum
-	tree                 *Tree         // what memory/probe adds blocks to
+	nodeNames, nodePaths []string       // "nodeN", "devices/system/node/nodeN"
+	seqnum               atomic.Uint64  // kernel/uevent_seqnum
+	tree                 *kernfsim.Tree // what memory/probe adds blocks to
 }
 
 func newSynth(c SynthConfig) *synth {
@@ -535,8 +536,8 @@ func (s *synth) cpuMaps() {
 	s.coreMaps, s.socketMaps, s.nodeMaps, s.all = maps(cores), maps(sockets), maps(nodes), newCPUMap(all)
 }
 
-func (s *synth) countUevent(ev Event) {
-	if ev.Node.Kind() == KindDir && (ev.Op == OpAdd || ev.Op == OpRemove) {
+func (s *synth) countUevent(ev kernfsim.Event) {
+	if ev.Node.Kind() == kernfsim.KindDir && (ev.Op == kernfsim.OpAdd || ev.Op == kernfsim.OpRemove) {
 		s.seqnum.Add(1)
 	}
 }
@@ -581,8 +582,8 @@ func (s *synth) cpuDir() dir {
 		{"kernel_max", ro(itoa(MaxSynthCPUs - 1))},
 		{"possible", roSrc(s.all.list)},
 		{"present", roSrc(s.all.list)},
-		{"online", roSrc(NewFunc(func() string { return s.hotplug.list(true) }))},
-		{"offline", roSrc(NewFunc(func() string { return s.hotplug.list(false) }))},
+		{"online", roSrc(kernfsim.NewFunc(func() string { return s.hotplug.list(true) }))},
+		{"offline", roSrc(kernfsim.NewFunc(func() string { return s.hotplug.list(false) }))},
 		{"isolated", ro("")},
 		{"smt", dir{{"active", ro(smt)}, {"control", rwVal(control)}}},
 		each(s.CPUs, s.cpu),
@@ -600,7 +601,7 @@ func (s *synth) cpu(i int) (string, spec) {
 		{s.nodeNames[node], link(s.nodePaths[node])},
 		{"subsystem", link("bus/cpu")},
 		{"topology", s.cpuTopology(i)},
-		{"uevent", roSrc(Static(cpuModalias))},
+		{"uevent", roSrc(kernfsim.Static(cpuModalias))},
 	}
 	if i > 0 {
 		d = append(d, ent{"online", rw(cpuOnline{s.hotplug, i})})
@@ -761,7 +762,7 @@ func (s *synth) meminfo(n int, total uint64) string {
 		n, total, n, total-used, n, used)
 }
 
-var numastat Source = Static("numa_hit 0\nnuma_miss 0\nnuma_foreign 0\ninterleave_hit 0\nlocal_node 0\nother_node 0\n")
+var numastat kernfsim.Source = kernfsim.Static("numa_hit 0\nnuma_miss 0\nnuma_foreign 0\ninterleave_hit 0\nlocal_node 0\nother_node 0\n")
 
 func (s *synth) cpuLink(i int) (string, spec) {
 	return "cpu" + itoa(i), link("devices/system/cpu/cpu" + itoa(i))
@@ -920,7 +921,7 @@ func (s *synth) disk(i int) dir {
 	}
 }
 
-var diskStat Source = Static(strings.Repeat("       0 ", 16) + "       0\n")
+var diskStat kernfsim.Source = kernfsim.Static(strings.Repeat("       0 ", 16) + "       0\n")
 
 func queueDir() dir {
 	return dir{
@@ -996,7 +997,7 @@ func (s *synth) kernelDir() dir {
 		{"rcu_expedited", rwVal("0")},
 		{"rcu_normal", rwVal("0")},
 		{"uevent_helper", rwVal("")},
-		{"uevent_seqnum", roSrc(NewFunc(func() string { return strconv.FormatUint(s.seqnum.Load(), 10) + "\n" }))},
+		{"uevent_seqnum", roSrc(kernfsim.NewFunc(func() string { return strconv.FormatUint(s.seqnum.Load(), 10) + "\n" }))},
 	}
 }
 
@@ -1082,8 +1083,8 @@ func (p memProbe) Show(context.Context, *bytes.Buffer) error { return syscall.EA
 func (p memProbe) Store(ctx context.Context, data []byte) error {
 	text := strings.TrimPrefix(strings.TrimSpace(string(data)), "0x")
 	addr, err := strconv.ParseUint(text, 16, 64)
-	h, _ := ctx.Value(heldRefKey{}).(*heldRef)
-	if err != nil || addr%p.s.MemBlockSize != 0 || addr/p.s.MemBlockSize > math.MaxUint32 || h == nil {
+	self := kernfsim.StoreNode(ctx)
+	if err != nil || addr%p.s.MemBlockSize != 0 || addr/p.s.MemBlockSize > math.MaxUint32 || self == nil {
 		return syscall.EINVAL
 	}
 	idx := int(addr / p.s.MemBlockSize)
@@ -1092,7 +1093,7 @@ func (p memProbe) Store(ctx context.Context, data []byte) error {
 		node = min(p.s.blockNode(idx), p.s.NUMANodes-1)
 	}
 	b := &memBlock{index: uint32(idx)}
-	return p.s.memoryBlockDir(b, node).add(newBuilder(p.s.tree), h.node.Parent(), "devices/system/memory", "memory"+strconv.Itoa(idx))
+	return p.s.memoryBlockDir(b, node).add(newBuilder(p.s.tree), self.Parent(), "devices/system/memory", "memory"+strconv.Itoa(idx))
 }
 
 // memBlock is a memory block's state, shared by its attributes.

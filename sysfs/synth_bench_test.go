@@ -1,9 +1,10 @@
-package kernfsim
+package sysfs
 
 import (
 	"runtime"
 	"testing"
 
+	"github.com/kernfsim/kernfsim/kernfsim"
 	"github.com/kernfsim/kernfsim/locking"
 )
 
@@ -13,7 +14,7 @@ func BenchmarkBuild(b *testing.B) {
 	million := SynthConfig{MemBlocks: 90_500}.WithDefaults() // 5,033 + 11 per block nodes
 	for _, lock := range locking.Names {
 		b.Run("nodes=1000000/lock="+lock, func(b *testing.B) {
-			benchBuild(b, lock, 1_000_000, func(t *Tree) error { return BuildSynthetic(t, million) })
+			benchBuild(b, lock, 1_000_000, func(t *kernfsim.Tree) error { return BuildSynthetic(t, million) })
 		})
 	}
 	for _, lock := range locking.Names {
@@ -22,27 +23,27 @@ func BenchmarkBuild(b *testing.B) {
 		})
 	}
 	b.Run("config=default/lock=rwsem", func(b *testing.B) {
-		benchBuild(b, "rwsem", 0, func(t *Tree) error { return BuildSynthetic(t, SynthConfig{}.WithDefaults()) })
+		benchBuild(b, "rwsem", 0, func(t *kernfsim.Tree) error { return BuildSynthetic(t, SynthConfig{}.WithDefaults()) })
 	})
 }
 
 // buildMemoryDir adds one directory of n empty memoryN directories: the
 // cost of inserting into a large directory, and nothing else.
-func buildMemoryDir(n int) func(*Tree) error {
-	return func(t *Tree) error {
+func buildMemoryDir(n int) func(*kernfsim.Tree) error {
+	return func(t *kernfsim.Tree) error {
 		memory := dir{each(n, func(i int) (string, spec) { return "memory" + itoa(i), dir{} })}
 		return dir{{"memory", memory}}.addChildren(newBuilder(t), t.Root(), "")
 	}
 }
 
-func benchBuild(b *testing.B, lock string, wantNodes int64, build func(*Tree) error) {
+func benchBuild(b *testing.B, lock string, wantNodes int64, build func(*kernfsim.Tree) error) {
 	b.ReportAllocs()
 	var heap, nodes float64
 	for b.Loop() {
 		b.StopTimer()
 		runtime.GC()
 		before := heapAlloc()
-		t := New(locking.MustNew(lock), Options{})
+		t := kernfsim.New(locking.MustNew(lock), kernfsim.Options{})
 		b.StartTimer()
 		if err := build(t); err != nil {
 			b.Fatal(err)

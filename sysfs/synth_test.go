@@ -1,4 +1,4 @@
-package kernfsim
+package sysfs
 
 import (
 	"context"
@@ -12,11 +12,12 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/kernfsim/kernfsim/kernfsim"
 	"github.com/kernfsim/kernfsim/locking"
 )
 
 // newSynthTree builds a synthetic tree under lock for c (defaults filled).
-func newSynthTree(t *testing.T, lock string, c SynthConfig) (*Tree, *Walker) {
+func newSynthTree(t *testing.T, lock string, c SynthConfig) (*kernfsim.Tree, *kernfsim.Walker) {
 	t.Helper()
 	tr, err := NewSynthetic(locking.MustNew(lock), c.WithDefaults())
 	if err != nil {
@@ -25,15 +26,15 @@ func newSynthTree(t *testing.T, lock string, c SynthConfig) (*Tree, *Walker) {
 	if g := tr.Strategy().Grace(); g != nil {
 		t.Cleanup(g.Barrier)
 	}
-	return tr, NewWalker(tr, WalkerOptions{})
+	return tr, kernfsim.NewWalker(tr, kernfsim.WalkerOptions{})
 }
 
 // synthRead returns the contents of the attribute at path, failing the test on
 // error.
-func synthRead(t *testing.T, w *Walker, path string) string {
+func synthRead(t *testing.T, w *kernfsim.Walker, path string) string {
 	t.Helper()
-	buf := make([]byte, PageSize)
-	n, err := w.ReadFile(RootCred, path, buf)
+	buf := make([]byte, kernfsim.PageSize)
+	n, err := w.ReadFile(kernfsim.RootCred, path, buf)
 	if err != nil {
 		t.Fatalf("read %s: %v", path, err)
 	}
@@ -41,8 +42,8 @@ func synthRead(t *testing.T, w *Walker, path string) string {
 }
 
 // synthWrite stores data into the attribute at path.
-func synthWrite(w *Walker, path, data string) error {
-	f, err := w.Open(RootCred, path, os.O_WRONLY)
+func synthWrite(w *kernfsim.Walker, path, data string) error {
+	f, err := w.Open(kernfsim.RootCred, path, os.O_WRONLY)
 	if err != nil {
 		return err
 	}
@@ -52,10 +53,10 @@ func synthWrite(w *Walker, path, data string) error {
 }
 
 // synthWalk calls fn for every node below dir in depth-first name order.
-func synthWalk(t *testing.T, tr *Tree, dir *Node, path string, fn func(path string, n *Node)) {
+func synthWalk(t *testing.T, tr *kernfsim.Tree, dir *kernfsim.Node, path string, fn func(path string, n *kernfsim.Node)) {
 	t.Helper()
 	var names []string
-	tr.Readdir(dir, 0, func(d Dirent) bool { names = append(names, d.Name); return true })
+	tr.Readdir(dir, 0, func(d kernfsim.Dirent) bool { names = append(names, d.Name); return true })
 	slices.Sort(names)
 	for _, name := range names {
 		n, err := tr.Lookup(dir, name)
@@ -64,7 +65,7 @@ func synthWalk(t *testing.T, tr *Tree, dir *Node, path string, fn func(path stri
 		}
 		p := strings.TrimPrefix(path+"/"+name, "/")
 		fn(p, n)
-		if n.Kind() == KindDir {
+		if n.Kind() == kernfsim.KindDir {
 			synthWalk(t, tr, n, p, fn)
 		}
 	}
@@ -210,7 +211,7 @@ func TestSynthTopology(t *testing.T) {
 
 // synthCPUSets reads cpu's mask and list attributes named base and base_list
 // in dir, checks they agree, and returns the list.
-func synthCPUSets(t *testing.T, w *Walker, dir, maskName, listName string) []int {
+func synthCPUSets(t *testing.T, w *kernfsim.Walker, dir, maskName, listName string) []int {
 	t.Helper()
 	list := parseCPUList(t, synthRead(t, w, dir+"/"+listName))
 	if mask := parseCPUMask(t, synthRead(t, w, dir+"/"+maskName)); !slices.Equal(mask, list) {
@@ -219,7 +220,7 @@ func synthCPUSets(t *testing.T, w *Walker, dir, maskName, listName string) []int
 	return list
 }
 
-func checkSynthCPU(t *testing.T, w *Walker, c SynthConfig, cpu int) {
+func checkSynthCPU(t *testing.T, w *kernfsim.Walker, c SynthConfig, cpu int) {
 	t.Helper()
 	topo := fmt.Sprintf("devices/system/cpu/cpu%d/topology", cpu)
 	threads := synthCPUSets(t, w, topo, "thread_siblings", "thread_siblings_list")
@@ -257,23 +258,23 @@ func checkSynthCPU(t *testing.T, w *Walker, c SynthConfig, cpu int) {
 
 // checkSynthNodes checks that the NUMA nodes partition the CPUs and memory
 // blocks, and that each CPU links to its node.
-func checkSynthNodes(t *testing.T, w *Walker, c SynthConfig) {
+func checkSynthNodes(t *testing.T, w *kernfsim.Walker, c SynthConfig) {
 	t.Helper()
 	seen, blocks := make([]int, c.CPUs), 0
 	for n := range c.NUMANodes {
 		dir := fmt.Sprintf("devices/system/node/node%d", n)
 		for _, cpu := range synthCPUSets(t, w, dir, "cpumap", "cpulist") {
 			seen[cpu]++
-			if _, err := w.Resolve(RootCred, fmt.Sprintf("devices/system/cpu/cpu%d/node%d/cpulist", cpu, n)); err != nil {
+			if _, err := w.Resolve(kernfsim.RootCred, fmt.Sprintf("devices/system/cpu/cpu%d/node%d/cpulist", cpu, n)); err != nil {
 				t.Errorf("cpu%d in %s: %v", cpu, dir, err)
 			}
 		}
-		node, err := w.Resolve(RootCred, dir)
+		node, err := w.Resolve(kernfsim.RootCred, dir)
 		if err != nil {
 			t.Fatal(err)
 		}
-		w.Tree().Readdir(node, 0, func(d Dirent) bool {
-			if strings.HasPrefix(d.Name, "memory") && d.Kind == KindSymlink {
+		w.Tree().Readdir(node, 0, func(d kernfsim.Dirent) bool {
+			if strings.HasPrefix(d.Name, "memory") && d.Kind == kernfsim.KindSymlink {
 				blocks++
 				if got := synthRead(t, w, dir+"/"+d.Name+"/"+fmt.Sprintf("node%d/cpulist", n)); got == "" {
 					t.Errorf("%s/%s does not link back", dir, d.Name)
@@ -295,12 +296,12 @@ func checkSynthNodes(t *testing.T, w *Walker, c SynthConfig) {
 func TestSynthMemoryBlocks(t *testing.T) {
 	c := SynthConfig{CPUs: 4, Sockets: 1, MemBlocks: 100, MemBlockSize: 1 << 30}
 	tr, w := newSynthTree(t, "rcu", c)
-	memory, err := w.Resolve(RootCred, "devices/system/memory")
+	memory, err := w.Resolve(kernfsim.RootCred, "devices/system/memory")
 	if err != nil {
 		t.Fatal(err)
 	}
 	blocks := 0
-	tr.Readdir(memory, 0, func(d Dirent) bool {
+	tr.Readdir(memory, 0, func(d kernfsim.Dirent) bool {
 		if strings.HasPrefix(d.Name, "memory") {
 			blocks++
 		}
@@ -331,15 +332,15 @@ func TestSynthLinksResolve(t *testing.T) {
 	c := SynthConfig{CPUs: 8, Sockets: 2, MemBlocks: 8, Netdevs: 3, Disks: 2}
 	tr, w := newSynthTree(t, "mutex", c)
 	for _, dir := range []string{"class/net", "class/block", "class/nvme", "block", "bus/pci/devices", "dev/block"} {
-		d, err := w.Resolve(RootCred, dir)
+		d, err := w.Resolve(kernfsim.RootCred, dir)
 		if err != nil {
 			t.Fatal(err)
 		}
 		n := 0
-		tr.Readdir(d, 0, func(e Dirent) bool {
+		tr.Readdir(d, 0, func(e kernfsim.Dirent) bool {
 			n++
-			st, err := w.Stat(RootCred, dir+"/"+e.Name)
-			if err != nil || st.Kind != KindDir {
+			st, err := w.Stat(kernfsim.RootCred, dir+"/"+e.Name)
+			if err != nil || st.Kind != kernfsim.KindDir {
 				t.Errorf("%s/%s resolves to %v, %v; want a directory", dir, e.Name, st.Kind, err)
 			}
 			return true
@@ -351,9 +352,9 @@ func TestSynthLinksResolve(t *testing.T) {
 	if got := synthRead(t, w, "class/net/eth2/ifindex"); got != "4\n" {
 		t.Errorf("eth2 ifindex got %q, want %q", got, "4\n")
 	}
-	synthWalk(t, tr, tr.Root(), "", func(path string, n *Node) {
-		if n.Kind() == KindSymlink {
-			if _, err := w.Resolve(RootCred, path); err != nil {
+	synthWalk(t, tr, tr.Root(), "", func(path string, n *kernfsim.Node) {
+		if n.Kind() == kernfsim.KindSymlink {
+			if _, err := w.Resolve(kernfsim.RootCred, path); err != nil {
 				t.Errorf("symlink %s -> %s: %v", path, n.Target(), err)
 			}
 		}
@@ -368,15 +369,15 @@ func TestSynthReadable(t *testing.T) {
 		t.Run("lock="+lock, func(t *testing.T) {
 			tr, w := newSynthTree(t, lock, c)
 			attrs := 0
-			synthWalk(t, tr, tr.Root(), "", func(path string, n *Node) {
+			synthWalk(t, tr, tr.Root(), "", func(path string, n *kernfsim.Node) {
 				st := tr.Getattr(n)
 				if st.Uid != 0 || st.Gid != 0 {
 					t.Errorf("%s: uid/gid %d/%d, want 0/0", path, st.Uid, st.Gid)
 				}
-				if want := map[Kind]fs.FileMode{KindDir: 0o755, KindSymlink: 0o777}[n.Kind()]; want != 0 && st.Mode != want {
+				if want := map[kernfsim.Kind]fs.FileMode{kernfsim.KindDir: 0o755, kernfsim.KindSymlink: 0o777}[n.Kind()]; want != 0 && st.Mode != want {
 					t.Errorf("%s: mode %o, want %o", path, st.Mode, want)
 				}
-				if n.Kind() != KindAttr || st.Mode&0o444 == 0 {
+				if n.Kind() != kernfsim.KindAttr || st.Mode&0o444 == 0 {
 					return
 				}
 				attrs++
@@ -417,7 +418,7 @@ func TestSynthWritable(t *testing.T) {
 			t.Errorf("after writing %q to %s: %s got %q, want %q", s.data, s.path, s.check, got, s.want)
 		}
 	}
-	if _, err := w.Open(RootCred, "devices/system/cpu/cpu0/online", os.O_WRONLY); !errors.Is(err, fs.ErrNotExist) {
+	if _, err := w.Open(kernfsim.RootCred, "devices/system/cpu/cpu0/online", os.O_WRONLY); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("cpu0/online: got %v, want it absent as on x86", err)
 	}
 	if _, err := tr.Mkdir(tr.Root(), "extra", 0o755); !errors.Is(err, locking.ErrReadOnly) {
@@ -432,7 +433,7 @@ func TestSynthUeventSeqnum(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := tr.AddAttr(d, "attr", 0o444, Static("x\n")); err != nil {
+	if _, err := tr.AddAttr(d, "attr", 0o444, kernfsim.Static("x\n")); err != nil {
 		t.Fatal(err)
 	}
 	after, _ := strconv.Atoi(strings.TrimSpace(synthRead(t, w, "kernel/uevent_seqnum")))
@@ -482,7 +483,7 @@ func TestSynthValidate(t *testing.T) {
 }
 
 func TestBuildSyntheticNeedsEmptyTree(t *testing.T) {
-	tr := New(locking.MustNew("rwsem"), Options{})
+	tr := kernfsim.New(locking.MustNew("rwsem"), kernfsim.Options{})
 	if _, err := tr.Mkdir(tr.Root(), "x", 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -495,13 +496,13 @@ func TestMemoryProbeHotAdds(t *testing.T) {
 	c := SynthConfig{CPUs: 2, Sockets: 1, ThreadsPerCore: 1, MemBlocks: 4}.WithDefaults()
 	tr := newTestTree(t, "rwsem")
 	noErr(t, BuildSynthetic(tr, c))
-	w := NewWalker(tr, WalkerOptions{})
+	w := kernfsim.NewWalker(tr, kernfsim.WalkerOptions{})
 	probe := "devices/system/memory/probe"
 	if err := writeFile(w, probe, []byte(fmt.Sprintf("0x%x\n", 10*c.MemBlockSize))); err != nil {
 		t.Fatal(err)
 	}
 	buf := make([]byte, 32)
-	k := must(w.ReadFile(RootCred, "devices/system/memory/memory10/state", buf))(t)
+	k := must(w.ReadFile(kernfsim.RootCred, "devices/system/memory/memory10/state", buf))(t)
 	if got := string(buf[:k]); got != "offline\n" {
 		t.Fatalf("a probed block's state: got %q, want offline", got)
 	}

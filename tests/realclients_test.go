@@ -27,6 +27,7 @@ import (
 	"github.com/kernfsim/kernfsim/fusefs"
 	"github.com/kernfsim/kernfsim/kernfsim"
 	"github.com/kernfsim/kernfsim/locking"
+	"github.com/kernfsim/kernfsim/sysfs"
 )
 
 // requireClient returns the path of a client tool. A missing tool skips
@@ -105,7 +106,7 @@ func mirrorHostSys(t *testing.T, lock string) string {
 	t.Helper()
 	requireFUSE(t)
 	tr := kernfsim.New(locking.MustNew(lock), kernfsim.Options{})
-	rep, err := kernfsim.MirrorHost(tr, "/sys", kernfsim.MirrorOptions{})
+	rep, err := sysfs.MirrorHost(tr, "/sys", sysfs.MirrorOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -233,7 +234,7 @@ func cpuinfoFields(s string) []map[string]string {
 
 // bigMachine is a 448-CPU machine: 4 sockets of 56 cores with 2 threads
 // each, two NUMA nodes per socket (sub-NUMA clustering).
-var bigMachine = kernfsim.SynthConfig{CPUs: 448, Sockets: 4, ThreadsPerCore: 2, NUMANodes: 8, MemBlocks: 4096, Netdevs: 2, Disks: 2}
+var bigMachine = sysfs.SynthConfig{CPUs: 448, Sockets: 4, ThreadsPerCore: 2, NUMANodes: 8, MemBlocks: 4096, Netdevs: 2, Disks: 2}
 
 var bigMachineFlags = []string{"--cpus", "448", "--sockets", "4", "--threads-per-core", "2", "--numa-nodes", "8",
 	"--mem-blocks", "4096", "--netdevs", "2", "--disks", "2"}
@@ -243,7 +244,7 @@ var bigMachineFlags = []string{"--cpus", "448", "--sockets", "4", "--threads-per
 // configured: counts, and each CPU's core, socket and node.
 func TestRealClientsSynthetic448(t *testing.T) {
 	c := bigMachine.WithDefaults()
-	tr, err := kernfsim.NewSynthetic(locking.MustNew("rcu"), c)
+	tr, err := sysfs.NewSynthetic(locking.MustNew("rcu"), c)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,7 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kernfsim/kernfsim/internal/cli"
-	"github.com/kernfsim/kernfsim/kernfsim"
+	"github.com/kernfsim/kernfsim/sysfs"
 )
 
 func newCPUInfoCmd() *cobra.Command {
@@ -48,7 +48,7 @@ func cpuinfo(f *cli.TreeFlags, out, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if err := kernfsim.WriteCPUInfo(out, b.Tree, model); err != nil {
+	if err := sysfs.WriteCPUInfo(out, b.Tree, model); err != nil {
 		return &cli.RuntimeError{Err: err}
 	}
 	return nil
@@ -57,22 +57,22 @@ func cpuinfo(f *cli.TreeFlags, out, stderr io.Writer) error {
 // cpuModel is the processor identity for the tree: the synthetic model, or
 // for a mirror of ROOT/sys the first processor of ROOT/proc/cpuinfo (the
 // synthetic model, with a note, if there is none).
-func cpuModel(f *cli.TreeFlags, stderr io.Writer) (kernfsim.CPUModel, error) {
+func cpuModel(f *cli.TreeFlags, stderr io.Writer) (sysfs.CPUModel, error) {
 	dir, isHost := f.HostDir()
 	if !isHost {
-		return kernfsim.SynthCPUModel, nil
+		return sysfs.SynthCPUModel, nil
 	}
 	path := filepath.Join(filepath.Dir(filepath.Clean(dir)), "proc", "cpuinfo")
 	r, err := os.Open(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		fmt.Fprintf(stderr, "kernfsim: no %s: the CPUs are described as the synthetic model\n", path)
-		return kernfsim.SynthCPUModel, nil
+		return sysfs.SynthCPUModel, nil
 	}
 	if err != nil {
 		return nil, &cli.RuntimeError{Err: err}
 	}
 	defer r.Close()
-	m, err := kernfsim.ParseCPUModel(r)
+	m, err := sysfs.ParseCPUModel(r)
 	if err != nil {
 		return nil, &cli.RuntimeError{Err: fmt.Errorf("%s: %w", path, err)}
 	}

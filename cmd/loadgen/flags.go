@@ -18,6 +18,7 @@ import (
 	"github.com/kernfsim/kernfsim/kernfsim"
 	"github.com/kernfsim/kernfsim/loadgen"
 	"github.com/kernfsim/kernfsim/locking"
+	"github.com/kernfsim/kernfsim/sysfs"
 )
 
 // treeFlags are kernfsim's own tree flags (internal/cli.TreeFlags: --tree
@@ -68,9 +69,9 @@ func (f *treeFlags) serverArgs() []string {
 }
 
 // config is the synthetic tree the flags size, for commands that take a
-// kernfsim.SynthConfig: a flag not given stays 0, kernfsim's default.
-func (f *treeFlags) config() kernfsim.SynthConfig {
-	var c kernfsim.SynthConfig
+// sysfs.SynthConfig: a flag not given stays 0, kernfsim's default.
+func (f *treeFlags) config() sysfs.SynthConfig {
+	var c sysfs.SynthConfig
 	for name, v := range map[string]*int{"cpus": &c.CPUs, "sockets": &c.Sockets, "threads-per-core": &c.ThreadsPerCore,
 		"numa-nodes": &c.NUMANodes, "mem-blocks": &c.MemBlocks, "netdevs": &c.Netdevs, "disks": &c.Disks} {
 		if f.names[name] && f.fs.Changed(name) {

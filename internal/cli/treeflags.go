@@ -15,22 +15,23 @@ import (
 	"github.com/kernfsim/kernfsim/fusefs"
 	"github.com/kernfsim/kernfsim/kernfsim"
 	"github.com/kernfsim/kernfsim/locking"
+	"github.com/kernfsim/kernfsim/sysfs"
 )
 
 // TreeFlags choose and size the tree a command works on; tree, mount and
 // cpuinfo share them.
 type TreeFlags struct {
 	lock    string
-	tree    string               // "synthetic" or "host"
-	hostDir string               // --tree host[:DIR]: the directory mirrored
-	synth   kernfsim.SynthConfig // NUMANodes 0 means one per socket
+	tree    string            // "synthetic" or "host"
+	hostDir string            // --tree host[:DIR]: the directory mirrored
+	synth   sysfs.SynthConfig // NUMANodes 0 means one per socket
 	gp      string
 	grace   locking.GraceConfig
 	flags   *pflag.FlagSet // to tell which flags were given
 }
 
 // AddTreeFlags defines the tree flags on fs, the shape and the lock,
-// defaulting to kernfsim.SynthConfig{}.WithDefaults() under rwsem.
+// defaulting to sysfs.SynthConfig{}.WithDefaults() under rwsem.
 func AddTreeFlags(fs *pflag.FlagSet, f *TreeFlags) {
 	AddShapeFlags(fs, f)
 	addLockFlags(fs, f)
@@ -40,7 +41,7 @@ func AddTreeFlags(fs *pflag.FlagSet, f *TreeFlags) {
 // commands whose output the lock does not change (tree, cpuinfo); the tree
 // is then built under rwsem.
 func AddShapeFlags(fs *pflag.FlagSet, f *TreeFlags) {
-	d := kernfsim.SynthConfig{}.WithDefaults()
+	d := sysfs.SynthConfig{}.WithDefaults()
 	f.lock, f.tree, f.synth.MemBlockSize, f.flags = "rwsem", "synthetic", d.MemBlockSize, fs
 	f.gp, f.grace.Tick = string(kernfsim.GPNormal), 4*time.Millisecond
 	fs.Var(&treeValue{&f.tree, &f.hostDir}, "tree", "tree to build: synthetic, or host[:DIR] to snapshot DIR, /sys if none is given")
@@ -64,7 +65,7 @@ func addLockFlags(fs *pflag.FlagSet, f *TreeFlags) {
 }
 
 // config is the synthetic config the flags ask for.
-func (f *TreeFlags) config() kernfsim.SynthConfig {
+func (f *TreeFlags) config() sysfs.SynthConfig {
 	c := f.synth
 	if c.NUMANodes == 0 {
 		c.NUMANodes = c.Sockets
@@ -105,7 +106,7 @@ func (f *TreeFlags) BuildWith(lock string) (*Built, error) {
 		return nil, &RuntimeError{Err: err}
 	}
 	stats := fusefs.NewStatsFile(t)
-	if _, err := kernfsim.AddABI(t, stats); err != nil {
+	if _, err := sysfs.AddABI(t, stats); err != nil {
 		return nil, &RuntimeError{Err: err}
 	}
 	t.Seal()
@@ -127,9 +128,9 @@ func Args(fs *pflag.FlagSet) []string {
 // populate builds the synthetic tree or loads the host mirror into t.
 func (f *TreeFlags) populate(t *kernfsim.Tree) (report string, err error) {
 	if f.tree != "host" {
-		return "", kernfsim.BuildSynthetic(t, f.config())
+		return "", sysfs.BuildSynthetic(t, f.config())
 	}
-	rep, err := kernfsim.MirrorHost(t, f.hostDir, kernfsim.MirrorOptions{})
+	rep, err := sysfs.MirrorHost(t, f.hostDir, sysfs.MirrorOptions{})
 	if err != nil {
 		return "", err
 	}
@@ -212,9 +213,9 @@ var configFlags = []struct{ field, flag string }{
 	{"CPUs", "--cpus"},
 }
 
-// flagError rewords a *kernfsim.ConfigError in terms of flags.
+// flagError rewords a *sysfs.ConfigError in terms of flags.
 func flagError(err error) error {
-	var ce *kernfsim.ConfigError
+	var ce *sysfs.ConfigError
 	if !errors.As(err, &ce) {
 		return err
 	}

@@ -1,0 +1,32 @@
+package kernfsim
+
+import (
+	"bytes"
+	"errors"
+	"strings"
+	"testing"
+)
+
+// FuzzValidateName checks names: an accepted name can be created and
+// looked up; a rejected one gets EINVAL or ENAMETOOLONG and changes nothing.
+func FuzzValidateName(f *testing.F) {
+	for _, s := range []string{"eth0", "", ".", "..", "a/b", "a\nb", "ü", strings.Repeat("z", 256), "..."} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, name string) {
+		tr := newTestTree(t, "rcu")
+		n, err := tr.Mkdir(tr.Root(), name, 0o755)
+		if e := ValidateName(name); e != 0 {
+			if !errors.Is(err, e) || tr.Nodes() != 1 {
+				t.Fatalf("Mkdir(%q): got %v and %d nodes, want %v and nothing added", name, err, tr.Nodes(), e)
+			}
+			return
+		}
+		if err != nil {
+			t.Fatalf("Mkdir(%q) of a valid name: %v", name, err)
+		}
+		if got := must(tr.Lookup(tr.Root(), name))(t); got != n || bytes.ContainsAny([]byte(name), "/\x00") {
+			t.Fatalf("Lookup(%q) found %p, want %p", name, got, n)
+		}
+	})
+}
