@@ -11,7 +11,7 @@ if [ -n "$unformatted" ]; then
 fi
 go vet ./...
 go test -race -count=1 ./...
-GOMAXPROCS=1 go test -count=1 -run 'Torture|Grace|Differential' ./locking/ ./kernfsim/
+GOMAXPROCS=1 go test -count=1 -run 'Torture|Grace|Differential|CreateDeleteRace' ./locking/ ./kernfsim/ ./sysfs/
 
 # The soak for a minute (the go test above runs 15 s of it): each lock mode
 # must end with no unexpected errno, server RSS and goroutines near their
