@@ -13,7 +13,6 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/kernfsim/kernfsim/kernfsim"
-	"github.com/kernfsim/kernfsim/locking"
 	"github.com/kernfsim/kernfsim/sysfs"
 )
 
@@ -77,7 +76,7 @@ func (s *simTarget) work() {
 }
 
 func newSimTarget(t Target, churn bool) (*simTarget, error) {
-	tree, err := buildSimTree(t)
+	tree, err := buildSimTree(t, churn)
 	if err != nil {
 		return nil, err
 	}
@@ -86,28 +85,29 @@ func newSimTarget(t Target, churn bool) (*simTarget, error) {
 	if t.Cred != nil {
 		st.cred = *t.Cred
 	}
-	if _, err := st.w.Resolve(kernfsim.RootCred, churnControl); churn && err != nil {
-		if _, err := sysfs.AddABI(tree, nil); err != nil {
-			return nil, err
-		}
-	}
 	return st, nil
 }
 
-// buildSimTree is t's tree: t.Build's, or the synthetic tree t.Tree sizes.
-func buildSimTree(t Target) (*kernfsim.Tree, error) {
+// buildSimTree is t's tree: t.Build's (which has the in-tree ABI), or the
+// synthetic tree t.Tree sizes, with the ABI if abi (churn writes to it).
+func buildSimTree(t Target, abi bool) (*kernfsim.Tree, error) {
 	if t.Build != nil {
 		return t.Build.BuildTree(t.Lock)
 	}
-	s, err := locking.New(t.Lock, locking.Options{})
+	a, err := sysfs.Assemble(sysfs.Options{Lock: t.Lock, Synth: t.Tree.WithDefaults(), ABI: abi})
 	if err != nil {
-		return nil, &ConfigError{Field: "Lock", Problem: err.Error()}
+		return nil, assembleError(err)
 	}
-	tree, err := sysfs.NewSynthetic(s, t.Tree.WithDefaults())
-	if err != nil {
-		return nil, &ConfigError{Field: "Tree", Problem: err.Error()}
+	return a.Tree, nil
+}
+
+// assembleError is a *ConfigError for a tree sysfs.Assemble could not
+// build: its Lock, or else its Tree.
+func assembleError(err error) error {
+	if oe := (*sysfs.OptionError)(nil); errors.As(err, &oe) && oe.Option == "Lock" {
+		return &ConfigError{Field: "Lock", Problem: err.Error()}
 	}
-	return tree, nil
+	return &ConfigError{Field: "Tree", Problem: err.Error()}
 }
 
 // readFile returns a bare errno, as pathTarget's system calls do: an

@@ -411,24 +411,16 @@ type simTD struct {
 }
 
 func newSimTD(cfg TeardownConfig, sp teardownSpec) (*simTD, error) {
-	s, err := locking.New(sp.lock, locking.Options{Grace: cfg.Grace})
-	if err != nil {
-		return nil, &ConfigError{Field: "Lock", Problem: err.Error()}
-	}
 	gp := kernfsim.GPNormal
 	if sp.gp != GPNotApplicable {
 		gp = kernfsim.GPPolicy(sp.gp)
 	}
-	t := kernfsim.New(s, kernfsim.Options{GP: gp})
-	if err := sysfs.BuildSynthetic(t, cfg.Target.Tree.WithDefaults()); err != nil {
-		return nil, &ConfigError{Field: "Tree", Problem: err.Error()}
-	}
-	abi, err := sysfs.AddABIWith(t, sysfs.ABIOptions{MaxDevices: max(cfg.Count, sysfs.DefaultMaxDevices)})
+	a, err := sysfs.Assemble(sysfs.Options{Lock: sp.lock, Grace: cfg.Grace, GP: gp, Synth: cfg.Target.Tree.WithDefaults(),
+		ABI: true, MaxDevices: max(cfg.Count, sysfs.DefaultMaxDevices)})
 	if err != nil {
-		return nil, err
+		return nil, assembleError(err)
 	}
-	t.Seal()
-	return &simTD{t: t, abi: abi, w: kernfsim.NewWalker(t, kernfsim.WalkerOptions{}), cred: DefaultSimCred}, nil
+	return &simTD{t: a.Tree, abi: a.ABI, w: kernfsim.NewWalker(a.Tree, kernfsim.WalkerOptions{}), cred: DefaultSimCred}, nil
 }
 
 func (s *simTD) create(name string, attrs int) error { return s.abi.Create(name, attrs) }

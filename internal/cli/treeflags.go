@@ -96,21 +96,32 @@ func (f *TreeFlags) BuildWith(lock string) (*Built, error) {
 	if err := f.validate(); err != nil {
 		return nil, err
 	}
-	s, err := locking.New(lock, locking.Options{Grace: f.grace})
-	if err != nil {
-		return nil, &UsageError{Err: err}
-	}
-	t := kernfsim.New(s, kernfsim.Options{GP: kernfsim.GPPolicy(f.gp)})
-	report, err := f.populate(t)
-	if err != nil {
+	var stats *fusefs.StatsFile
+	a, err := sysfs.Assemble(f.assembly(lock, func(t *kernfsim.Tree) kernfsim.Source {
+		stats = fusefs.NewStatsFile(t)
+		return stats
+	}))
+	var oe *sysfs.OptionError
+	switch {
+	case errors.As(err, &oe):
+		return nil, &UsageError{Err: oe.Err}
+	case err != nil:
 		return nil, &RuntimeError{Err: err}
 	}
-	stats := fusefs.NewStatsFile(t)
-	if _, err := sysfs.AddABI(t, stats); err != nil {
-		return nil, &RuntimeError{Err: err}
+	b := &Built{Tree: a.Tree, Stats: stats}
+	if a.Mirror != nil {
+		b.Report = a.Mirror.String()
 	}
-	t.Seal()
-	return &Built{Tree: t, Stats: stats, Report: report}, nil
+	return b, nil
+}
+
+// assembly is what the flags ask sysfs.Assemble for, under lock.
+func (f *TreeFlags) assembly(lock string, stats func(*kernfsim.Tree) kernfsim.Source) sysfs.Options {
+	o := sysfs.Options{Lock: lock, Grace: f.grace, GP: kernfsim.GPPolicy(f.gp), Synth: f.config(), ABI: true, Stats: stats}
+	if f.tree == "host" {
+		o.HostDir = f.hostDir
+	}
+	return o
 }
 
 // Args renders the tree flags as they were set, for passing them to a
@@ -123,18 +134,6 @@ func Args(fs *pflag.FlagSet) []string {
 		}
 	})
 	return args
-}
-
-// populate builds the synthetic tree or loads the host mirror into t.
-func (f *TreeFlags) populate(t *kernfsim.Tree) (report string, err error) {
-	if f.tree != "host" {
-		return "", sysfs.BuildSynthetic(t, f.config())
-	}
-	rep, err := sysfs.MirrorHost(t, f.hostDir, sysfs.MirrorOptions{})
-	if err != nil {
-		return "", err
-	}
-	return rep.String(), nil
 }
 
 // TreeFlagNames are the flags AddTreeFlags defines.

@@ -1,0 +1,90 @@
+package sysfs
+
+import (
+	"github.com/kernfsim/kernfsim/kernfsim"
+	"github.com/kernfsim/kernfsim/locking"
+)
+
+// Options say what tree Assemble builds.
+type Options struct {
+	Lock  string              // the lock strategy's name (locking.Names)
+	Grace locking.GraceConfig // the grace-period engine, where the strategy has one
+	GP    kernfsim.GPPolicy   // teardown policy under grace periods; "" means normal
+
+	// Synth is the synthetic machine, taken as given (start from
+	// SynthConfig.WithDefaults). Unused when HostDir is set.
+	Synth SynthConfig
+	// HostDir, if set, is a sysfs to mirror (MirrorHost) instead.
+	HostDir string
+	Mirror  MirrorOptions
+
+	// ABI adds the in-tree ABI: bus/kernfsim, devices/kernfsim,
+	// class/kernfsim and, if Stats is set, kernel/kernfsim/stats.
+	ABI bool
+	// MaxDevices bounds new_device; 0 means DefaultMaxDevices.
+	MaxDevices int
+	// Stats, if set, makes the stats file's contents for the new tree
+	// (the FUSE server's counters are bound to it later).
+	Stats func(*kernfsim.Tree) kernfsim.Source
+}
+
+// Assembled is a tree as the commands and loadgen serve it, sealed.
+type Assembled struct {
+	Tree   *kernfsim.Tree
+	ABI    *ABI          // nil unless Options.ABI
+	Mirror *MirrorReport // nil unless Options.HostDir
+}
+
+// OptionError is an option Assemble cannot build from: Option is "Lock"
+// or "Synth", Err says why. Other errors are failures to build.
+type OptionError struct {
+	Option string
+	Err    error
+}
+
+func (e *OptionError) Error() string { return e.Err.Error() }
+func (e *OptionError) Unwrap() error { return e.Err }
+
+// Assemble builds the tree o describes: a tree under the lock strategy,
+// the synthetic machine or the host's mirror, and the in-tree ABI, then
+// seals it. Every command and loadgen target builds its tree here, so a
+// tree served by `kernfsim mount` and one measured in process are the same.
+func Assemble(o Options) (*Assembled, error) {
+	s, err := locking.New(o.Lock, locking.Options{Grace: o.Grace})
+	if err != nil {
+		return nil, &OptionError{Option: "Lock", Err: err}
+	}
+	if o.HostDir == "" {
+		if err := o.Synth.Validate(); err != nil {
+			return nil, &OptionError{Option: "Synth", Err: err}
+		}
+	}
+	a := &Assembled{Tree: kernfsim.New(s, kernfsim.Options{GP: o.GP})}
+	if err := a.populate(o); err != nil {
+		return nil, err
+	}
+	if o.ABI {
+		var stats kernfsim.Source
+		if o.Stats != nil {
+			stats = o.Stats(a.Tree)
+		}
+		if a.ABI, err = AddABIWith(a.Tree, ABIOptions{Stats: stats, MaxDevices: o.MaxDevices}); err != nil {
+			return nil, err
+		}
+	}
+	a.Tree.Seal()
+	return a, nil
+}
+
+// populate builds the synthetic machine or loads the host's mirror.
+func (a *Assembled) populate(o Options) error {
+	if o.HostDir == "" {
+		return BuildSynthetic(a.Tree, o.Synth)
+	}
+	rep, err := MirrorHost(a.Tree, o.HostDir, o.Mirror)
+	if err != nil {
+		return err
+	}
+	a.Mirror = &rep
+	return nil
+}
