@@ -24,7 +24,7 @@ func TestTreeListsMount(t *testing.T) {
 			flags := append([]string{"--lock", lock}, smallTree...)
 			s := startServer(t, newMountpoint(t), flags...)
 			s.wantStatus(t, lock)
-			r := runKernfsim(t, append([]string{"tree"}, flags...)...)
+			r := runKernfsim(t, append([]string{"tree"}, smallTree...)...) // the same tree under every lock
 			if r.code != 0 {
 				t.Fatalf("kernfsim tree: exit status got %d, want 0; stderr:\n%s", r.code, r.stderr)
 			}
