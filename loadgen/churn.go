@@ -4,13 +4,15 @@ import (
 	"strconv"
 	"sync"
 	"time"
+
+	"github.com/kernfsim/kernfsim/client"
 )
 
 // The in-tree control files (sysfs.ABI), relative to the target.
 const (
-	churnControl = "bus/kernfsim/new_device"
-	churnDelete  = "bus/kernfsim/delete_device"
-	churnDevices = "devices/kernfsim"
+	churnControl = client.NewDevicePath
+	churnDelete  = client.DeleteDevicePath
+	churnDevices = client.DevicesDir
 	// churnSlots is how many device names the churner cycles through.
 	churnSlots = 8
 	// churnFile is the file of a churned device the workers read: every
@@ -65,7 +67,7 @@ func newChurner(t target, rate float64) (*churner, error) {
 		stop: make(chan struct{}), done: make(chan struct{}), res: ChurnResult{Rate: rate}, errs: errTally{}}
 	for i := range churnSlots {
 		c.names = append(c.names, "loadgen"+strconv.Itoa(i))
-		t.write(churnDelete, []byte(c.names[i]+"\n")) // ENODEV when absent, as expected
+		t.write(churnDelete, client.DeleteDevices(c.names[i])) // ENODEV when absent, as expected
 	}
 	return c, nil
 }
@@ -116,9 +118,9 @@ func (c *churner) run() {
 func (c *churner) step(i int) {
 	var err error
 	if c.present[i] {
-		err = c.t.write(churnDelete, []byte(c.names[i]+"\n"))
+		err = c.t.write(churnDelete, client.DeleteDevices(c.names[i]))
 	} else {
-		err = c.t.write(churnControl, []byte(c.names[i]+" "+strconv.Itoa(DefaultChurnAttrs)+"\n"))
+		err = c.t.write(churnControl, client.NewDevice(c.names[i], DefaultChurnAttrs))
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -148,7 +150,7 @@ func (c *churner) finish() *ChurnResult {
 		}
 		for i := range c.names {
 			if c.present[i] {
-				c.t.write(churnDelete, []byte(c.names[i]+"\n"))
+				c.t.write(churnDelete, client.DeleteDevices(c.names[i]))
 			}
 		}
 	})

@@ -18,6 +18,7 @@ import (
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
 
+	"github.com/kernfsim/kernfsim/client"
 	"github.com/kernfsim/kernfsim/locking"
 )
 
@@ -568,9 +569,9 @@ func (l *soakLoad) churn(a *soakActor) {
 		name := soakChurnName + itoa(i)
 		var err error
 		if l.present[i] {
-			err = l.t.write(churnDelete, []byte(name+"\n"))
+			err = l.t.write(churnDelete, client.DeleteDevices(name))
 		} else {
-			err = l.t.write(churnControl, []byte(name+" 2\n"))
+			err = l.t.write(churnControl, client.NewDevice(name, 2))
 		}
 		a.record(0, err, false, name)
 		if err == nil {
@@ -593,7 +594,7 @@ func (l *soakLoad) storm(a *soakActor) {
 		var names []string
 		for i := range l.c.StormSize {
 			name := soakStormName + itoa(i)
-			err := l.t.write(churnControl, []byte(name+" 1\n"))
+			err := l.t.write(churnControl, client.NewDevice(name, 1))
 			a.record(0, err, false, name)
 			if err == nil {
 				names = append(names, name)
@@ -602,7 +603,7 @@ func (l *soakLoad) storm(a *soakActor) {
 		if len(names) == 0 {
 			continue
 		}
-		err := l.t.write(churnDelete, []byte(strings.Join(names, " ")+"\n"))
+		err := l.t.write(churnDelete, client.DeleteDevices(names...))
 		a.record(0, err, false, soakStormName+"*")
 		if err == nil {
 			l.storms.Add(1)
@@ -653,7 +654,7 @@ func (l *soakLoad) finish() {
 		}
 	}
 	if len(names) > 0 {
-		if err := l.t.write(churnDelete, []byte(strings.Join(names, " ")+"\n")); err != nil {
+		if err := l.t.write(churnDelete, client.DeleteDevices(names...)); err != nil {
 			l.writers[0].record(0, err, false, strings.Join(names, " "))
 		}
 	}
@@ -698,41 +699,28 @@ func (p *soakServer) close() error {
 }
 
 // stats reads the mount's kernel/kernfsim/stats.
-func (p *soakServer) stats() (map[string]string, error) {
-	b, err := os.ReadFile(p.t.abs("kernel/kernfsim/stats"))
-	if err != nil {
-		return nil, err
-	}
-	kv := map[string]string{}
-	for _, line := range strings.Split(string(b), "\n") {
-		if k, v, ok := strings.Cut(line, " "); ok {
-			kv[k] = v
-		}
-	}
-	return kv, nil
-}
+func (p *soakServer) stats() (client.Stats, error) { return client.ReadStats(p.t.abs("")) }
 
 // lock is the mount's lock strategy, from its stats file.
 func (p *soakServer) lock() (string, error) {
-	kv, err := p.stats()
-	if errors.Is(err, fs.ErrNotExist) || err == nil && (kv["server.lock"] == "" || kv["server.nodeids"] == "") {
+	s, err := p.stats()
+	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, client.ErrNotStats) || err == nil && !s.Served {
 		return "", badConfig("Dir", "soak a kernfsim mount", "%s is not a kernfsim mount: no server.lock and server.nodeids in kernel/kernfsim/stats", p.t.dir)
 	}
 	if err != nil {
 		return "", p.gone(err, nil)
 	}
-	return kv["server.lock"], nil
+	return s.Lock, nil
 }
 
 // level reads the server's counters and its process's RSS and threads.
 func (p *soakServer) level() (ServerLevel, error) {
-	kv, err := p.stats()
+	s, err := p.stats()
 	if err != nil {
 		return ServerLevel{}, err
 	}
 	lv, err := p.process()
-	num := func(k string) int64 { n, _ := strconv.ParseInt(kv[k], 10, 64); return n }
-	lv.Goroutines, lv.Nodeids, lv.OpenFiles = num("server.goroutines"), num("server.nodeids"), num("server.open_files")
+	lv.Goroutines, lv.Nodeids, lv.OpenFiles = int64(s.Goroutines), int64(s.Nodeids), int64(s.OpenFiles)
 	return lv, err
 }
 

@@ -1,12 +1,10 @@
 package loadgen
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"os"
 	"runtime"
 	"slices"
 	"strconv"
@@ -18,6 +16,7 @@ import (
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
 	"golang.org/x/sys/unix"
 
+	"github.com/kernfsim/kernfsim/client"
 	"github.com/kernfsim/kernfsim/kernfsim"
 	"github.com/kernfsim/kernfsim/locking"
 	"github.com/kernfsim/kernfsim/sysfs"
@@ -53,7 +52,7 @@ const (
 	// teardownsPerDevice is what one device adds to tree.teardowns_*: its
 	// directory and its class/kernfsim symlink (sysfs.ABI.Delete).
 	teardownsPerDevice = 2
-	tdStatsFile        = "kernel/kernfsim/stats"
+	tdStatsFile        = client.StatsPath
 	tdReadFile         = "uevent" // what readers read of a remaining device
 	tdPollEvery        = time.Millisecond
 )
@@ -540,14 +539,14 @@ func (m *mountTD) write(fd int, data []byte) error {
 }
 
 func (m *mountTD) create(name string, attrs int) error {
-	if err := m.write(m.add, []byte(name+" "+itoa(attrs)+"\n")); err != nil {
+	if err := m.write(m.add, client.NewDevice(name, attrs)); err != nil {
 		return fmt.Errorf("new_device %s: %w", name, err)
 	}
 	return nil
 }
 
 func (m *mountTD) remove(names []string) error {
-	if err := m.write(m.del, []byte(strings.Join(names, " ")+"\n")); err != nil {
+	if err := m.write(m.del, client.DeleteDevices(names...)); err != nil {
 		return fmt.Errorf("delete_device %s: %w", names[0], err)
 	}
 	return nil
@@ -559,24 +558,12 @@ func (m *mountTD) read(name string, buf []byte) error {
 
 // counters reads and parses kernel/kernfsim/stats.
 func (m *mountTD) counters() (tdCounters, error) {
-	b, err := os.ReadFile(m.p.abs(tdStatsFile))
+	s, err := client.ReadStats(m.p.abs(""))
 	if err != nil {
 		return tdCounters{}, err
 	}
-	var c tdCounters
-	fields := map[string]*uint64{"tree.teardowns_queued": &c.Queued, "tree.teardowns_completed": &c.Completed,
-		"grace.periods": &c.GracePeriods, "grace.expedited": &c.Expedited, "grace.callbacks_pending": &c.pending}
-	for line := range bytes.Lines(b) {
-		k, v, _ := strings.Cut(strings.TrimSpace(string(line)), " ")
-		if k == "server.lock" {
-			c.lock = v
-		} else if p := fields[k]; p != nil {
-			*p, _ = strconv.ParseUint(v, 10, 64)
-		}
-	}
-	if c.lock == "" {
-		return c, fmt.Errorf("%s: no server.lock line: not a kernfsim stats file", m.p.abs(tdStatsFile))
-	}
+	c := tdCounters{lock: s.Lock, pending: s.CallbacksPending}
+	c.Queued, c.Completed, c.GracePeriods, c.Expedited = s.TeardownsQueued, s.TeardownsCompleted, s.GracePeriods, s.Expedited
 	return c, nil
 }
 

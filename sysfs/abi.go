@@ -7,10 +7,10 @@ import (
 	"fmt"
 	"io/fs"
 	"strconv"
-	"strings"
 	"sync/atomic"
 	"syscall"
 
+	"github.com/kernfsim/kernfsim/client"
 	"github.com/kernfsim/kernfsim/kernfsim"
 )
 
@@ -91,21 +91,15 @@ func parseDeviceName(s string) (string, syscall.Errno) {
 	return s, 0
 }
 
-// parseNewDevice parses "NAME [NATTRS]" (one trailing newline allowed).
+// parseNewDevice parses a write to new_device (client.NewDevice's
+// format) and checks the name.
 func parseNewDevice(data []byte) (name string, nattrs int, e syscall.Errno) {
-	fields := strings.Fields(strings.TrimSuffix(string(data), "\n"))
-	if len(fields) == 0 || len(fields) > 2 || strings.ContainsAny(string(data), "\x00") {
+	name, nattrs, err := client.ParseNewDevice(data, MaxDeviceAttrs)
+	if err != nil {
 		return "", 0, syscall.EINVAL
 	}
-	if name, e = parseDeviceName(fields[0]); e != 0 {
+	if name, e = parseDeviceName(name); e != 0 {
 		return "", 0, e
-	}
-	if len(fields) == 2 {
-		n, err := strconv.Atoi(fields[1])
-		if err != nil || n < 0 || n > MaxDeviceAttrs {
-			return "", 0, syscall.EINVAL
-		}
-		nattrs = n
 	}
 	return name, nattrs, 0
 }
@@ -179,8 +173,8 @@ func (d *deleteDevice) Show(context.Context, *bytes.Buffer) error { return sysca
 // Store takes one or more names separated by blanks; they share one grace
 // period.
 func (d *deleteDevice) Store(ctx context.Context, data []byte) error {
-	fields := strings.Fields(strings.TrimSuffix(string(data), "\n"))
-	if len(fields) == 0 || strings.ContainsRune(string(data), 0) {
+	fields, err := client.ParseDeleteDevices(data)
+	if err != nil {
 		return syscall.EINVAL
 	}
 	for _, f := range fields {

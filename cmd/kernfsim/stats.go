@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -17,6 +16,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/kernfsim/kernfsim/client"
 	"github.com/kernfsim/kernfsim/internal/cli"
 )
 
@@ -75,7 +75,7 @@ type stats struct {
 // readStats reads and parses MOUNTPOINT/kernel/kernfsim/stats, "key
 // value" lines.
 func readStats(mnt string) (stats, error) {
-	b, err := os.ReadFile(filepath.Join(mnt, "kernel/kernfsim/stats"))
+	s, err := client.ReadStats(mnt)
 	switch {
 	case errors.Is(err, syscall.ENOTCONN):
 		return stats{}, &cli.UsageError{Err: fmt.Errorf("%s: the kernfsim server is gone (transport endpoint is not connected): restart it with kernfsim mount %s --force", mnt, mnt)}
@@ -84,15 +84,7 @@ func readStats(mnt string) (stats, error) {
 	case err != nil:
 		return stats{}, &cli.RuntimeError{Err: err}
 	}
-	s := stats{at: time.Now(), vals: map[string]string{}}
-	sc := bufio.NewScanner(strings.NewReader(string(b)))
-	for sc.Scan() {
-		if k, v, ok := strings.Cut(sc.Text(), " "); ok {
-			s.keys = append(s.keys, k)
-			s.vals[k] = v
-		}
-	}
-	return s, nil
+	return stats{at: time.Now(), keys: s.Keys, vals: s.Values}, nil
 }
 
 // gauges are the values that stand rather than count up: --watch shows

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kernfsim/kernfsim/client"
 	"github.com/kernfsim/kernfsim/loadgen"
 )
 
@@ -236,27 +237,12 @@ func TestPlotSaved(t *testing.T) {
 func waitForWorkload(ctx context.Context, n uint64) {
 	deadline := time.Now().Add(time.Minute)
 	for polls := uint64(0); ctx.Err() == nil && time.Now().Before(deadline); polls++ {
-		stats, _ := filepath.Glob(filepath.Join(os.TempDir(), "loadgen-kernfsim-*", "kernel/kernfsim/stats"))
-		if len(stats) > 0 {
-			if opens, ok := statsValue(stats[0], "requests.OPEN"); ok && opens > polls+n {
+		mnts, _ := filepath.Glob(filepath.Join(os.TempDir(), "loadgen-kernfsim-*"))
+		if len(mnts) > 0 {
+			if s, err := client.ReadStats(mnts[0]); err == nil && s.Requests["OPEN"] > polls+n {
 				return
 			}
 		}
 		time.Sleep(5 * time.Millisecond) // polled, with a deadline
 	}
-}
-
-// statsValue reads one counter from a stats file.
-func statsValue(path, key string) (uint64, bool) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return 0, false
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if k, v, ok := strings.Cut(line, " "); ok && k == key {
-			n, err := strconv.ParseUint(v, 10, 64)
-			return n, err == nil
-		}
-	}
-	return 0, false
 }

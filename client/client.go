@@ -1,0 +1,73 @@
+// Package client speaks to a kernfsim tree through its files, as any
+// process on a mount does: the control-file protocol of the in-tree ABI
+// (bus/kernfsim/new_device, delete_device) and the stats file
+// (kernel/kernfsim/stats). It owns both formats' client side: the writes
+// that control files accept (parsed by package sysfs with the parsers
+// here) and a typed parser of what package fusefs writes to the stats
+// file. It has no state and no locks.
+package client
+
+import (
+	"errors"
+	"strconv"
+	"strings"
+)
+
+// Paths of the in-tree ABI, relative to the tree's root.
+const (
+	NewDevicePath    = "bus/kernfsim/new_device"
+	DeleteDevicePath = "bus/kernfsim/delete_device"
+	DevicesDir       = "devices/kernfsim"
+	StatsPath        = "kernel/kernfsim/stats"
+)
+
+// NewDevice is the write to new_device that creates device name with
+// nattrs extra attributes: "NAME NATTRS\n".
+func NewDevice(name string, nattrs int) []byte {
+	return []byte(name + " " + strconv.Itoa(nattrs) + "\n")
+}
+
+// DeleteDevices is the write to delete_device that removes the devices
+// names, under one grace period: "NAME [NAME...]\n".
+func DeleteDevices(names ...string) []byte {
+	return []byte(strings.Join(names, " ") + "\n")
+}
+
+// ErrSyntax is a control-file write that is not "NAME [NATTRS]" or
+// "NAME [NAME...]".
+var ErrSyntax = errors.New("kernfsim control file: bad syntax")
+
+// ParseNewDevice splits a write to new_device into its name and
+// attribute count (0 if absent). One trailing newline is allowed; the
+// name is not checked here (the tree's name rules apply). NATTRS must be
+// a number from 0 to maxAttrs.
+func ParseNewDevice(data []byte, maxAttrs int) (name string, nattrs int, err error) {
+	fields, err := controlFields(data)
+	if err != nil || len(fields) > 2 {
+		return "", 0, ErrSyntax
+	}
+	if len(fields) == 2 {
+		n, err := strconv.Atoi(fields[1])
+		if err != nil || n < 0 || n > maxAttrs {
+			return "", 0, ErrSyntax
+		}
+		nattrs = n
+	}
+	return fields[0], nattrs, nil
+}
+
+// ParseDeleteDevices splits a write to delete_device into its names.
+func ParseDeleteDevices(data []byte) ([]string, error) {
+	return controlFields(data)
+}
+
+// controlFields are the blank-separated fields of a control-file write:
+// at least one, no NUL byte.
+func controlFields(data []byte) ([]string, error) {
+	s := string(data)
+	fields := strings.Fields(strings.TrimSuffix(s, "\n"))
+	if len(fields) == 0 || strings.ContainsRune(s, 0) {
+		return nil, ErrSyntax
+	}
+	return fields, nil
+}

@@ -1,0 +1,120 @@
+package client
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Stats is one reading of the stats file: the served tree's lock
+// strategy, the FUSE server's tables and requests, the tree's nodes and
+// teardowns, the lock's counters and the grace periods. Counters count up
+// from the server's start; the rest are levels.
+type Stats struct {
+	Lock string // server.lock: the strategy's name
+	// Served is whether the server lines were there: a tree not (yet)
+	// served over FUSE has none.
+	Served                         bool
+	Nodeids, OpenFiles, Goroutines uint64            // server.*
+	Requests                       map[string]uint64 // requests.OPCODE
+	Nodes                          uint64            // tree.nodes
+	TeardownsQueued                uint64            // tree.teardowns_queued
+	TeardownsCompleted             uint64            // tree.teardowns_completed
+
+	ReadAcquisitions, ReadContended   uint64 // lock.read.*
+	ReadWait                          time.Duration
+	WriteAcquisitions, WriteContended uint64 // lock.write.*
+	WriteWait                         time.Duration
+
+	GracePeriods, Expedited                         uint64 // grace.*
+	GraceLatencyTotal, GraceLatencyMax              time.Duration
+	CallbacksQueued, CallbacksRun, CallbacksPending uint64
+
+	// Keys are the file's keys in its order and Values their text, known
+	// keys or not: for showing every line as it is.
+	Keys   []string
+	Values map[string]string
+}
+
+// fields maps each known key to where its value goes.
+func (s *Stats) fields() map[string]any {
+	return map[string]any{
+		"server.nodeids": &s.Nodeids, "server.open_files": &s.OpenFiles, "server.goroutines": &s.Goroutines,
+		"tree.nodes": &s.Nodes, "tree.teardowns_queued": &s.TeardownsQueued, "tree.teardowns_completed": &s.TeardownsCompleted,
+		"lock.read.acquisitions": &s.ReadAcquisitions, "lock.read.contended": &s.ReadContended, "lock.read.wait_ns": &s.ReadWait,
+		"lock.write.acquisitions": &s.WriteAcquisitions, "lock.write.contended": &s.WriteContended, "lock.write.wait_ns": &s.WriteWait,
+		"grace.periods": &s.GracePeriods, "grace.expedited": &s.Expedited,
+		"grace.latency_total_ns": &s.GraceLatencyTotal, "grace.latency_max_ns": &s.GraceLatencyMax,
+		"grace.callbacks_queued": &s.CallbacksQueued, "grace.callbacks_run": &s.CallbacksRun, "grace.callbacks_pending": &s.CallbacksPending,
+	}
+}
+
+// ErrNotStats is a file without a server.lock line: not kernfsim's stats.
+var ErrNotStats = errors.New("not a kernfsim stats file: no server.lock line")
+
+// ParseStats parses the stats file's "key value" lines. It fails if there
+// is no server.lock line (not a kernfsim stats file) or a known counter
+// is not a number; unknown keys are kept in Keys and Values only.
+func ParseStats(b []byte) (Stats, error) {
+	s := Stats{Requests: map[string]uint64{}, Values: map[string]string{}}
+	fields := s.fields()
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	for sc.Scan() {
+		k, v, ok := strings.Cut(sc.Text(), " ")
+		if !ok {
+			continue
+		}
+		s.Keys, s.Values[k] = append(s.Keys, k), v
+		if err := s.set(fields, k, v); err != nil {
+			return Stats{}, err
+		}
+	}
+	if s.Lock == "" {
+		return Stats{}, ErrNotStats
+	}
+	return s, nil
+}
+
+// set stores one line's value.
+func (s *Stats) set(fields map[string]any, k, v string) error {
+	if k == "server.lock" {
+		s.Lock = v
+		return nil
+	}
+	n, err := strconv.ParseUint(v, 10, 64)
+	if op, ok := strings.CutPrefix(k, "requests."); ok {
+		s.Requests[op] = n
+	} else if p, known := fields[k]; !known {
+		return nil
+	} else if d, isDur := p.(*time.Duration); isDur {
+		*d = time.Duration(n)
+	} else {
+		*p.(*uint64) = n
+	}
+	if err != nil {
+		return fmt.Errorf("kernfsim stats file: %s %q is not a count", k, v)
+	}
+	s.Served = s.Served || strings.HasPrefix(k, "server.")
+	return nil
+}
+
+// ReadStats reads and parses the stats file of the tree mounted at root.
+// A read error is returned as it is (ENOTCONN for a dead server,
+// fs.ErrNotExist for a mount that is not kernfsim's).
+func ReadStats(root string) (Stats, error) {
+	b, err := os.ReadFile(filepath.Join(root, StatsPath))
+	if err != nil {
+		return Stats{}, err
+	}
+	s, err := ParseStats(b)
+	if err != nil {
+		return Stats{}, fmt.Errorf("%s: %w", filepath.Join(root, StatsPath), err)
+	}
+	return s, nil
+}
