@@ -84,6 +84,10 @@ type StatsFile struct {
 // NewStatsFile returns the stats source for tree.
 func NewStatsFile(tree *kernfsim.Tree) *StatsFile { return &StatsFile{tree: tree} }
 
+// StatsSource is NewStatsFile as a plain source, for building a tree
+// whose stats file no server reads yet (it shows the tree's counters).
+func StatsSource(tree *kernfsim.Tree) kernfsim.Source { return NewStatsFile(tree) }
+
 // Bind makes the file show s's counters.
 func (f *StatsFile) Bind(s *Server) { f.srv.Store(s) }
 

@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/kernfsim/kernfsim/fusefs"
 	"github.com/kernfsim/kernfsim/internal/cli"
 	"github.com/kernfsim/kernfsim/sysfs"
 )
@@ -44,7 +45,7 @@ func cpuinfo(f *cli.TreeFlags, out, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	b, err := f.Build()
+	b, err := f.Build(fusefs.StatsSource)
 	if err != nil {
 		return err
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/kernfsim/kernfsim/fusefs"
 	"github.com/kernfsim/kernfsim/internal/cli"
 	"github.com/kernfsim/kernfsim/locking"
 )
@@ -60,7 +61,7 @@ func treeUnder(t *testing.T, lock string) string {
 	if err := fs.Parse(smallTree); err != nil {
 		t.Fatal(err)
 	}
-	b, err := f.BuildWith(lock)
+	b, err := f.BuildWith(lock, fusefs.StatsSource)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/kernfsim/kernfsim/fusefs"
 	"github.com/kernfsim/kernfsim/internal/cli"
 	"github.com/kernfsim/kernfsim/kernfsim"
 )
@@ -27,7 +28,7 @@ a symlink also shows its target.`,
   kernfsim tree --cpus 448 --sockets 4 --threads-per-core 4 | wc -l`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			b, err := f.Build()
+			b, err := f.Build(fusefs.StatsSource)
 			if err != nil {
 				return err
 			}

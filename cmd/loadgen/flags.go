@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/pflag"
 	"golang.org/x/sys/unix"
 
+	"github.com/kernfsim/kernfsim/fusefs"
 	"github.com/kernfsim/kernfsim/internal/cli"
 	"github.com/kernfsim/kernfsim/kernfsim"
 	"github.com/kernfsim/kernfsim/loadgen"
@@ -102,7 +103,7 @@ func (f *treeFlags) BuildTree(lock string) (*kernfsim.Tree, error) {
 	if t := f.mirrors[lock]; host && t != nil {
 		return t, nil
 	}
-	b, err := f.BuildWith(lock)
+	b, err := f.BuildWith(lock, fusefs.StatsSource)
 	if ue := (*cli.UsageError)(nil); errors.As(err, &ue) {
 		return nil, &loadgen.ConfigError{Field: "Tree", Problem: ue.Error()}
 	} else if err != nil {

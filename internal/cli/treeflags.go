@@ -12,7 +12,6 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/kernfsim/kernfsim/fusefs"
 	"github.com/kernfsim/kernfsim/kernfsim"
 	"github.com/kernfsim/kernfsim/locking"
 	"github.com/kernfsim/kernfsim/sysfs"
@@ -77,30 +76,29 @@ func (f *TreeFlags) config() sysfs.SynthConfig {
 // host's mirror, plus the in-tree ABI (bus/kernfsim,
 // kernel/kernfsim/stats), sealed.
 type Built struct {
-	Tree  *kernfsim.Tree
-	Stats *fusefs.StatsFile // bind it to the FUSE server once there is one
+	Tree *kernfsim.Tree
 	// Report says what a host mirror loaded and left out, in a few lines
 	// for the user; "" for a synthetic tree.
 	Report string
 }
 
-// Build makes the tree the flags describe. A flag value out of range is a
-// *UsageError naming the flag.
-func (f *TreeFlags) Build() (*Built, error) {
-	return f.BuildWith(f.lock)
+// StatsFunc makes the contents of a new tree's kernel/kernfsim/stats
+// (the FUSE server's stats file; the server binds to it later).
+type StatsFunc = func(*kernfsim.Tree) kernfsim.Source
+
+// Build makes the tree the flags describe, its stats file made by stats.
+// A flag value out of range is a *UsageError naming the flag.
+func (f *TreeFlags) Build(stats StatsFunc) (*Built, error) {
+	return f.BuildWith(f.lock, stats)
 }
 
 // BuildWith is Build under lock instead of --lock (loadgen compares
 // several locks on one set of tree flags).
-func (f *TreeFlags) BuildWith(lock string) (*Built, error) {
+func (f *TreeFlags) BuildWith(lock string, stats StatsFunc) (*Built, error) {
 	if err := f.validate(); err != nil {
 		return nil, err
 	}
-	var stats *fusefs.StatsFile
-	a, err := sysfs.Assemble(f.assembly(lock, func(t *kernfsim.Tree) kernfsim.Source {
-		stats = fusefs.NewStatsFile(t)
-		return stats
-	}))
+	a, err := sysfs.Assemble(f.assembly(lock, stats))
 	var oe *sysfs.OptionError
 	switch {
 	case errors.As(err, &oe):
@@ -108,7 +106,7 @@ func (f *TreeFlags) BuildWith(lock string) (*Built, error) {
 	case err != nil:
 		return nil, &RuntimeError{Err: err}
 	}
-	b := &Built{Tree: a.Tree, Stats: stats}
+	b := &Built{Tree: a.Tree}
 	if a.Mirror != nil {
 		b.Report = a.Mirror.String()
 	}

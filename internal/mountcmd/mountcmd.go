@@ -120,7 +120,8 @@ func serve(ctx context.Context, mountpoint string, f *flags, stdout, stderr io.W
 		return err
 	}
 	defer stopPprof()
-	built, err := f.tree.Build()
+	var stats *fusefs.StatsFile
+	built, err := f.tree.Build(func(t *kernfsim.Tree) kernfsim.Source { stats = fusefs.NewStatsFile(t); return stats })
 	if err != nil {
 		return err
 	}
@@ -135,7 +136,7 @@ func serve(ctx context.Context, mountpoint string, f *flags, stdout, stderr io.W
 	case err != nil:
 		return &cli.RuntimeError{Err: err}
 	}
-	built.Stats.Bind(m.Server)
+	stats.Bind(m.Server)
 	fmt.Fprintf(stdout, "kernfsim: serving %s on %s: lock=%s entry-timeout=%v attr-timeout=%v negative-timeout=%v permissions=%s transport=%s\n",
 		f.tree.Describe(), m.Mountpoint, f.tree.LockDetail(), f.entry, f.attr, f.negative, f.perms, transport)
 	select {
