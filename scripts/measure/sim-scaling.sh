@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The in-process walker's scaling from one CPU to two (README, "The
 # in-process walker"): BenchmarkWalk for rcu and none, -cpu 1,2, ROUNDS
-# rounds (default 5) of the same test binary one after another, so the
-# variants interleave; medians per variant, then
+# rounds (default 5), each running the test binary once per lock, rcu first
+# in odd rounds and none first in even ones, so the variants interleave and
+# neither always comes first; medians per variant, then
 #   rcu speed-up = ns/op at -cpu 1 / ns/op at -cpu 2 (files, missing,
 #                  resolve; parallel and 48 goroutines; target >= 1.9x)
 #   rcu/none     = rcu's ns/op / none's, serial at -cpu 1 (target <= 1.10x)
@@ -17,8 +18,12 @@ bin=$(mktemp -d)/kernfsim.test
 go test -c -o "$bin" ./kernfsim/
 : >"$OUT"
 for r in $(seq "$ROUNDS"); do
-	"$bin" -test.run '^$' -test.bench 'Walk/lock=(rcu|none)/op=(files|missing|resolve)' \
-		-test.cpu 1,2 -test.benchtime 200000x | grep '^Benchmark' | tee -a "$OUT" >/dev/null
+	locks="rcu none"
+	if [ $((r % 2)) -eq 0 ]; then locks="none rcu"; fi
+	for lock in $locks; do
+		"$bin" -test.run '^$' -test.bench "Walk/lock=$lock/op=(files|missing|resolve)" \
+			-test.cpu 1,2 -test.benchtime 200000x | grep '^Benchmark' >>"$OUT"
+	done
 	echo "round $r/$ROUNDS done" >&2
 done
 awk '
