@@ -12,6 +12,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/kernfsim/kernfsim/internal/buildinfo"
+	"github.com/kernfsim/kernfsim/internal/textout"
 )
 
 // Provenance is where and how a result was measured, so that two saved
@@ -212,10 +213,10 @@ func (t Target) Setup() string {
 }
 
 // writeProvenance writes p as summary lines, each label padded to width.
-func writeProvenance(ew *errWriter, p Provenance, width int) {
-	ew.printf("%-*s %s %s\n", width, "program:", p.Program, p.Build())
-	ew.printf("%-*s %s\n", width, "machine:", p.Machine())
+func writeProvenance(ew *textout.Writer, p Provenance, width int) {
+	ew.Printf("%-*s %s %s\n", width, "program:", p.Program, p.Build())
+	ew.Printf("%-*s %s\n", width, "machine:", p.Machine())
 	if len(p.Args) > 0 {
-		ew.printf("%-*s %s\n", width, "command:", p.CommandLine())
+		ew.Printf("%-*s %s\n", width, "command:", p.CommandLine())
 	}
 }

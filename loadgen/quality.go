@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"slices"
 	"time"
+
+	"github.com/kernfsim/kernfsim/internal/textout"
 )
 
 // Limits below which a run's figures do not mean what they seem.
@@ -33,7 +35,7 @@ func (r Result) Warnings() []string {
 	}
 	if loop := r.medianLoop(); r.Threads > r.CPUs && loop < MinWorkerLoop {
 		w = append(w, fmt.Sprintf("a worker's loop took %s, under %s (a few scheduler time slices), with %d threads on %d CPUs: "+
-			"the workers may have run one after another instead of at once (raise --times)", fmtDur(loop), fmtDur(MinWorkerLoop), r.Threads, r.CPUs))
+			"the workers may have run one after another instead of at once (raise --times)", textout.Dur(loop), textout.Dur(MinWorkerLoop), r.Threads, r.CPUs))
 	}
 	return w
 }

@@ -5,6 +5,8 @@ import (
 	"io"
 	"math"
 	"runtime"
+
+	"github.com/kernfsim/kernfsim/internal/textout"
 )
 
 // BenchName is the benchmark name prefix of WriteBench's lines.
@@ -31,25 +33,25 @@ const benchPkg = "github.com/kernfsim/kernfsim/loadgen"
 // loadgen compare writes the same metrics, a line per repeat. Figures are
 // printed as go test prints them.
 func WriteBench(w io.Writer, r Result) error {
-	ew := &errWriter{w: w}
+	ew := textout.NewWriter(w)
 	writeBenchHeader(ew, r.Provenance)
-	ew.printf("# setup: %s\n", r.Target.Describe())
+	ew.Printf("# setup: %s\n", r.Target.Describe())
 	for _, warn := range r.Warnings() {
-		ew.printf("# warning: %s\n", warn)
+		ew.Printf("# warning: %s\n", warn)
 	}
 	if r.Concur.Ran && len(r.Concur.Workers) > 0 {
 		writeBenchLine(ew, r.Provenance, benchName(r.Target, r.Op, r.Missing, r.Threads), r.Op, cellRunOf(r))
 	}
-	return ew.err
+	return ew.Err()
 }
 
 // writeBenchHeader writes go test's header, then the provenance as
 // comment lines.
-func writeBenchHeader(ew *errWriter, p Provenance) {
-	ew.printf("goos: %s\ngoarch: %s\npkg: %s\ncpu: %s\n", runtime.GOOS, runtime.GOARCH, benchPkg, p.CPUModel)
-	ew.printf("# %s %s\n# machine: %s\n", p.Program, p.Build(), p.Machine())
+func writeBenchHeader(ew *textout.Writer, p Provenance) {
+	ew.Printf("goos: %s\ngoarch: %s\npkg: %s\ncpu: %s\n", runtime.GOOS, runtime.GOARCH, benchPkg, p.CPUModel)
+	ew.Printf("# %s %s\n# machine: %s\n", p.Program, p.Build(), p.Machine())
 	if len(p.Args) > 0 {
-		ew.printf("# command: %s\n", p.CommandLine())
+		ew.Printf("# command: %s\n", p.CommandLine())
 	}
 }
 
@@ -61,8 +63,8 @@ func writeTeardownBenchHeader(w io.Writer) error {
 
 // writeBenchLine writes one benchmark line: name with the -N GOMAXPROCS
 // suffix, every worker's operations, then the metrics.
-func writeBenchLine(ew *errWriter, p Provenance, name string, op Op, c CellRun) {
-	ew.printf("%s-%d\t%8d", name, max(1, p.GOMAXPROCS), c.Ops)
+func writeBenchLine(ew *textout.Writer, p Provenance, name string, op Op, c CellRun) {
+	ew.Printf("%s-%d\t%8d", name, max(1, p.GOMAXPROCS), c.Ops)
 	m := [][2]any{{c.NsPerOp, "ns/op"}, {float64(c.WorkerPerOp), "worker-ns/op"}, {float64(c.SinglePerOp), "single-ns/op"},
 		{float64(c.P50), "p50-ns"}, {float64(c.P99), "p99-ns"}, {float64(c.P999), "p99.9-ns"},
 		{c.OpsPerSec, "ops/s"}, {c.Ratio, "ratio"}, {c.Efficiency, "efficiency"}}
@@ -70,9 +72,9 @@ func writeBenchLine(ew *errWriter, p Provenance, name string, op Op, c CellRun) 
 		m = append(m, [2]any{float64(c.Done), "done-ns"}, [2]any{float64(c.DoneMax), "done-max-ns"})
 	}
 	for _, v := range m {
-		ew.printf(benchFormat(v[0].(float64)), v[0], v[1])
+		ew.Printf(benchFormat(v[0].(float64)), v[0], v[1])
 	}
-	ew.printf("\n")
+	ew.Printf("\n")
 }
 
 // benchFormat is the format go test's testing package prints a metric

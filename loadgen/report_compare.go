@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"text/tabwriter"
+
+	"github.com/kernfsim/kernfsim/internal/textout"
 )
 
 // WriteCompareTable writes one table per op in the spirit of the seed's
@@ -15,48 +17,48 @@ import (
 // operation of a worker), its ratio to mutex's (x1.00) and the scaling
 // efficiency (e1.00 ideal).
 func WriteCompareTable(w io.Writer, r CompareResult) error {
-	ew := &errWriter{w: w}
+	ew := textout.NewWriter(w)
 	pin := "pinned"
 	if !r.Pinned {
 		pin = "not pinned"
 	}
-	ew.printf("loadgen compare: median per-op of %d runs x %s, %d CPUs, workers %s, %s\n",
+	ew.Printf("loadgen compare: median per-op of %d runs x %s, %d CPUs, workers %s, %s\n",
 		r.Repeats, workPerRun(r), r.CPUs, pin, r.Elapsed.Round(1e8))
 	writeProvenance(ew, r.Provenance, 8)
 	for _, s := range compareSetups(r) {
-		ew.printf("%-8s %s\n", "setup:", s)
+		ew.Printf("%-8s %s\n", "setup:", s)
 	}
-	ew.printf("\ncell: per-op ±S  xR eE\n")
-	ew.printf("  ±S  the runs' spread: the farther of min and max from the median, in %% of it\n")
-	ew.printf("  xR  R times mutex's per-op (lower is better); x1.20~ when the two cells' min-max ranges overlap: not resolved\n")
-	ew.printf("  eE  scaling efficiency (1.00 ideal); a ! after it: a run was too short or noisy to trust (see warnings)\n")
+	ew.Printf("\ncell: per-op ±S  xR eE\n")
+	ew.Printf("  ±S  the runs' spread: the farther of min and max from the median, in %% of it\n")
+	ew.Printf("  xR  R times mutex's per-op (lower is better); x1.20~ when the two cells' min-max ranges overlap: not resolved\n")
+	ew.Printf("  eE  scaling efficiency (1.00 ideal); a ! after it: a run was too short or noisy to trust (see warnings)\n")
 	if r.Interrupted {
-		ew.printf("interrupted: medians of the runs done so far\n")
+		ew.Printf("interrupted: medians of the runs done so far\n")
 	}
 	for _, op := range r.Ops {
-		ew.printf("\nop=%s\n", op)
+		ew.Printf("\nop=%s\n", op)
 		if fieldOp(op) {
-			ew.printf("cell: median/last time to done per worker (start barrier to its end: an MPI rank's wait for its topology), " +
+			ew.Printf("cell: median/last time to done per worker (start barrier to its end: an MPI rank's wait for its topology), " +
 				"xR on the median\n")
 		}
-		if ew.err != nil {
-			return ew.err
+		if ew.Err() != nil {
+			return ew.Err()
 		}
 		if err := writeOpTable(w, r, op); err != nil {
 			return err
 		}
 	}
 	if n := r.Unexpected(); n > 0 {
-		ew.printf("\nunexpected errors: %d (run the row alone to see them)\n", n)
+		ew.Printf("\nunexpected errors: %d (run the row alone to see them)\n", n)
 	}
 	writeCompareWarnings(ew, r)
 	if len(r.Notes) > 0 {
-		ew.printf("\nnotes:\n")
+		ew.Printf("\nnotes:\n")
 	}
 	for _, n := range r.Notes {
-		ew.printf("  %s\n", n)
+		ew.Printf("  %s\n", n)
 	}
-	return ew.err
+	return ew.Err()
 }
 
 // simRowsMode says which sim mode the sim rows ran in, and with what
@@ -71,7 +73,7 @@ func simRowsMode(r CompareResult) string {
 	var parts []string
 	for _, op := range r.Ops {
 		if cost, ok := r.SimCosts[op]; ok {
-			parts = append(parts, fmt.Sprintf("%s +%s", op, fmtDur(cost)))
+			parts = append(parts, fmt.Sprintf("%s +%s", op, textout.Dur(cost)))
 		}
 	}
 	c := r.SimCalibrations[0]
@@ -131,9 +133,9 @@ func cellText(r CompareResult, c *Cell) string {
 		return "-"
 	}
 	m, sp := c.Median(), c.Spread()
-	fig := fmtDur(m.PerOp)
+	fig := textout.Dur(m.PerOp)
 	if fieldOp(c.Op) {
-		fig = fmtDur(m.Done) + "/" + fmtDur(m.DoneMax)
+		fig = textout.Dur(m.Done) + "/" + textout.Dur(m.DoneMax)
 	}
 	fig += " ±" + spreadPct(sp)
 	if v, ok := r.RatioToMutex(*c); ok {
@@ -162,7 +164,7 @@ func spreadPct(s Spread) string {
 
 // writeCompareWarnings lists the cells marked !, a line each: which kinds
 // of warning, in how many of its runs.
-func writeCompareWarnings(ew *errWriter, r CompareResult) {
+func writeCompareWarnings(ew *textout.Writer, r CompareResult) {
 	first := true
 	for _, c := range r.Cells {
 		kinds := runWarnings(c)
@@ -170,13 +172,13 @@ func writeCompareWarnings(ew *errWriter, r CompareResult) {
 			continue
 		}
 		if first {
-			ew.printf("\nwarnings (runs that may mislead; each run's own in --format json):\n")
+			ew.Printf("\nwarnings (runs that may mislead; each run's own in --format json):\n")
 			first = false
 		}
-		ew.printf("  %s op=%s threads=%d: %s\n", c.Row.Label(), c.Op, c.Threads, strings.Join(kinds, "; "))
+		ew.Printf("  %s op=%s threads=%d: %s\n", c.Row.Label(), c.Op, c.Threads, strings.Join(kinds, "; "))
 	}
 	if !first {
-		ew.printf("  (raise --times, or --sim-times for the sim rows, and --repeats for more runs per cell)\n")
+		ew.Printf("  (raise --times, or --sim-times for the sim rows, and --repeats for more runs per cell)\n")
 	}
 }
 
@@ -197,7 +199,7 @@ func runWarnings(c Cell) []string {
 		out = append(out, fmt.Sprintf("efficiency above %.2f in %d of %d runs", MaxEfficiency, eff, len(c.Runs)))
 	}
 	if short > 0 {
-		out = append(out, fmt.Sprintf("worker loops under %s in %d of %d runs", fmtDur(MinWorkerLoop), short, len(c.Runs)))
+		out = append(out, fmt.Sprintf("worker loops under %s in %d of %d runs", textout.Dur(MinWorkerLoop), short, len(c.Runs)))
 	}
 	return out
 }
@@ -339,23 +341,23 @@ func jsonSpread(s Spread) JSONSpread {
 // and confidence intervals itself: `benchstat -col /lock` puts the
 // strategies side by side.
 func WriteCompareBench(w io.Writer, r CompareResult) error {
-	ew := &errWriter{w: w}
+	ew := textout.NewWriter(w)
 	writeBenchHeader(ew, r.Provenance)
 	for _, s := range compareSetups(r) {
-		ew.printf("# setup: %s\n", s)
+		ew.Printf("# setup: %s\n", s)
 	}
 	for _, n := range r.Notes {
-		ew.printf("# note: %s\n", n)
+		ew.Printf("# note: %s\n", n)
 	}
 	for _, c := range r.Cells {
 		op, missing, _ := parseOpLabel(c.Op)
 		name := benchName(r.cellTarget(c), op, missing, c.Threads)
 		for _, run := range c.Runs {
 			for _, warn := range run.Warnings {
-				ew.printf("# warning: %s op=%s threads=%d: %s\n", c.Row.Label(), c.Op, c.Threads, warn)
+				ew.Printf("# warning: %s op=%s threads=%d: %s\n", c.Row.Label(), c.Op, c.Threads, warn)
 			}
 			writeBenchLine(ew, r.Provenance, name, op, run)
 		}
 	}
-	return ew.err
+	return ew.Err()
 }

@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/kernfsim/kernfsim/internal/textout"
 )
 
 // WriteSeed writes r in the original benchmark's format, line for line:
@@ -17,23 +19,23 @@ import (
 // then a blank line and a summary block (see WriteSummary). A worker that
 // was not pinned shows CPU -1.
 func WriteSeed(w io.Writer, r Result) error {
-	ew := &errWriter{w: w}
+	ew := textout.NewWriter(w)
 	if r.Single.Ran {
 		s := r.Single.Workers
 		if len(s) > 0 {
-			ew.printf("single: total %fms per %fus\n", ms(s[0].Total), perOpNs(s[0])/1e3)
+			ew.Printf("single: total %fms per %fus\n", ms(s[0].Total), perOpNs(s[0])/1e3)
 		}
 	}
 	for _, wr := range r.Concur.Workers {
-		ew.printf("concur: total %fms per %fus  CPU %d\n", ms(wr.Total), perOpNs(wr)/1e3, wr.CPU)
+		ew.Printf("concur: total %fms per %fus  CPU %d\n", ms(wr.Total), perOpNs(wr)/1e3, wr.CPU)
 	}
-	ew.printf("times: %d threads: %d cpus: %d\n", r.Times, r.Threads, r.CPUs)
-	if ew.err != nil {
-		return ew.err
+	ew.Printf("times: %d threads: %d cpus: %d\n", r.Times, r.Threads, r.CPUs)
+	if ew.Err() != nil {
+		return ew.Err()
 	}
-	ew.printf("\n")
-	if ew.err != nil {
-		return ew.err
+	ew.Printf("\n")
+	if ew.Err() != nil {
+		return ew.Err()
 	}
 	return WriteSummary(w, r)
 }
@@ -44,51 +46,51 @@ func ms(d time.Duration) float64 { return float64(d) / 1e6 }
 // percentiles of every operation (HdrHistogram), throughput, the
 // concur/single ratio and scaling efficiency, churn and errors.
 func WriteSummary(w io.Writer, r Result) error {
-	ew := &errWriter{w: w}
+	ew := textout.NewWriter(w)
 	if r.Interrupted {
-		ew.printf("interrupted:  partial results, measured until the run was stopped\n")
+		ew.Printf("interrupted:  partial results, measured until the run was stopped\n")
 	}
-	ew.printf("target:       %s\n", describeTarget(r))
-	ew.printf("op:           %s\n", describeOp(r))
-	ew.printf("files:        %s\n", describeFiles(r))
+	ew.Printf("target:       %s\n", describeTarget(r))
+	ew.Printf("op:           %s\n", describeOp(r))
+	ew.Printf("files:        %s\n", describeFiles(r))
 	for _, ph := range []struct {
 		name string
 		p    Phase
 	}{{"single", r.Single}, {"concur", r.Concur}} {
 		if ph.p.Ran {
-			ew.printf("%-13s %s\n", ph.name+":", describeLatency(ph.p.Latency))
+			ew.Printf("%-13s %s\n", ph.name+":", describeLatency(ph.p.Latency))
 		}
 	}
-	ew.printf("clock:        %.0fns per read, one read per operation (included above)\n", r.ClockCostNs)
+	ew.Printf("clock:        %.0fns per read, one read per operation (included above)\n", r.ClockCostNs)
 	if r.Concur.Ran {
-		ew.printf("throughput:   %.0f ops/s, %d workers in %s\n", r.OpsPerSec(), len(r.Concur.Workers), fmtDur(r.Concur.Wall))
-		ew.printf("scaling:      concur/single %.2f (each worker's own per-op, as the seed's lines)\n", r.Ratio())
-		ew.printf("efficiency:   %.2f (wall per-op %s; 1.00 = ideal = single x threads / min(threads, cpus))\n",
-			r.Efficiency(), fmtDur(r.WallPerOp()))
+		ew.Printf("throughput:   %.0f ops/s, %d workers in %s\n", r.OpsPerSec(), len(r.Concur.Workers), textout.Dur(r.Concur.Wall))
+		ew.Printf("scaling:      concur/single %.2f (each worker's own per-op, as the seed's lines)\n", r.Ratio())
+		ew.Printf("efficiency:   %.2f (wall per-op %s; 1.00 = ideal = single x threads / min(threads, cpus))\n",
+			r.Efficiency(), textout.Dur(r.WallPerOp()))
 		if r.Op == OpHwloc || r.Op == OpLstopo {
 			med, last := r.TimeToDone()
-			ew.printf("time-to-done: median %s, last %s (per worker, from the start barrier to its end: an MPI rank's wait)\n",
-				fmtDur(med), fmtDur(last))
+			ew.Printf("time-to-done: median %s, last %s (per worker, from the start barrier to its end: an MPI rank's wait)\n",
+				textout.Dur(med), textout.Dur(last))
 		}
 	}
 	if r.Churn != nil && r.Op == OpColdplug {
-		ew.printf("hot-add:      %s\n", describeHotAdd(*r.Churn))
+		ew.Printf("hot-add:      %s\n", describeHotAdd(*r.Churn))
 	} else if r.Churn != nil {
-		ew.printf("churn:        %s\n", describeChurn(*r.Churn))
+		ew.Printf("churn:        %s\n", describeChurn(*r.Churn))
 	}
 	if c := r.SimCalibration; c != nil {
-		ew.printf("calibration:  %s\n", c)
+		ew.Printf("calibration:  %s\n", c)
 	}
 	for _, n := range r.Notes {
-		ew.printf("note:         %s\n", n)
+		ew.Printf("note:         %s\n", n)
 	}
-	ew.printf("errors:       %s\n", describeErrors(r))
+	ew.Printf("errors:       %s\n", describeErrors(r))
 	for _, w := range r.Warnings() {
-		ew.printf("warning:      %s\n", w)
+		ew.Printf("warning:      %s\n", w)
 	}
-	ew.printf("setup:        %s\n", r.Target.Describe())
+	ew.Printf("setup:        %s\n", r.Target.Describe())
 	writeProvenance(ew, r.Provenance, 13)
-	return ew.err
+	return ew.Err()
 }
 
 func describeTarget(r Result) string {
@@ -107,7 +109,7 @@ func describeSimCost(cost time.Duration) string {
 	if cost == 0 {
 		return "bare (no work outside the lock)"
 	}
-	return fmt.Sprintf("+%s of work outside the lock per op", fmtDur(cost))
+	return fmt.Sprintf("+%s of work outside the lock per op", textout.Dur(cost))
 }
 
 // describeTree names a sim target's tree.
@@ -161,7 +163,7 @@ func describeFiles(r Result) string {
 
 func describeLatency(l Latency) string {
 	return fmt.Sprintf("mean %s  p50 %s  p99 %s  p99.9 %s  max %s  (%d ops)",
-		fmtDur(l.Mean), fmtDur(l.P50), fmtDur(l.P99), fmtDur(l.P999), fmtDur(l.Max), l.Count)
+		textout.Dur(l.Mean), textout.Dur(l.P50), textout.Dur(l.P99), textout.Dur(l.P999), textout.Dur(l.Max), l.Count)
 }
 
 func describeChurn(c ChurnResult) string {
@@ -196,40 +198,4 @@ func describeErrors(r Result) string {
 		parts = append(parts, fmt.Sprintf("%s x%d on %s (%s)", e.Name(), e.Count, e.Path, kind))
 	}
 	return strings.Join(parts, "; ")
-}
-
-// fmtDur prints d with three significant digits in ns, us, ms or s.
-func fmtDur(d time.Duration) string {
-	v := float64(d)
-	switch {
-	case v < 1e3:
-		return strconv.FormatFloat(v, 'f', 0, 64) + "ns"
-	case v < 1e6:
-		return sig3(v/1e3) + "us"
-	case v < 1e9:
-		return sig3(v/1e6) + "ms"
-	}
-	return sig3(v/1e9) + "s"
-}
-
-func sig3(v float64) string {
-	switch {
-	case v < 10:
-		return strconv.FormatFloat(v, 'f', 2, 64)
-	case v < 100:
-		return strconv.FormatFloat(v, 'f', 1, 64)
-	}
-	return strconv.FormatFloat(v, 'f', 0, 64)
-}
-
-// errWriter remembers the first write error and skips writes after it.
-type errWriter struct {
-	w   io.Writer
-	err error
-}
-
-func (e *errWriter) printf(format string, args ...any) {
-	if e.err == nil {
-		_, e.err = fmt.Fprintf(e.w, format, args...)
-	}
 }

@@ -6,7 +6,8 @@ import (
 	"io"
 	"strings"
 	"text/tabwriter"
-	"time"
+
+	"github.com/kernfsim/kernfsim/internal/textout"
 )
 
 // Reference is a figure a seed thread published, printed beside ours.
@@ -36,17 +37,6 @@ var (
 	UnsharePIDReferences  = []Reference{seed003, seed004}
 )
 
-// KernelReferences are the seeds' figures for r's reproduction.
-func KernelReferences(r KernelResult) []Reference {
-	switch {
-	case r.Op == KernelUmountStorm:
-		return UmountStormReferences
-	case r.NS == "pid":
-		return UnsharePIDReferences
-	}
-	return UnshareReferences
-}
-
 // WriteTeardown writes r as a table, a row per (lock, gp), then how the
 // policies compare and the seed's figures:
 //
@@ -54,13 +44,13 @@ func KernelReferences(r KernelResult) []Reference {
 //	lock  gp         calls  total  caller mean  p50  p99  max  until complete  completed  grace periods
 //	rcu   normal     5000   41.2s  8.24ms       ...
 func WriteTeardown(w io.Writer, r TeardownResult) error {
-	ew := &errWriter{w: w}
+	ew := textout.NewWriter(w)
 	if r.Interrupted {
-		ew.printf("interrupted: partial results, measured until the run was stopped\n")
+		ew.Printf("interrupted: partial results, measured until the run was stopped\n")
 	}
-	ew.printf("teardown: %d devices, %d per call, %s; readers: %d\n", r.Count, r.Batch, describeTDTarget(r), r.Readers)
-	if ew.err != nil {
-		return ew.err
+	ew.Printf("teardown: %d devices, %d per call, %s; readers: %d\n", r.Count, r.Batch, describeTDTarget(r), r.Readers)
+	if ew.Err() != nil {
+		return ew.Err()
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	head := "lock\tgp\tcalls\ttotal\tcaller mean\tp50\tp99\tmax\tuntil complete\tcompleted\tgrace periods"
@@ -70,11 +60,11 @@ func WriteTeardown(w io.Writer, r TeardownResult) error {
 	fmt.Fprintln(tw, head)
 	for _, run := range r.Runs {
 		c := run.Caller
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%d/%d\t%d", run.Lock, run.GP, run.Calls, fmtDur(run.Total),
-			fmtDur(c.Mean), fmtDur(c.P50), fmtDur(c.P99), fmtDur(c.Max), fmtDur(run.UntilComplete), run.Completed, run.Count,
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%d/%d\t%d", run.Lock, run.GP, run.Calls, textout.Dur(run.Total),
+			textout.Dur(c.Mean), textout.Dur(c.P50), textout.Dur(c.P99), textout.Dur(c.Max), textout.Dur(run.UntilComplete), run.Completed, run.Count,
 			run.Counts.GracePeriods)
 		if rd := run.Reader; rd != nil {
-			fmt.Fprintf(tw, "\t%s\t%d", fmtDur(rd.Latency.P99), rd.Raced())
+			fmt.Fprintf(tw, "\t%s\t%d", textout.Dur(rd.Latency.P99), rd.Raced())
 		}
 		fmt.Fprintln(tw)
 	}
@@ -82,12 +72,12 @@ func WriteTeardown(w io.Writer, r TeardownResult) error {
 		return err
 	}
 	for _, l := range teardownFindings(r) {
-		ew.printf("%s\n", l)
+		ew.Printf("%s\n", l)
 	}
 	for _, ref := range TeardownReferences {
-		ew.printf("reference: %s\n", ref)
+		ew.Printf("reference: %s\n", ref)
 	}
-	return ew.err
+	return ew.Err()
 }
 
 func describeTDTarget(r TeardownResult) string {
@@ -128,10 +118,10 @@ func teardownFindings(r TeardownResult) []string {
 	switch {
 	case r.Batch > 1 && okN:
 		s := fmt.Sprintf("batch: %d devices per call: normal %s per call, %.1f grace periods per call",
-			r.Batch, fmtDur(n.Caller.Mean), float64(n.Counts.GracePeriods)/float64(max(n.Calls, 1)))
+			r.Batch, textout.Dur(n.Caller.Mean), float64(n.Counts.GracePeriods)/float64(max(n.Calls, 1)))
 		if okD {
 			s += fmt.Sprintf("; deferred %s (the removal's own work): the grace period added %s per call",
-				fmtDur(d.Caller.Mean), fmtSignedDur(n.Caller.Mean-d.Caller.Mean))
+				textout.Dur(d.Caller.Mean), textout.SignedDur(n.Caller.Mean-d.Caller.Mean))
 		}
 		out = append(out, s)
 	case r.Batch == 1 && okN && okX && x.Total > 0:
@@ -144,12 +134,12 @@ func teardownFindings(r TeardownResult) []string {
 			target = " (issue target in process: <= 2us per removal)"
 		}
 		out = append(out, fmt.Sprintf("deferred: caller mean %s per call%s; every teardown completed %s after the storm began",
-			fmtDur(d.Caller.Mean), target, fmtDur(d.UntilComplete)))
+			textout.Dur(d.Caller.Mean), target, textout.Dur(d.UntilComplete)))
 	}
 	for _, run := range r.Runs {
 		if !lockTraits(run.Lock).GracePeriods {
 			out = append(out, fmt.Sprintf("%s: the removal's own work, without any grace period: caller mean %s per call",
-				run.Lock, fmtDur(run.Caller.Mean)))
+				run.Lock, textout.Dur(run.Caller.Mean)))
 		}
 	}
 	return out
@@ -261,105 +251,20 @@ func WriteTeardownBench(w io.Writer, r TeardownResult) error {
 	if err := writeTeardownBenchHeader(w); err != nil {
 		return err
 	}
-	ew := &errWriter{w: w}
+	ew := textout.NewWriter(w)
 	for _, run := range r.Runs {
 		gp := strings.ReplaceAll(run.GP, "/", "")
 		c := run.Caller
-		ew.printf("%s/target=%s/lock=%s/gp=%s/batch=%d/readers=%d\t%d\t%d ns/op\t%d p50-ns\t%d p99-ns\t%d max-ns\t%d total-ns\t%d until-complete-ns\t%d completed\t%d grace-periods",
+		ew.Printf("%s/target=%s/lock=%s/gp=%s/batch=%d/readers=%d\t%d\t%d ns/op\t%d p50-ns\t%d p99-ns\t%d max-ns\t%d total-ns\t%d until-complete-ns\t%d completed\t%d grace-periods",
 			TeardownBenchName, targetLabel(r.Target), run.Lock, gp, r.Batch, r.Readers, run.Calls, int64(c.Mean),
 			int64(c.P50), int64(c.P99), int64(c.Max), int64(run.Total), int64(run.UntilComplete), run.Completed,
 			run.Counts.GracePeriods)
 		if rd := run.Reader; rd != nil {
-			ew.printf("\t%d reader-p99-ns", int64(rd.Latency.P99))
+			ew.Printf("\t%d reader-p99-ns", int64(rd.Latency.P99))
 		}
-		ew.printf("\n")
+		ew.Printf("\n")
 	}
-	return ew.err
-}
-
-// WriteKernel writes a reproduction's result: the kernel and its
-// rcupdate parameters, the figures, the host check, the seeds' figures.
-func WriteKernel(w io.Writer, r KernelResult) error {
-	ew := &errWriter{w: w}
-	if r.Interrupted {
-		ew.printf("interrupted:  partial results, measured until the run was stopped\n")
-	}
-	ew.printf("kernel:       %s %s\n", r.Kernel.Release, r.Kernel.Version)
-	var ps []string
-	for _, p := range r.Kernel.RCU {
-		ps = append(ps, p.Name+"="+p.Value)
-	}
-	ew.printf("rcupdate:     %s\n", strings.Join(ps, " "))
-	if r.Op == KernelUmountStorm {
-		writeUmountStorm(ew, r)
-	} else {
-		writeUnshare(ew, r)
-	}
-	if r.Exit > 0 {
-		ew.printf("exit:         %s from the child's report to its exit (what was left in it torn down)\n", fmtDur(r.Exit))
-	}
-	for _, ref := range KernelReferences(r) {
-		ew.printf("reference:    %s\n", ref)
-	}
-	return ew.err
-}
-
-func writeUmountStorm(ew *errWriter, r KernelResult) {
-	how := "umount2(path, 0)"
-	if r.Lazy {
-		how = "umount2(path, MNT_DETACH) (umount -l)"
-	}
-	ew.printf("umount-storm: %d tmpfs mounted, then %s each, in a private mount namespace under %s (on a tmpfs over $TMPDIR there)\n",
-		r.Count, how, r.Dir)
-	ew.printf("mount:        %s\n", describeKernelPhase(r.Mount, "mount"))
-	ew.printf("umount:       %s\n", describeKernelPhase(r.Umount, "umount"))
-	if h := r.Host; h != nil {
-		switch {
-		case len(h.Leaked) > 0:
-			ew.printf("host mounts:  LEAKED %d of the storm's mounts: %s\n", len(h.Leaked), strings.Join(h.Leaked, "; "))
-		case h.Unchanged():
-			ew.printf("host mounts:  unchanged (%d before, %d after)\n", h.Before, h.After)
-		default:
-			ew.printf("host mounts:  none of the storm's; %d changes by others meanwhile (%d before, %d after): %s\n",
-				len(h.Others), h.Before, h.After, strings.Join(h.Others, "; "))
-		}
-	}
-}
-
-func writeUnshare(ew *errWriter, r KernelResult) {
-	if r.ForkPerIteration {
-		ew.printf("unshare:      %d x clone(%s) of true(1) and wait, in a child process: a fork per iteration, because unshare(%s) "+
-			"only moves later children into the new namespace and fails again until one has entered it\n", r.Count, r.Flag, r.Flag)
-	} else {
-		ew.printf("unshare:      %d x unshare(%s) in a child process, on one thread\n", r.Count, r.Flag)
-	}
-	ew.printf("iterations:   %s\n", describeKernelPhase(r.Unshare, "iteration"))
-	if b := r.Baseline; b != nil {
-		ew.printf("baseline:     %s (the same without %s)\n", describeKernelPhase(b, "iteration"), r.Flag)
-		if u := r.Unshare; u != nil && u.Calls > 0 && b.Calls > 0 {
-			ew.printf("namespace:    %s p50, %s mean wall and %s system per iteration above the baseline (iterations alternateTimed with it)\n",
-				fmtSignedDur(u.Latency.P50-b.Latency.P50), fmtSignedDur(u.Wall/time.Duration(u.Calls)-b.Wall/time.Duration(b.Calls)),
-				fmtSignedDur(u.Sys/time.Duration(u.Calls)-b.Sys/time.Duration(b.Calls)))
-		}
-	}
-}
-
-// describeKernelPhase is "total 1.23s (246us per mount), sys 1.10s, user 2ms;
-// latency mean ... (5000 ops)".
-func describeKernelPhase(p *KernelPhase, per string) string {
-	if p == nil || p.Calls == 0 {
-		return "none"
-	}
-	n := time.Duration(p.Calls)
-	return fmt.Sprintf("wall %s (%s per %s), sys %s (%s per %s), user %s; %s", fmtDur(p.Wall), fmtDur(p.Wall/n), per,
-		fmtDur(p.Sys), fmtDur(p.Sys/n), per, fmtDur(p.User), describeLatency(p.Latency))
-}
-
-func fmtSignedDur(d time.Duration) string {
-	if d < 0 {
-		return "-" + fmtDur(-d)
-	}
-	return "+" + fmtDur(d)
+	return ew.Err()
 }
 
 // Schemas of WriteKernelJSON's documents.
@@ -367,115 +272,3 @@ const (
 	SchemaUmountStorm = "kernfsim-loadgen-umount-storm/1"
 	SchemaUnshare     = "kernfsim-loadgen-unshare/1"
 )
-
-// JSONKernel is the JSON form of a KernelResult; the fields of the other
-// reproduction are left out.
-type JSONKernel struct {
-	Schema      string           `json:"schema"`
-	Kernel      JSONKernelInfo   `json:"kernel"`
-	Count       int              `json:"count"`
-	Lazy        *bool            `json:"lazy,omitempty"`
-	Dir         string           `json:"dir,omitempty"`
-	Mount       *JSONKernelPhase `json:"mount,omitempty"`
-	Umount      *JSONKernelPhase `json:"umount,omitempty"`
-	Host        *JSONHostMounts  `json:"host_mounts,omitempty"`
-	NS          string           `json:"ns,omitempty"`
-	Flag        string           `json:"flag,omitempty"`
-	ForkPerIter *bool            `json:"fork_per_iteration,omitempty"`
-	Unshare     *JSONKernelPhase `json:"unshare,omitempty"`
-	Baseline    *JSONKernelPhase `json:"baseline,omitempty"`
-	ExitNs      int64            `json:"exit_ns"`
-	References  []Reference      `json:"references"`
-	Interrupted bool             `json:"interrupted"`
-}
-
-// JSONKernelInfo is a KernelInfo; rcupdate maps each parameter to its
-// value ("?" when unreadable).
-type JSONKernelInfo struct {
-	Release  string            `json:"release"`
-	Version  string            `json:"version"`
-	RCUpdate map[string]string `json:"rcupdate"`
-}
-
-// JSONKernelPhase is a KernelPhase.
-type JSONKernelPhase struct {
-	Calls        int         `json:"calls"`
-	WallNs       int64       `json:"wall_ns"`
-	PerCallNs    float64     `json:"per_call_ns"`
-	SysNs        int64       `json:"sys_ns"`
-	SysPerCallNs float64     `json:"sys_per_call_ns"`
-	UserNs       int64       `json:"user_ns"`
-	Latency      JSONLatency `json:"latency"`
-}
-
-// JSONHostMounts is a HostMounts.
-type JSONHostMounts struct {
-	Before    int      `json:"before"`
-	After     int      `json:"after"`
-	Unchanged bool     `json:"unchanged"`
-	Leaked    []string `json:"leaked"`
-	Others    []string `json:"others"`
-}
-
-// WriteKernelJSON writes r as one indented JSON document.
-func WriteKernelJSON(w io.Writer, r KernelResult) error {
-	ki := JSONKernelInfo{Release: r.Kernel.Release, Version: r.Kernel.Version, RCUpdate: map[string]string{}}
-	for _, p := range r.Kernel.RCU {
-		ki.RCUpdate[p.Name] = p.Value
-	}
-	j := JSONKernel{Kernel: ki, Count: r.Count, ExitNs: int64(r.Exit), References: KernelReferences(r),
-		Interrupted: r.Interrupted}
-	if r.Op == KernelUmountStorm {
-		j.Schema, j.Lazy, j.Dir = SchemaUmountStorm, &r.Lazy, r.Dir
-		j.Mount, j.Umount = jsonKernelPhase(r.Mount), jsonKernelPhase(r.Umount)
-		if h := r.Host; h != nil {
-			j.Host = &JSONHostMounts{Before: h.Before, After: h.After, Unchanged: h.Unchanged(),
-				Leaked: append([]string{}, h.Leaked...), Others: append([]string{}, h.Others...)}
-		}
-	} else {
-		j.Schema, j.NS, j.Flag, j.ForkPerIter = SchemaUnshare, r.NS, r.Flag, &r.ForkPerIteration
-		j.Unshare, j.Baseline = jsonKernelPhase(r.Unshare), jsonKernelPhase(r.Baseline)
-	}
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(j)
-}
-
-func jsonKernelPhase(p *KernelPhase) *JSONKernelPhase {
-	if p == nil {
-		return nil
-	}
-	j := &JSONKernelPhase{Calls: p.Calls, WallNs: int64(p.Wall), SysNs: int64(p.Sys), UserNs: int64(p.User),
-		Latency: latencyJSON(p.Latency)}
-	if p.Calls > 0 {
-		j.PerCallNs, j.SysPerCallNs = float64(p.Wall)/float64(p.Calls), float64(p.Sys)/float64(p.Calls)
-	}
-	return j
-}
-
-// WriteKernelBench writes Go benchmark lines: per phase for umount-storm
-// (BenchmarkUmountStorm/lazy=false/phase=umount), per loop for unshare
-// (BenchmarkUnshare/ns=ipc; ns=pid-baseline for pid's baseline). ns/op is
-// the wall time per call.
-func WriteKernelBench(w io.Writer, r KernelResult) error {
-	if err := writeTeardownBenchHeader(w); err != nil {
-		return err
-	}
-	ew := &errWriter{w: w}
-	line := func(name string, p *KernelPhase) {
-		if p == nil || p.Calls == 0 {
-			return
-		}
-		n := float64(p.Calls)
-		ew.printf("%s\t%d\t%.0f ns/op\t%d p50-ns\t%d p99-ns\t%d max-ns\t%.0f sys-ns/op\n", name, p.Calls,
-			float64(p.Wall)/n, int64(p.Latency.P50), int64(p.Latency.P99), int64(p.Latency.Max), float64(p.Sys)/n)
-	}
-	if r.Op == KernelUmountStorm {
-		line(fmt.Sprintf("BenchmarkUmountStorm/lazy=%t/phase=mount", r.Lazy), r.Mount)
-		line(fmt.Sprintf("BenchmarkUmountStorm/lazy=%t/phase=umount", r.Lazy), r.Umount)
-		return ew.err
-	}
-	line("BenchmarkUnshare/ns="+r.NS, r.Unshare)
-	line("BenchmarkUnshare/ns="+r.NS+"-baseline", r.Baseline)
-	return ew.err
-}

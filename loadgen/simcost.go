@@ -7,6 +7,8 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/kernfsim/kernfsim/internal/textout"
 )
 
 // The sim's work outside the lock.
@@ -72,7 +74,7 @@ type SimCalibration struct {
 // String is the calibration in a line.
 func (c SimCalibration) String() string {
 	return fmt.Sprintf("%s: %s single-thread %s, bare sim (%s) %s: %s of work outside the lock per op",
-		c.Op, c.Dir, fmtDur(c.Real), c.Lock, fmtDur(c.Bare), fmtDur(c.Cost))
+		c.Op, c.Dir, textout.Dur(c.Real), c.Lock, textout.Dur(c.Bare), textout.Dur(c.Cost))
 }
 
 // calibrationRuns are c's single-thread runs against dir and on the bare

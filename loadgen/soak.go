@@ -19,6 +19,7 @@ import (
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
 
 	"github.com/kernfsim/kernfsim/client"
+	"github.com/kernfsim/kernfsim/internal/textout"
 	"github.com/kernfsim/kernfsim/locking"
 )
 
@@ -876,7 +877,7 @@ func WriteSoakSample(w io.Writer, s SoakSample) error {
 		warm = " warm-up"
 	}
 	_, err := fmt.Fprintf(w, "soak lock=%s t=%s%s ops/s=%.0f p99=%s errors=%s rss=%.1fMiB goroutines=%d threads=%d nodeids=%d changes=%d storms=%d\n",
-		s.Lock, s.Elapsed.Round(time.Second), warm, s.OpsPerSec, fmtDur(s.P99), soakErrors(s.Errors),
+		s.Lock, s.Elapsed.Round(time.Second), warm, s.OpsPerSec, textout.Dur(s.P99), soakErrors(s.Errors),
 		float64(s.Server.RSS)/(1<<20), s.Server.Goroutines, s.Server.Threads, s.Server.Nodeids, s.Changes, s.Storms)
 	return err
 }
@@ -900,29 +901,29 @@ func soakErrors(errs []ErrorCount) string {
 
 // WriteSoakMode writes what a mode did and the three conditions' figures.
 func WriteSoakMode(w io.Writer, m SoakMode) error {
-	ew := &errWriter{w: w}
+	ew := textout.NewWriter(w)
 	pct := func(a, b int64) string {
 		if a == 0 {
 			return "n/a"
 		}
 		return fmt.Sprintf("%+.1f%%", 100*(float64(b)/float64(a)-1))
 	}
-	ew.printf("soak lock=%s done in %s: %d reader ops, %d device changes, %d storms (%d devices torn down)\n",
+	ew.Printf("soak lock=%s done in %s: %d reader ops, %d device changes, %d storms (%d devices torn down)\n",
 		m.Lock, m.Elapsed.Round(100*time.Millisecond), m.Ops, m.Changes, m.Storms, m.Torn)
-	ew.printf("  errors:      %s\n", soakErrors(m.Errors))
-	ew.printf("  rss:         %s after warm-up, %s at the end (%s; at most %s)\n",
+	ew.Printf("  errors:      %s\n", soakErrors(m.Errors))
+	ew.Printf("  rss:         %s after warm-up, %s at the end (%s; at most %s)\n",
 		fmtMiB(m.Warm.RSS), fmtMiB(m.End.RSS), pct(m.Warm.RSS, m.End.RSS), m.allowed(m.RSSSlack, fmtMiB))
-	ew.printf("  goroutines:  %d after warm-up, %d at the end (%s; at most %s)\n",
+	ew.Printf("  goroutines:  %d after warm-up, %d at the end (%s; at most %s)\n",
 		m.Warm.Goroutines, m.End.Goroutines, pct(m.Warm.Goroutines, m.End.Goroutines), m.allowed(0, itoa64))
-	ew.printf("  threads:     %d after warm-up, %d at the end (not checked: Go keeps idle OS threads)\n", m.Warm.Threads, m.End.Threads)
-	ew.printf("  nodeids:     %d after drop_caches, baseline %d (%d before it)\n", m.Forgot, m.Baseline, m.End.Nodeids)
+	ew.Printf("  threads:     %d after warm-up, %d at the end (not checked: Go keeps idle OS threads)\n", m.Warm.Threads, m.End.Threads)
+	ew.Printf("  nodeids:     %d after drop_caches, baseline %d (%d before it)\n", m.Forgot, m.Baseline, m.End.Nodeids)
 	if len(m.Failures) == 0 {
-		ew.printf("  verdict:     ok\n")
+		ew.Printf("  verdict:     ok\n")
 	}
 	for _, f := range m.Failures {
-		ew.printf("  FAILED:      %s\n", f)
+		ew.Printf("  FAILED:      %s\n", f)
 	}
-	return ew.err
+	return ew.Err()
 }
 
 // WriteSoakSummary writes the soak's last line: ok, or the failed
