@@ -1,4 +1,4 @@
-package loadgen
+package kernelprobe
 
 import (
 	"bufio"
@@ -13,19 +13,21 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"syscall"
 	"time"
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
+	"github.com/kernfsim/kernfsim/loadgen"
 	"golang.org/x/sys/unix"
 )
 
 // The real-kernel reproductions of the seeds: an umount storm (000, 001)
 // and repeated unshare (003, 004). Both run in a child process, a
-// re-execution of loadgen (KernelConfig.Command, which must call
-// ServeKernel), so that no namespace or mount they make can reach
+// re-execution of loadgen (Config.Command, which must call
+// Serve), so that no namespace or mount they make can reach
 // loadgen or the host:
 //
 //   - umount-storm's child is started with CLONE_NEWNS (Go's
@@ -54,26 +56,26 @@ var (
 
 // Kernel operations.
 const (
-	KernelUmountStorm = "umount-storm"
-	KernelUnshare     = "unshare"
+	UmountStorm = "umount-storm"
+	Unshare     = "unshare"
 	// stormSource is the source name of every tmpfs the storm mounts, so
 	// that a leak would be recognisable in any mount table.
 	stormSource = "loadgen-umount-storm"
 )
 
-// KernelConfig is one real-kernel reproduction.
-type KernelConfig struct {
-	Op    string // KernelUmountStorm or KernelUnshare
+// Config is one real-kernel reproduction.
+type Config struct {
+	Op    string // UmountStorm or Unshare
 	Count int    // mounts, or unshares
 	Lazy  bool   // umount-storm: umount2 with MNT_DETACH
 	NS    string // unshare: one of UnshareNamespaces
 	// Command starts the child: a re-execution of loadgen whose hidden
-	// subcommand calls ServeKernel.
+	// subcommand calls Serve.
 	Command []string
 }
 
-// KernelInfo is the running kernel, printed next to the figures.
-type KernelInfo struct {
+// Info is the running kernel, printed next to the figures.
+type Info struct {
 	Release string // uname -r
 	Version string // uname -v: says PREEMPT_DYNAMIC or PREEMPT_RT
 	RCU     []RCUParam
@@ -89,9 +91,9 @@ type RCUParam struct {
 // grace periods.
 var rcuParams = []string{"rcu_expedited", "rcu_normal", "rcu_normal_after_boot"}
 
-// ReadKernelInfo reads uname and the rcupdate parameters.
-func ReadKernelInfo() KernelInfo {
-	var k KernelInfo
+// ReadInfo reads uname and the rcupdate parameters.
+func ReadInfo() Info {
+	var k Info
 	var u unix.Utsname
 	if unix.Uname(&u) == nil {
 		k.Release, k.Version = unix.ByteSliceToString(u.Release[:]), unix.ByteSliceToString(u.Version[:])
@@ -106,34 +108,34 @@ func ReadKernelInfo() KernelInfo {
 	return k
 }
 
-// KernelPhase is one timed loop of the child: per-call latency, wall
+// Phase is one timed loop of the child: per-call latency, wall
 // time, and the CPU time the child spent (its threads, and with a fork per
 // iteration its children too).
-type KernelPhase struct {
-	Calls   int           `json:"calls"`
-	Wall    time.Duration `json:"wall_ns"`
-	Sys     time.Duration `json:"sys_ns"`
-	User    time.Duration `json:"user_ns"`
-	Latency Latency       `json:"latency"`
+type Phase struct {
+	Calls   int             `json:"calls"`
+	Wall    time.Duration   `json:"wall_ns"`
+	Sys     time.Duration   `json:"sys_ns"`
+	User    time.Duration   `json:"user_ns"`
+	Latency loadgen.Latency `json:"latency"`
 }
 
-// KernelResult is what a reproduction measured.
-type KernelResult struct {
+// Result is what a reproduction measured.
+type Result struct {
 	Op     string
-	Kernel KernelInfo
+	Kernel Info
 	Count  int
 	// umount-storm
 	Lazy   bool
-	Dir    string       // where the tmpfs were mounted, in the child's namespace
-	Mount  *KernelPhase // nil for unshare
-	Umount *KernelPhase
+	Dir    string // where the tmpfs were mounted, in the child's namespace
+	Mount  *Phase // nil for unshare
+	Umount *Phase
 	Host   *HostMounts
 	// unshare
 	NS, Flag string
-	Unshare  *KernelPhase
+	Unshare  *Phase
 	// Baseline is the same loop without the namespace flag, when each
 	// iteration forks (pid): the difference is the namespace's price.
-	Baseline *KernelPhase
+	Baseline *Phase
 	// ForkPerIteration says each iteration is a clone(2) with the flag and
 	// a wait, not unshare(2) (pid: unshare(CLONE_NEWPID) only affects
 	// children, and a second one fails until a child has entered it).
@@ -161,39 +163,39 @@ func (h HostMounts) Unchanged() bool { return len(h.Leaked) == 0 && len(h.Others
 
 // errNotRoot is the *ConfigError for a reproduction run as a user.
 func errNotRoot(op string) error {
-	return badConfig(op, "run it as root (sudo loadgen "+op+" ...)",
+	return loadgen.BadConfig(op, "run it as root (sudo loadgen "+op+" ...)",
 		"needs root: it unshares namespaces and mounts filesystems in a child process (running as uid %d)", os.Geteuid())
 }
 
-func (c KernelConfig) validate() error {
+func (c Config) validate() error {
 	switch {
-	case c.Op != KernelUmountStorm && c.Op != KernelUnshare:
-		return badConfig("Op", "use umount-storm or unshare", "unknown kernel operation %q", c.Op)
+	case c.Op != UmountStorm && c.Op != Unshare:
+		return loadgen.BadConfig("Op", "use umount-storm or unshare", "unknown kernel operation %q", c.Op)
 	case c.Count <= 0:
-		return badConfig("Count", "give a positive number", "%d is not positive", c.Count)
-	case c.Op == KernelUnshare && !slices.Contains(UnshareNamespaces, c.NS):
-		return badConfig("NS", "valid namespaces are "+strings.Join(UnshareNamespaces, ", "), "unknown namespace %q", c.NS)
+		return loadgen.BadConfig("Count", "give a positive number", "%d is not positive", c.Count)
+	case c.Op == Unshare && !slices.Contains(UnshareNamespaces, c.NS):
+		return loadgen.BadConfig("NS", "valid namespaces are "+strings.Join(UnshareNamespaces, ", "), "unknown namespace %q", c.NS)
 	case len(c.Command) == 0:
-		return badConfig("Command", "set it to a command that runs ServeKernel", "a kernel reproduction needs a child command")
+		return loadgen.BadConfig("Command", "set it to a command that runs Serve", "a kernel reproduction needs a child command")
 	case os.Geteuid() != 0:
 		return errNotRoot(c.Op)
 	}
 	return nil
 }
 
-// RunKernel runs a reproduction in a child process and returns what it
+// Run runs a reproduction in a child process and returns what it
 // measured. A *ConfigError means bad input (not root included). When ctx
 // is cancelled the child is told to stop (SIGTERM) and what it measured
 // is returned with Interrupted set and ctx's error.
-func RunKernel(ctx context.Context, c KernelConfig) (KernelResult, error) {
-	res := KernelResult{Op: c.Op, Kernel: ReadKernelInfo(), Count: c.Count, Lazy: c.Lazy, NS: c.NS,
-		Flag: unshareFlagNames[c.NS], ForkPerIteration: c.NS == "pid" && c.Op == KernelUnshare}
+func Run(ctx context.Context, c Config) (Result, error) {
+	res := Result{Op: c.Op, Kernel: ReadInfo(), Count: c.Count, Lazy: c.Lazy, NS: c.NS,
+		Flag: unshareFlagNames[c.NS], ForkPerIteration: c.NS == "pid" && c.Op == Unshare}
 	if err := c.validate(); err != nil {
 		return res, err
 	}
 	spec := kernelSpec{Op: c.Op, Count: c.Count, Lazy: c.Lazy, NS: c.NS}
 	var before []string
-	if c.Op == KernelUmountStorm {
+	if c.Op == UmountStorm {
 		ns, err := os.Readlink("/proc/self/ns/mnt")
 		if err != nil {
 			return res, err
@@ -212,7 +214,7 @@ func RunKernel(ctx context.Context, c KernelConfig) (KernelResult, error) {
 	}
 	rep, exit, err := runKernelChild(ctx, c.Command, spec)
 	res.fill(rep, exit)
-	if c.Op == KernelUmountStorm {
+	if c.Op == UmountStorm {
 		after, merr := hostMountTable()
 		res.Host = compareMounts(before, after)
 		err = errors.Join(err, merr)
@@ -227,7 +229,7 @@ func RunKernel(ctx context.Context, c KernelConfig) (KernelResult, error) {
 	return res, err
 }
 
-func (r *KernelResult) fill(rep kernelReport, exit time.Duration) {
+func (r *Result) fill(rep kernelReport, exit time.Duration) {
 	r.Dir, r.Mount, r.Umount, r.Unshare, r.Baseline = rep.Dir, rep.Mount, rep.Umount, rep.Unshare, rep.Baseline
 	r.Exit, r.Interrupted = exit, rep.Interrupted
 }
@@ -244,13 +246,13 @@ type kernelSpec struct {
 
 // kernelReport is what the child sends back.
 type kernelReport struct {
-	Dir         string       `json:"dir,omitempty"`
-	Mount       *KernelPhase `json:"mount,omitempty"`
-	Umount      *KernelPhase `json:"umount,omitempty"`
-	Unshare     *KernelPhase `json:"unshare,omitempty"`
-	Baseline    *KernelPhase `json:"baseline,omitempty"`
-	Interrupted bool         `json:"interrupted,omitempty"`
-	Err         string       `json:"err,omitempty"`
+	Dir         string `json:"dir,omitempty"`
+	Mount       *Phase `json:"mount,omitempty"`
+	Umount      *Phase `json:"umount,omitempty"`
+	Unshare     *Phase `json:"unshare,omitempty"`
+	Baseline    *Phase `json:"baseline,omitempty"`
+	Interrupted bool   `json:"interrupted,omitempty"`
+	Err         string `json:"err,omitempty"`
 }
 
 // runKernelChild starts the child, sends spec, reads its report and
@@ -267,7 +269,7 @@ func runKernelChild(ctx context.Context, command []string, spec kernelSpec) (rep
 	// Own process group: a terminal's Ctrl-C reaches loadgen, which stops
 	// the child so that it still reports. Pdeathsig kills it with loadgen.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	if spec.Op == KernelUmountStorm || spec.NS == "mnt" {
+	if spec.Op == UmountStorm || spec.NS == "mnt" {
 		cmd.SysProcAttr.Unshareflags = unix.CLONE_NEWNS
 	}
 	out, err := cmd.StdoutPipe()
@@ -360,11 +362,11 @@ func compareMounts(before, after []string) *HostMounts {
 	return h
 }
 
-// ServeKernel is the child side: the hidden command behind
-// KernelConfig.Command calls it with its standard input and output.
+// Serve is the child side: the hidden command behind
+// Config.Command calls it with its standard input and output.
 // Cancel ctx on SIGTERM and SIGINT. The work runs on a fresh OS thread
 // that exits with it, so any namespace it entered goes with the thread.
-func ServeKernel(ctx context.Context, in io.Reader, out io.Writer) error {
+func Serve(ctx context.Context, in io.Reader, out io.Writer) error {
 	var spec kernelSpec
 	if err := json.NewDecoder(in).Decode(&spec); err != nil {
 		return fmt.Errorf("reading the kernel spec: %w", err)
@@ -374,9 +376,9 @@ func ServeKernel(ctx context.Context, in io.Reader, out io.Writer) error {
 	var rep kernelReport
 	onFreshThread(func() {
 		switch spec.Op {
-		case KernelUmountStorm:
+		case UmountStorm:
 			rep = umountStorm(spec, stop)
-		case KernelUnshare:
+		case Unshare:
 			rep = unshareLoop(spec, stop)
 		default:
 			rep = kernelReport{Err: fmt.Sprintf("unknown kernel operation %q", spec.Op)}
@@ -435,8 +437,8 @@ func (c cpuClock) read() (sys, user time.Duration) {
 
 // timedLoop calls op(i) for i in [0, n) until it fails or stop is set,
 // timing each call (one clock read per call).
-func timedLoop(n int, stop *atomic.Bool, clock cpuClock, op func(i int) error) (*KernelPhase, error) {
-	h := newHist()
+func timedLoop(n int, stop *atomic.Bool, clock cpuClock, op func(i int) error) (*Phase, error) {
+	h := loadgen.NewHistogram()
 	sys0, user0 := clock.read()
 	t0 := time.Now()
 	var prev time.Duration
@@ -447,11 +449,11 @@ func timedLoop(n int, stop *atomic.Bool, clock cpuClock, op func(i int) error) (
 			break
 		}
 		now := time.Since(t0)
-		tdRecord(h, now-prev)
+		loadgen.RecordLatency(h, now-prev)
 		prev = now
 	}
 	sys1, user1 := clock.read()
-	return &KernelPhase{Calls: int(h.TotalCount()), Wall: prev, Sys: sys1 - sys0, User: user1 - user0, Latency: summarize(h)}, err
+	return &Phase{Calls: int(h.TotalCount()), Wall: prev, Sys: sys1 - sys0, User: user1 - user0, Latency: loadgen.Summarize(h)}, err
 }
 
 // umountStorm mounts spec.Count tmpfs and unmounts them, in the private
@@ -501,7 +503,7 @@ func stormDirs(spec kernelSpec) (dir string, paths []string, err error) {
 	}
 	paths = make([]string, spec.Count)
 	for i := range paths {
-		paths[i] = filepath.Join(dir, itoa(i))
+		paths[i] = filepath.Join(dir, strconv.Itoa(i))
 		if err := os.Mkdir(paths[i], 0o755); err != nil {
 			return "", nil, err
 		}
@@ -525,7 +527,7 @@ func unshareLoop(spec kernelSpec, stop *atomic.Bool) kernelReport {
 			cmd.SysProcAttr = &syscall.SysProcAttr{Cloneflags: flags}
 			return cmd.Run()
 		}
-		var ph [2]*KernelPhase
+		var ph [2]*Phase
 		ph, err = alternateTimed(spec.Count, stop, cpuClock{withChildren: true},
 			func() error { return fork(unix.CLONE_NEWPID) }, func() error { return fork(0) })
 		rep.Unshare, rep.Baseline = ph[0], ph[1]
@@ -538,12 +540,12 @@ func unshareLoop(spec kernelSpec, stop *atomic.Bool) kernelReport {
 
 // alternateTimed calls a then b, n times or until one fails or stop is set,
 // timing each call and the CPU time around it.
-func alternateTimed(n int, stop *atomic.Bool, clock cpuClock, a, b func() error) ([2]*KernelPhase, error) {
+func alternateTimed(n int, stop *atomic.Bool, clock cpuClock, a, b func() error) ([2]*Phase, error) {
 	ops := [2]func() error{a, b}
-	hs := [2]*hdrhistogram.Histogram{newHist(), newHist()}
-	var out [2]*KernelPhase
+	hs := [2]*hdrhistogram.Histogram{loadgen.NewHistogram(), loadgen.NewHistogram()}
+	var out [2]*Phase
 	for k := range out {
-		out[k] = &KernelPhase{}
+		out[k] = &Phase{}
 	}
 	var err error
 	for i := 0; i < n && !stop.Load() && err == nil; i++ {
@@ -555,13 +557,13 @@ func alternateTimed(n int, stop *atomic.Bool, clock cpuClock, a, b func() error)
 			}
 			d := time.Since(t0)
 			sys1, user1 := clock.read()
-			tdRecord(hs[k], d)
+			loadgen.RecordLatency(hs[k], d)
 			p := out[k]
 			p.Calls, p.Wall, p.Sys, p.User = p.Calls+1, p.Wall+d, p.Sys+sys1-sys0, p.User+user1-user0
 		}
 	}
 	for k := range out {
-		out[k].Latency = summarize(hs[k])
+		out[k].Latency = loadgen.Summarize(hs[k])
 	}
 	return out, err
 }

@@ -1,4 +1,4 @@
-package loadgen
+package kernelprobe
 
 import (
 	"bytes"
@@ -10,10 +10,12 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/kernfsim/kernfsim/loadgen"
 )
 
 func TestUnshareUmountStormKernelInfo(t *testing.T) {
-	k := ReadKernelInfo()
+	k := ReadInfo()
 	if k.Release == "" || len(k.RCU) != 3 {
 		t.Fatalf("got %+v, want a release and the three rcupdate parameters", k)
 	}
@@ -43,18 +45,18 @@ func TestUmountStormHostMounts(t *testing.T) {
 
 func TestUnshareUmountStormConfigErrors(t *testing.T) {
 	for _, c := range []struct {
-		cfg   KernelConfig
+		cfg   Config
 		field string
 	}{
-		{KernelConfig{Op: "reboot", Count: 1, Command: []string{"x"}}, "Op"},
-		{KernelConfig{Op: KernelUmountStorm, Command: []string{"x"}}, "Count"},
-		{KernelConfig{Op: KernelUnshare, Count: 1, NS: "user", Command: []string{"x"}}, "NS"},
-		{KernelConfig{Op: KernelUnshare, Count: 1, NS: "ipc"}, "Command"},
+		{Config{Op: "reboot", Count: 1, Command: []string{"x"}}, "Op"},
+		{Config{Op: UmountStorm, Command: []string{"x"}}, "Count"},
+		{Config{Op: Unshare, Count: 1, NS: "user", Command: []string{"x"}}, "NS"},
+		{Config{Op: Unshare, Count: 1, NS: "ipc"}, "Command"},
 	} {
-		_, err := RunKernel(context.Background(), c.cfg)
-		var ce *ConfigError
+		_, err := Run(context.Background(), c.cfg)
+		var ce *loadgen.ConfigError
 		if !errors.As(err, &ce) || ce.Field != c.field {
-			t.Errorf("%+v: got %v, want a ConfigError on %s", c.cfg, err, c.field)
+			t.Errorf("%+v: got %v, want a loadgen.ConfigError on %s", c.cfg, err, c.field)
 		}
 	}
 }
@@ -64,7 +66,7 @@ func serveKernel(t *testing.T, spec kernelSpec) kernelReport {
 	t.Helper()
 	in, _ := json.Marshal(spec)
 	var out bytes.Buffer
-	if err := ServeKernel(context.Background(), bytes.NewReader(in), &out); err != nil {
+	if err := Serve(context.Background(), bytes.NewReader(in), &out); err != nil {
 		t.Fatal(err)
 	}
 	var rep kernelReport
@@ -81,7 +83,7 @@ func TestUmountStormRefusesHostNamespace(t *testing.T) {
 	if err != nil {
 		t.Skip(err)
 	}
-	rep := serveKernel(t, kernelSpec{Op: KernelUmountStorm, Count: 1, HostMntNS: ns})
+	rep := serveKernel(t, kernelSpec{Op: UmountStorm, Count: 1, HostMntNS: ns})
 	if !strings.Contains(rep.Err, "not in a private mount namespace") || rep.Mount != nil {
 		t.Errorf("got %+v, want a refusal", rep)
 	}
@@ -94,7 +96,7 @@ func TestUnshareLoopInProcess(t *testing.T) {
 		t.Skip("unshare needs root")
 	}
 	host, _ := os.Readlink("/proc/self/ns/uts")
-	rep := serveKernel(t, kernelSpec{Op: KernelUnshare, NS: "uts", Count: 5})
+	rep := serveKernel(t, kernelSpec{Op: Unshare, NS: "uts", Count: 5})
 	if rep.Err != "" || rep.Unshare == nil || rep.Unshare.Calls != 5 || rep.Unshare.Latency.Count != 5 {
 		t.Fatalf("got %+v", rep)
 	}

@@ -1,4 +1,4 @@
-package loadgen
+package kernelprobe
 
 import (
 	"encoding/json"
@@ -8,22 +8,23 @@ import (
 	"time"
 
 	"github.com/kernfsim/kernfsim/internal/textout"
+	"github.com/kernfsim/kernfsim/loadgen"
 )
 
-// KernelReferences are the seeds' figures for r's reproduction.
-func KernelReferences(r KernelResult) []Reference {
+// References are the seeds' figures for r's reproduction.
+func References(r Result) []loadgen.Reference {
 	switch {
-	case r.Op == KernelUmountStorm:
-		return UmountStormReferences
+	case r.Op == UmountStorm:
+		return loadgen.UmountStormReferences
 	case r.NS == "pid":
-		return UnsharePIDReferences
+		return loadgen.UnsharePIDReferences
 	}
-	return UnshareReferences
+	return loadgen.UnshareReferences
 }
 
-// WriteKernel writes a reproduction's result: the kernel and its
+// Write writes a reproduction's result: the kernel and its
 // rcupdate parameters, the figures, the host check, the seeds' figures.
-func WriteKernel(w io.Writer, r KernelResult) error {
+func Write(w io.Writer, r Result) error {
 	ew := textout.NewWriter(w)
 	if r.Interrupted {
 		ew.Printf("interrupted:  partial results, measured until the run was stopped\n")
@@ -34,7 +35,7 @@ func WriteKernel(w io.Writer, r KernelResult) error {
 		ps = append(ps, p.Name+"="+p.Value)
 	}
 	ew.Printf("rcupdate:     %s\n", strings.Join(ps, " "))
-	if r.Op == KernelUmountStorm {
+	if r.Op == UmountStorm {
 		writeUmountStorm(ew, r)
 	} else {
 		writeUnshare(ew, r)
@@ -42,13 +43,13 @@ func WriteKernel(w io.Writer, r KernelResult) error {
 	if r.Exit > 0 {
 		ew.Printf("exit:         %s from the child's report to its exit (what was left in it torn down)\n", textout.Dur(r.Exit))
 	}
-	for _, ref := range KernelReferences(r) {
+	for _, ref := range References(r) {
 		ew.Printf("reference:    %s\n", ref)
 	}
 	return ew.Err()
 }
 
-func writeUmountStorm(ew *textout.Writer, r KernelResult) {
+func writeUmountStorm(ew *textout.Writer, r Result) {
 	how := "umount2(path, 0)"
 	if r.Lazy {
 		how = "umount2(path, MNT_DETACH) (umount -l)"
@@ -70,7 +71,7 @@ func writeUmountStorm(ew *textout.Writer, r KernelResult) {
 	}
 }
 
-func writeUnshare(ew *textout.Writer, r KernelResult) {
+func writeUnshare(ew *textout.Writer, r Result) {
 	if r.ForkPerIteration {
 		ew.Printf("unshare:      %d x clone(%s) of true(1) and wait, in a child process: a fork per iteration, because unshare(%s) "+
 			"only moves later children into the new namespace and fails again until one has entered it\n", r.Count, r.Flag, r.Flag)
@@ -90,53 +91,59 @@ func writeUnshare(ew *textout.Writer, r KernelResult) {
 
 // describeKernelPhase is "total 1.23s (246us per mount), sys 1.10s, user 2ms;
 // latency mean ... (5000 ops)".
-func describeKernelPhase(p *KernelPhase, per string) string {
+func describeKernelPhase(p *Phase, per string) string {
 	if p == nil || p.Calls == 0 {
 		return "none"
 	}
 	n := time.Duration(p.Calls)
 	return fmt.Sprintf("wall %s (%s per %s), sys %s (%s per %s), user %s; %s", textout.Dur(p.Wall), textout.Dur(p.Wall/n), per,
-		textout.Dur(p.Sys), textout.Dur(p.Sys/n), per, textout.Dur(p.User), describeLatency(p.Latency))
+		textout.Dur(p.Sys), textout.Dur(p.Sys/n), per, textout.Dur(p.User), loadgen.DescribeLatency(p.Latency))
 }
 
-// JSONKernel is the JSON form of a KernelResult; the fields of the other
+// Schemas of WriteJSON's documents.
+const (
+	SchemaUmountStorm = "kernfsim-loadgen-umount-storm/1"
+	SchemaUnshare     = "kernfsim-loadgen-unshare/1"
+)
+
+// JSONResult is the JSON form of a Result; the fields of the other
 // reproduction are left out.
-type JSONKernel struct {
-	Schema      string           `json:"schema"`
-	Kernel      JSONKernelInfo   `json:"kernel"`
-	Count       int              `json:"count"`
-	Lazy        *bool            `json:"lazy,omitempty"`
-	Dir         string           `json:"dir,omitempty"`
-	Mount       *JSONKernelPhase `json:"mount,omitempty"`
-	Umount      *JSONKernelPhase `json:"umount,omitempty"`
-	Host        *JSONHostMounts  `json:"host_mounts,omitempty"`
-	NS          string           `json:"ns,omitempty"`
-	Flag        string           `json:"flag,omitempty"`
-	ForkPerIter *bool            `json:"fork_per_iteration,omitempty"`
-	Unshare     *JSONKernelPhase `json:"unshare,omitempty"`
-	Baseline    *JSONKernelPhase `json:"baseline,omitempty"`
-	ExitNs      int64            `json:"exit_ns"`
-	References  []Reference      `json:"references"`
-	Interrupted bool             `json:"interrupted"`
+type JSONResult struct {
+	Schema      string              `json:"schema"`
+	Kernel      JSONInfo            `json:"kernel"`
+	Count       int                 `json:"count"`
+	Lazy        *bool               `json:"lazy,omitempty"`
+	Dir         string              `json:"dir,omitempty"`
+	Mount       *JSONPhase          `json:"mount,omitempty"`
+	Umount      *JSONPhase          `json:"umount,omitempty"`
+	Host        *JSONHostMounts     `json:"host_mounts,omitempty"`
+	NS          string              `json:"ns,omitempty"`
+	Flag        string              `json:"flag,omitempty"`
+	ForkPerIter *bool               `json:"fork_per_iteration,omitempty"`
+	Unshare     *JSONPhase          `json:"unshare,omitempty"`
+	Baseline    *JSONPhase          `json:"baseline,omitempty"`
+	ExitNs      int64               `json:"exit_ns"`
+	References  []loadgen.Reference `json:"references"`
+	Interrupted bool                `json:"interrupted"`
 }
 
-// JSONKernelInfo is a KernelInfo; rcupdate maps each parameter to its
+// JSONInfo is a Info; rcupdate maps each parameter to its
 // value ("?" when unreadable).
-type JSONKernelInfo struct {
+type JSONInfo struct {
 	Release  string            `json:"release"`
 	Version  string            `json:"version"`
 	RCUpdate map[string]string `json:"rcupdate"`
 }
 
-// JSONKernelPhase is a KernelPhase.
-type JSONKernelPhase struct {
-	Calls        int         `json:"calls"`
-	WallNs       int64       `json:"wall_ns"`
-	PerCallNs    float64     `json:"per_call_ns"`
-	SysNs        int64       `json:"sys_ns"`
-	SysPerCallNs float64     `json:"sys_per_call_ns"`
-	UserNs       int64       `json:"user_ns"`
-	Latency      JSONLatency `json:"latency"`
+// JSONPhase is a Phase.
+type JSONPhase struct {
+	Calls        int                 `json:"calls"`
+	WallNs       int64               `json:"wall_ns"`
+	PerCallNs    float64             `json:"per_call_ns"`
+	SysNs        int64               `json:"sys_ns"`
+	SysPerCallNs float64             `json:"sys_per_call_ns"`
+	UserNs       int64               `json:"user_ns"`
+	Latency      loadgen.JSONLatency `json:"latency"`
 }
 
 // JSONHostMounts is a HostMounts.
@@ -148,15 +155,15 @@ type JSONHostMounts struct {
 	Others    []string `json:"others"`
 }
 
-// WriteKernelJSON writes r as one indented JSON document.
-func WriteKernelJSON(w io.Writer, r KernelResult) error {
-	ki := JSONKernelInfo{Release: r.Kernel.Release, Version: r.Kernel.Version, RCUpdate: map[string]string{}}
+// WriteJSON writes r as one indented JSON document.
+func WriteJSON(w io.Writer, r Result) error {
+	ki := JSONInfo{Release: r.Kernel.Release, Version: r.Kernel.Version, RCUpdate: map[string]string{}}
 	for _, p := range r.Kernel.RCU {
 		ki.RCUpdate[p.Name] = p.Value
 	}
-	j := JSONKernel{Kernel: ki, Count: r.Count, ExitNs: int64(r.Exit), References: KernelReferences(r),
+	j := JSONResult{Kernel: ki, Count: r.Count, ExitNs: int64(r.Exit), References: References(r),
 		Interrupted: r.Interrupted}
-	if r.Op == KernelUmountStorm {
+	if r.Op == UmountStorm {
 		j.Schema, j.Lazy, j.Dir = SchemaUmountStorm, &r.Lazy, r.Dir
 		j.Mount, j.Umount = jsonKernelPhase(r.Mount), jsonKernelPhase(r.Umount)
 		if h := r.Host; h != nil {
@@ -172,28 +179,28 @@ func WriteKernelJSON(w io.Writer, r KernelResult) error {
 	return enc.Encode(j)
 }
 
-func jsonKernelPhase(p *KernelPhase) *JSONKernelPhase {
+func jsonKernelPhase(p *Phase) *JSONPhase {
 	if p == nil {
 		return nil
 	}
-	j := &JSONKernelPhase{Calls: p.Calls, WallNs: int64(p.Wall), SysNs: int64(p.Sys), UserNs: int64(p.User),
-		Latency: latencyJSON(p.Latency)}
+	j := &JSONPhase{Calls: p.Calls, WallNs: int64(p.Wall), SysNs: int64(p.Sys), UserNs: int64(p.User),
+		Latency: loadgen.LatencyJSON(p.Latency)}
 	if p.Calls > 0 {
 		j.PerCallNs, j.SysPerCallNs = float64(p.Wall)/float64(p.Calls), float64(p.Sys)/float64(p.Calls)
 	}
 	return j
 }
 
-// WriteKernelBench writes Go benchmark lines: per phase for umount-storm
+// WriteBench writes Go benchmark lines: per phase for umount-storm
 // (BenchmarkUmountStorm/lazy=false/phase=umount), per loop for unshare
 // (BenchmarkUnshare/ns=ipc; ns=pid-baseline for pid's baseline). ns/op is
 // the wall time per call.
-func WriteKernelBench(w io.Writer, r KernelResult) error {
-	if err := writeTeardownBenchHeader(w); err != nil {
+func WriteBench(w io.Writer, r Result) error {
+	if err := loadgen.WriteBenchHeader(w); err != nil {
 		return err
 	}
 	ew := textout.NewWriter(w)
-	line := func(name string, p *KernelPhase) {
+	line := func(name string, p *Phase) {
 		if p == nil || p.Calls == 0 {
 			return
 		}
@@ -201,7 +208,7 @@ func WriteKernelBench(w io.Writer, r KernelResult) error {
 		ew.Printf("%s\t%d\t%.0f ns/op\t%d p50-ns\t%d p99-ns\t%d max-ns\t%.0f sys-ns/op\n", name, p.Calls,
 			float64(p.Wall)/n, int64(p.Latency.P50), int64(p.Latency.P99), int64(p.Latency.Max), float64(p.Sys)/n)
 	}
-	if r.Op == KernelUmountStorm {
+	if r.Op == UmountStorm {
 		line(fmt.Sprintf("BenchmarkUmountStorm/lazy=%t/phase=mount", r.Lazy), r.Mount)
 		line(fmt.Sprintf("BenchmarkUmountStorm/lazy=%t/phase=umount", r.Lazy), r.Umount)
 		return ew.Err()

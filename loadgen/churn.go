@@ -60,7 +60,7 @@ type churner struct {
 // previous run may have left.
 func newChurner(t target, rate float64) (*churner, error) {
 	if err := t.stat(t.abs(churnControl)); err != nil {
-		return nil, badConfig("Churn", "churn a kernfsim mount or --sim",
+		return nil, BadConfig("Churn", "churn a kernfsim mount or --sim",
 			"%s: %v: the target has no kernfsim device control files", t.abs(churnControl), err)
 	}
 	c := &churner{t: t, rate: rate, present: make([]bool, churnSlots),

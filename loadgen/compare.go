@@ -279,16 +279,16 @@ func (c CompareConfig) withDefaults() CompareConfig {
 func (c CompareConfig) validate() error {
 	switch {
 	case len(c.Rows) == 0:
-		return badConfig("Rows", "name at least one target", "nothing to compare")
+		return BadConfig("Rows", "name at least one target", "nothing to compare")
 	case c.SimCost < 0 || c.SimCost > time.Second:
-		return badConfig("SimCost", "give the kernel's work per operation, 0 to a few microseconds", "%v", c.SimCost)
+		return BadConfig("SimCost", "give the kernel's work per operation, 0 to a few microseconds", "%v", c.SimCost)
 	case c.Times <= 0 || c.SimTimes <= 0 || c.HwlocTimes <= 0 || c.Repeats <= 0:
-		return badConfig("Times", "give positive numbers", "times %d, sim times %d, hwloc times %d, repeats %d",
+		return BadConfig("Times", "give positive numbers", "times %d, sim times %d, hwloc times %d, repeats %d",
 			c.Times, c.SimTimes, c.HwlocTimes, c.Repeats)
 	}
 	for _, t := range c.Threads {
 		if t <= 0 {
-			return badConfig("Threads", "give positive numbers", "%d threads", t)
+			return BadConfig("Threads", "give positive numbers", "%d threads", t)
 		}
 		if err := checkThreads("Threads", t); err != nil {
 			return err
@@ -296,7 +296,7 @@ func (c CompareConfig) validate() error {
 	}
 	for _, op := range c.Ops {
 		if _, _, ok := parseOpLabel(op); !ok {
-			return badConfig("Ops", "use files, missing, stat-missing or an operation name ("+opNames()+")", "unknown op %q", op)
+			return BadConfig("Ops", "use files, missing, stat-missing or an operation name ("+opNames()+")", "unknown op %q", op)
 		}
 	}
 	return nil

@@ -220,7 +220,7 @@ func writerLocks() string {
 	return strings.Join(w[:len(w)-1], ", ") + " or " + w[len(w)-1]
 }
 
-func badConfig(field, hint, format string, args ...any) *ConfigError {
+func BadConfig(field, hint, format string, args ...any) *ConfigError {
 	return &ConfigError{Field: field, Problem: fmt.Sprintf(format, args...), Hint: hint}
 }
 
@@ -257,7 +257,7 @@ func (c Config) withDefaults() Config {
 func (c Config) validate() error {
 	pos := func(field string, v int) error {
 		if v <= 0 {
-			return badConfig(field, "give a positive number", "%d is not positive", v)
+			return BadConfig(field, "give a positive number", "%d is not positive", v)
 		}
 		return nil
 	}
@@ -272,7 +272,7 @@ func (c Config) validate() error {
 		return err
 	}
 	if len(c.FileList) > 0 && c.Files > len(c.FileList) {
-		return badConfig("Files", "give at most as many as the files listed",
+		return BadConfig("Files", "give at most as many as the files listed",
 			"%d distinct files asked for, but only %d listed", c.Files, len(c.FileList))
 	}
 	return nil
@@ -294,7 +294,7 @@ func (c Config) validateFileList() error {
 			inside = err == nil && filepath.IsLocal(rel)
 		}
 		if !inside && f != "" {
-			return badConfig("FileList", "name files inside the target, relative to it or absolute under "+dir,
+			return BadConfig("FileList", "name files inside the target, relative to it or absolute under "+dir,
 				"%s is outside %s", f, dir)
 		}
 	}
@@ -303,14 +303,14 @@ func (c Config) validateFileList() error {
 
 func (c Config) validateOp() error {
 	if !slices.Contains(Ops, c.Op) {
-		return badConfig("Op", "valid operations are "+opNames(), "unknown operation %q", c.Op)
+		return BadConfig("Op", "valid operations are "+opNames(), "unknown operation %q", c.Op)
 	}
 	if c.Missing && c.Op != OpOpenReadClose && c.Op != OpStat && c.Op != OpSameFile {
-		return badConfig("Missing", "use it with open-read-close or stat",
+		return BadConfig("Missing", "use it with open-read-close or stat",
 			"a missing path cannot be the object of %s", c.Op)
 	}
 	if c.Op == OpLstopo && c.Target.Kind == TargetSim {
-		return badConfig("Op", "measure a mount (--path DIR or the default target)",
+		return BadConfig("Op", "measure a mount (--path DIR or the default target)",
 			"lstopo reads a filesystem, and a sim target has none")
 	}
 	return nil
@@ -340,23 +340,23 @@ func (c Config) validateTarget() error {
 	switch t.Kind {
 	case TargetSim, TargetKernfsim:
 		if !slices.Contains(locking.Names, t.Lock) {
-			return badConfig("Lock", "valid strategies are "+strings.Join(locking.Names, ", "),
+			return BadConfig("Lock", "valid strategies are "+strings.Join(locking.Names, ", "),
 				"unknown lock strategy %q", t.Lock)
 		}
 	case TargetPath:
 		if t.Dir == "" {
-			return badConfig("Dir", "name the directory to measure", "a path target needs a directory")
+			return BadConfig("Dir", "name the directory to measure", "a path target needs a directory")
 		}
 	default:
-		return badConfig("Target", "use sim, path or kernfsim", "unknown target kind %q", t.Kind)
+		return BadConfig("Target", "use sim, path or kernfsim", "unknown target kind %q", t.Kind)
 	}
 	switch {
 	case t.SimCost < 0:
-		return badConfig("SimCost", "give 0 (the bare sim) or more", "%v is negative", t.SimCost)
+		return BadConfig("SimCost", "give 0 (the bare sim) or more", "%v is negative", t.SimCost)
 	case t.SimCost > time.Second:
-		return badConfig("SimCost", "give the kernel's work per operation: microseconds", "%v per operation is more than a system call costs", t.SimCost)
+		return BadConfig("SimCost", "give the kernel's work per operation: microseconds", "%v per operation is more than a system call costs", t.SimCost)
 	case t.SimCost > 0 && t.Kind != TargetSim:
-		return badConfig("SimCost", "drop it, or measure the sim", "work outside the lock is added to sim operations only; a %s target does its own", t.Kind)
+		return BadConfig("SimCost", "drop it, or measure the sim", "work outside the lock is added to sim operations only; a %s target does its own", t.Kind)
 	}
 	if t.Kind == TargetSim && t.Build == nil {
 		if err := t.Tree.WithDefaults().Validate(); err != nil {
@@ -371,10 +371,10 @@ func (c Config) validateProcs() error {
 	case !c.Procs:
 		return nil
 	case c.Target.Kind == TargetSim:
-		return badConfig("Procs", "drop --procs, or measure a mount (--path DIR or the default target)",
+		return BadConfig("Procs", "drop --procs, or measure a mount (--path DIR or the default target)",
 			"worker processes cannot share the in-process tree of a sim target")
 	case len(c.WorkerCommand) == 0:
-		return badConfig("WorkerCommand", "set it to a command that runs ServeWorker", "Procs needs a worker command")
+		return BadConfig("WorkerCommand", "set it to a command that runs ServeWorker", "Procs needs a worker command")
 	}
 	return nil
 }
@@ -382,11 +382,11 @@ func (c Config) validateProcs() error {
 func (c Config) validateChurn() error {
 	switch {
 	case c.Churn < 0:
-		return badConfig("Churn", "give a rate of 0 or more per second", "%g is negative", c.Churn)
+		return BadConfig("Churn", "give a rate of 0 or more per second", "%g is negative", c.Churn)
 	case c.Churn > 0 && c.Target.Kind != TargetPath && !lockTraits(c.Target.Lock).AcceptsWriters:
-		return badConfig("Churn", "use "+writerLocks(), "lock strategy %s refuses writers, so nothing can churn", c.Target.Lock)
+		return BadConfig("Churn", "use "+writerLocks(), "lock strategy %s refuses writers, so nothing can churn", c.Target.Lock)
 	case c.Churn > 100000:
-		return badConfig("Churn", "give at most 100000 per second", "%g per second is more than a writer can do", c.Churn)
+		return BadConfig("Churn", "give at most 100000 per second", "%g per second is more than a writer can do", c.Churn)
 	}
 	return nil
 }

@@ -97,11 +97,11 @@ func (p *plan) setMissing(t target, c Config) error {
 	}
 	switch e := errnoOf(err); {
 	case err == nil:
-		return badConfig("MissingPath", "choose a path that does not exist", "%s exists", c.MissingPath)
+		return BadConfig("MissingPath", "choose a path that does not exist", "%s exists", c.MissingPath)
 	case e == syscall.ENOTCONN:
 		return deadMount(t.abs(""))
 	case e != syscall.ENOENT:
-		return badConfig("MissingPath", "choose a path whose lookup fails with ENOENT", "%s: %v", c.MissingPath, err)
+		return BadConfig("MissingPath", "choose a path whose lookup fails with ENOENT", "%s: %v", c.MissingPath, err)
 	}
 	return nil
 }
@@ -124,7 +124,7 @@ func chooseFiles(t target, c Config) ([]string, error) {
 		return nil, err
 	}
 	if len(got) < want && !(c.Op == OpRandom && len(got) >= c.Files) {
-		return nil, badConfig("Files", "ask for fewer (--files N) or name them (--file PATH)",
+		return nil, BadConfig("Files", "ask for fewer (--files N) or name them (--file PATH)",
 			"%d distinct readable files wanted, only %d found under %s", want, len(got), t.abs(""))
 	}
 	return got, nil
@@ -138,7 +138,7 @@ func checkListed(t target, c Config, files []string) ([]string, error) {
 			if errnoOf(err) == syscall.ENOTCONN {
 				return nil, deadMount(t.abs(""))
 			}
-			return nil, badConfig("FileList", "name files the workers can read", "%s: %v", f, err)
+			return nil, BadConfig("FileList", "name files the workers can read", "%s: %v", f, err)
 		}
 	}
 	return files, nil

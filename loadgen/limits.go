@@ -55,18 +55,18 @@ func checkThreads(field string, n int) error {
 	if n <= limit {
 		return nil
 	}
-	return badConfig(field, fmt.Sprintf("give at most %d", limit), "%d threads is more than this process may start (%s)", n, why)
+	return BadConfig(field, fmt.Sprintf("give at most %d", limit), "%d threads is more than this process may start (%s)", n, why)
 }
 
 // checkBuffers is a *ConfigError if threads buffers of size bytes are more
 // than MaxBufSize each or, together, more than half the memory available.
 func checkBuffers(threads, size int) error {
 	if size > MaxBufSize {
-		return badConfig("BufSize", fmt.Sprintf("give at most %d (256 pages)", MaxBufSize), "%d bytes per read", size)
+		return BadConfig("BufSize", fmt.Sprintf("give at most %d (256 pages)", MaxBufSize), "%d bytes per read", size)
 	}
 	avail := memAvailable()
 	if total := int64(threads) * int64(max(size, 8192)); avail > 0 && total > avail/2 {
-		return badConfig("BufSize", "use fewer threads or a smaller buffer",
+		return BadConfig("BufSize", "use fewer threads or a smaller buffer",
 			"%d threads x %d-byte buffers need %d MiB, more than half the %d MiB available", threads, size, total>>20, avail>>20)
 	}
 	return nil

@@ -48,7 +48,7 @@ const coldplugFiles = 5
 func (p *plan) setColdplug(t target, c Config) error {
 	blocks := memBlocks(t)
 	if len(blocks) == 0 {
-		return badConfig("Op", "give the tree memory blocks (--mem-blocks N) or measure a sysfs that has them",
+		return BadConfig("Op", "give the tree memory blocks (--mem-blocks N) or measure a sysfs that has them",
 			"coldplug needs %s/memoryN directories, and %s has none", memDir, t.abs(""))
 	}
 	first := memDir + "/" + blocks[0] + "/"
@@ -58,7 +58,7 @@ func (p *plan) setColdplug(t target, c Config) error {
 	case err != nil:
 		return err
 	case len(read) == 0 || slices.Contains(read, first+coldplugAbsent):
-		return badConfig("Op", "measure a sysfs whose memory blocks have the usual attributes",
+		return BadConfig("Op", "measure a sysfs whose memory blocks have the usual attributes",
 			"%s: want readable %s and no %s; read %q, missing %q", t.abs(first), strings.Join(coldplugAttrs, ", "),
 			coldplugAbsent, read, missing)
 	}
@@ -157,7 +157,7 @@ func newProber(t target, c Config, blocks []string) (*prober, string, error) {
 		}
 	}
 	if c.Churn > 0 {
-		return nil, "", badConfig("Churn", "hot-add into a kernfsim tree with a probe file (--sim or a kernfsim mount)", "%s", why)
+		return nil, "", BadConfig("Churn", "hot-add into a kernfsim tree with a probe file (--sim or a kernfsim mount)", "%s", why)
 	}
 	return nil, "no memory hot-add: " + why + "; readers only", nil
 }

@@ -50,7 +50,7 @@ var (
 func (p *plan) setHwloc(t target, c Config) error {
 	cpus := cpuNames(t)
 	if len(cpus) == 0 {
-		return badConfig("Op", "measure a sysfs (a kernfsim mount, /sys or --sim)",
+		return BadConfig("Op", "measure a sysfs (a kernfsim mount, /sys or --sim)",
 			"%s needs %s/cpuN directories, and %s has none", c.Op, cpuDir, t.abs(""))
 	}
 	read, missing, err := classify(t, hwlocNames(t, cpus), make([]byte, max(c.BufSize, 8192)))
@@ -147,11 +147,11 @@ var lstopoArgs = []string{"--of", "xml", "--no-io", "-"}
 func (p *plan) setLstopo(t target, c Config) error {
 	bin, err := exec.LookPath("lstopo")
 	if err != nil {
-		return badConfig("Op", "install hwloc (Debian: apt-get install hwloc)", "lstopo not found: %v", err)
+		return BadConfig("Op", "install hwloc (Debian: apt-get install hwloc)", "lstopo not found: %v", err)
 	}
 	cpus := cpuNames(t)
 	if len(cpus) == 0 {
-		return badConfig("Op", "measure a sysfs (a kernfsim mount or /sys)",
+		return BadConfig("Op", "measure a sysfs (a kernfsim mount or /sys)",
 			"lstopo needs %s/cpuN directories, and %s has none", cpuDir, t.abs(""))
 	}
 	root, err := os.MkdirTemp("", "loadgen-hwloc-root-")
@@ -163,7 +163,7 @@ func (p *plan) setLstopo(t target, c Config) error {
 		return err
 	}
 	if err := runLstopo(bin, root); err != nil {
-		return badConfig("Op", "check that hwloc reads the target", "%v", err)
+		return BadConfig("Op", "check that hwloc reads the target", "%v", err)
 	}
 	return nil
 }

@@ -55,8 +55,8 @@ func writeBenchHeader(ew *textout.Writer, p Provenance) {
 	}
 }
 
-// writeTeardownBenchHeader is go test's header for the teardown reports.
-func writeTeardownBenchHeader(w io.Writer) error {
+// WriteBenchHeader is go test's header for the teardown reports.
+func WriteBenchHeader(w io.Writer) error {
 	_, err := fmt.Fprintf(w, "goos: %s\ngoarch: %s\npkg: %s\ncpu: %s\n", runtime.GOOS, runtime.GOARCH, benchPkg, cpuModel())
 	return err
 }

@@ -58,7 +58,7 @@ func WriteSummary(w io.Writer, r Result) error {
 		p    Phase
 	}{{"single", r.Single}, {"concur", r.Concur}} {
 		if ph.p.Ran {
-			ew.Printf("%-13s %s\n", ph.name+":", describeLatency(ph.p.Latency))
+			ew.Printf("%-13s %s\n", ph.name+":", DescribeLatency(ph.p.Latency))
 		}
 	}
 	ew.Printf("clock:        %.0fns per read, one read per operation (included above)\n", r.ClockCostNs)
@@ -161,7 +161,7 @@ func describeFiles(r Result) string {
 	return s
 }
 
-func describeLatency(l Latency) string {
+func DescribeLatency(l Latency) string {
 	return fmt.Sprintf("mean %s  p50 %s  p99 %s  p99.9 %s  max %s  (%d ops)",
 		textout.Dur(l.Mean), textout.Dur(l.P50), textout.Dur(l.P99), textout.Dur(l.P999), textout.Dur(l.Max), l.Count)
 }

@@ -227,13 +227,13 @@ func jsonTeardownRun(run TeardownRun, batch int) JSONTeardownRun {
 		j.PerDeviceNs = float64(run.Total) / float64(run.Removed)
 	}
 	if rd := run.Reader; rd != nil {
-		j.Readers = &JSONReaders{Readers: rd.Readers, Latency: latencyJSON(rd.Latency), Raced: rd.Raced(),
+		j.Readers = &JSONReaders{Readers: rd.Readers, Latency: LatencyJSON(rd.Latency), Raced: rd.Raced(),
 			Errors: jsonErrors(rd.Errors)}
 	}
 	return j
 }
 
-func latencyJSON(l Latency) JSONLatency {
+func LatencyJSON(l Latency) JSONLatency {
 	return JSONLatency{Count: l.Count, MeanNs: int64(l.Mean), P50Ns: int64(l.P50), P99Ns: int64(l.P99),
 		P999Ns: int64(l.P999), MaxNs: int64(l.Max)}
 }
@@ -248,7 +248,7 @@ const TeardownBenchName = "BenchmarkTeardown"
 // The iterations are the calls; ns/op is the caller's mean per call. gp
 // is "na" for mutex and rwsem (a slash would split the key).
 func WriteTeardownBench(w io.Writer, r TeardownResult) error {
-	if err := writeTeardownBenchHeader(w); err != nil {
+	if err := WriteBenchHeader(w); err != nil {
 		return err
 	}
 	ew := textout.NewWriter(w)
@@ -267,8 +267,3 @@ func WriteTeardownBench(w io.Writer, r TeardownResult) error {
 	return ew.Err()
 }
 
-// Schemas of WriteKernelJSON's documents.
-const (
-	SchemaUmountStorm = "kernfsim-loadgen-umount-storm/1"
-	SchemaUnshare     = "kernfsim-loadgen-unshare/1"
-)

@@ -223,15 +223,15 @@ const (
 	histDigits = 3
 )
 
-// newHist returns an empty histogram whose pages are already faulted in
+// NewHistogram returns an empty histogram whose pages are already faulted in
 // (Reset writes every count), so that recording does not fault.
-func newHist() *hdrhistogram.Histogram {
+func NewHistogram() *hdrhistogram.Histogram {
 	h := hdrhistogram.New(1, histMax, histDigits)
 	h.Reset()
 	return h
 }
 
-func summarize(h *hdrhistogram.Histogram) Latency {
+func Summarize(h *hdrhistogram.Histogram) Latency {
 	if h == nil || h.TotalCount() == 0 {
 		return Latency{}
 	}

@@ -220,7 +220,7 @@ func (e *env) phase(ctx context.Context, name string, n int, tally errTally) (Ph
 	}
 	outs, wall, err := run(ctx, name, n)
 	ph := Phase{Ran: len(outs) > 0, Wall: wall}
-	all := newHist()
+	all := NewHistogram()
 	for _, o := range outs {
 		if o.err != nil {
 			err = errors.Join(err, o.err)
@@ -235,7 +235,7 @@ func (e *env) phase(ctx context.Context, name string, n int, tally errTally) (Ph
 			tally.add(k.errno, k.churn, c.Path, c.Count)
 		}
 	}
-	ph.Latency = summarize(all)
+	ph.Latency = Summarize(all)
 	return ph, err
 }
 

@@ -111,7 +111,7 @@ func CalibrateSimCost(ctx context.Context, c Config, dir, lock string) (SimCalib
 	}
 	cal := SimCalibration{Dir: dir, Op: opLabel(c.Op, c.Missing), Lock: lock}
 	if c.Op == OpHwloc || c.Op == OpLstopo || c.Op == OpColdplug {
-		return cal, badConfig("SimCost", "give a duration per system call instead of auto",
+		return cal, BadConfig("SimCost", "give a duration per system call instead of auto",
 			"%s makes many system calls per operation, so its cost cannot be calibrated per operation", c.Op)
 	}
 	onDir, bare := calibrationRuns(c, dir, lock)

@@ -184,32 +184,32 @@ func (c SoakConfig) validate() error {
 	mode := c.Duration / time.Duration(len(c.Locks))
 	switch {
 	case c.Duration < 0 || c.Interval <= 0 || c.Warmup < 0 || c.StormEvery < 0:
-		return badConfig("Duration", "give positive durations", "negative duration, interval, warm-up or storm period")
+		return BadConfig("Duration", "give positive durations", "negative duration, interval, warm-up or storm period")
 	case mode < 2*time.Second:
-		return badConfig("Duration", "give at least 2s per lock mode", "%v for %d lock modes is too short", c.Duration, len(c.Locks))
+		return BadConfig("Duration", "give at least 2s per lock mode", "%v for %d lock modes is too short", c.Duration, len(c.Locks))
 	case c.Warmup >= mode:
-		return badConfig("Warmup", "make the warm-up shorter than each mode's share", "warm-up %v, but each mode runs %v", c.Warmup, mode)
+		return BadConfig("Warmup", "make the warm-up shorter than each mode's share", "warm-up %v, but each mode runs %v", c.Warmup, mode)
 	case c.PerOp < 0 || c.Churn < 0 || c.Tolerance < 0:
-		return badConfig("PerOp", "give 0 or more", "a negative reader count, churn rate or tolerance")
+		return BadConfig("PerOp", "give 0 or more", "a negative reader count, churn rate or tolerance")
 	case c.StormSize < 0 || c.StormSize > 256:
-		return badConfig("StormSize", "give 1 to 256 (one delete_device write names them all)", "%d devices per storm", c.StormSize)
+		return BadConfig("StormSize", "give 1 to 256 (one delete_device write names them all)", "%d devices per storm", c.StormSize)
 	case c.Dir == "" && c.Server == nil:
 		return ErrNoServer
 	case c.Dir != "" && c.ServerPID <= 0:
-		return badConfig("ServerPID", "give the server's process id (pidof kernfsim)", "soaking %s needs its server's process, for its RSS and threads", c.Dir)
+		return BadConfig("ServerPID", "give the server's process id (pidof kernfsim)", "soaking %s needs its server's process, for its RSS and threads", c.Dir)
 	}
 	if limit, why := ThreadLimit(); c.PerOp*len(c.Readers) > limit {
-		return badConfig("PerOp", fmt.Sprintf("give at most %d readers per operation", limit/len(c.Readers)),
+		return BadConfig("PerOp", fmt.Sprintf("give at most %d readers per operation", limit/len(c.Readers)),
 			"%d readers for each of %d operations are more threads than this process may start (%s)", c.PerOp, len(c.Readers), why)
 	}
 	for _, l := range c.Locks {
 		if c.Dir == "" && !slices.Contains(locking.Names, l) {
-			return badConfig("Lock", "valid strategies are "+strings.Join(locking.Names, ", "), "unknown lock strategy %q", l)
+			return BadConfig("Lock", "valid strategies are "+strings.Join(locking.Names, ", "), "unknown lock strategy %q", l)
 		}
 	}
 	for _, r := range c.Readers {
 		if r != SoakMissing && (!slices.Contains(Ops, Op(r)) || Op(r) == OpHwloc) {
-			return badConfig("Op", "valid readers are open-read-close, stat, readdir, walk, same-file, random, missing", "unknown reader %q", r)
+			return BadConfig("Op", "valid readers are open-read-close, stat, readdir, walk, same-file, random, missing", "unknown reader %q", r)
 		}
 	}
 	return nil
@@ -395,7 +395,7 @@ type soakActor struct {
 	errs errTally                // this interval's failures; protected by mu
 }
 
-func newSoakActor() *soakActor { return &soakActor{hist: newHist(), errs: errTally{}} }
+func newSoakActor() *soakActor { return &soakActor{hist: NewHistogram(), errs: errTally{}} }
 
 // record adds one operation that took d and failed with err (or not);
 // expected marks a failure churn explains when it is ENOENT or ENODEV.
@@ -484,7 +484,7 @@ func newSoakLoad(t target, c SoakConfig, writes bool) (*soakLoad, error) {
 		return l, nil
 	}
 	if err := t.stat(t.abs(churnControl)); err != nil {
-		return nil, badConfig("Dir", "soak a kernfsim mount", "%s: %v: no kernfsim device control files", t.abs(churnControl), err)
+		return nil, BadConfig("Dir", "soak a kernfsim mount", "%s: %v: no kernfsim device control files", t.abs(churnControl), err)
 	}
 	var devs []string
 	for i := range max(soakChurnSlots, c.StormSize) {
@@ -628,7 +628,7 @@ func (l *soakLoad) sleep(d time.Duration) bool {
 // drain returns the interval's reader operations, their latencies and
 // every failure since the last drain, folding them into the totals.
 func (l *soakLoad) drain() (int64, *hdrhistogram.Histogram, errTally) {
-	h, errs := newHist(), errTally{}
+	h, errs := NewHistogram(), errTally{}
 	var n int64
 	for _, r := range l.readers {
 		n += r.drain(h, errs)
@@ -706,7 +706,7 @@ func (p *soakServer) stats() (client.Stats, error) { return client.ReadStats(p.t
 func (p *soakServer) lock() (string, error) {
 	s, err := p.stats()
 	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, client.ErrNotStats) || err == nil && !s.Served {
-		return "", badConfig("Dir", "soak a kernfsim mount", "%s is not a kernfsim mount: no server.lock and server.nodeids in kernel/kernfsim/stats", p.t.dir)
+		return "", BadConfig("Dir", "soak a kernfsim mount", "%s is not a kernfsim mount: no server.lock and server.nodeids in kernel/kernfsim/stats", p.t.dir)
 	}
 	if err != nil {
 		return "", p.gone(err, nil)

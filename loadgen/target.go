@@ -182,9 +182,9 @@ func newPathTarget(dir string) (*pathTarget, error) {
 	case err == unix.ENOTCONN:
 		return nil, deadMount(dir)
 	case err != nil:
-		return nil, badConfig("Dir", "give an existing directory", "%s: %v", dir, err)
+		return nil, BadConfig("Dir", "give an existing directory", "%s: %v", dir, err)
 	case st.Mode&unix.S_IFMT != unix.S_IFDIR:
-		return nil, badConfig("Dir", "give a directory", "%s is not a directory", dir)
+		return nil, BadConfig("Dir", "give a directory", "%s is not a directory", dir)
 	}
 	abs, err := filepath.Abs(dir)
 	if err != nil {
@@ -195,7 +195,7 @@ func newPathTarget(dir string) (*pathTarget, error) {
 
 // deadMount is the error for a FUSE mount whose server has gone.
 func deadMount(dir string) *ConfigError {
-	return badConfig("Dir", "unmount it with 'umount -l "+dir+"' (or 'fusermount3 -uz "+dir+"') and start the server again",
+	return BadConfig("Dir", "unmount it with 'umount -l "+dir+"' (or 'fusermount3 -uz "+dir+"') and start the server again",
 		"%s: transport endpoint is not connected: the filesystem server behind this mount is gone", dir)
 }
 

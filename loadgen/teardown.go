@@ -198,19 +198,19 @@ func cmpOrInt(v, d int) int {
 func (c TeardownConfig) validate() error {
 	switch {
 	case c.Count <= 0 || c.Batch <= 0 || c.Readers < 0:
-		return badConfig("Count", "give a positive count and batch, and 0 or more readers",
+		return BadConfig("Count", "give a positive count and batch, and 0 or more readers",
 			"count %d, batch %d, readers %d", c.Count, c.Batch, c.Readers)
 	case c.Batch > c.Count:
-		return badConfig("Batch", "give at most --count", "batch %d is more than the %d devices", c.Batch, c.Count)
+		return BadConfig("Batch", "give at most --count", "batch %d is more than the %d devices", c.Batch, c.Count)
 	case c.Count > MaxSimDevices:
-		return badConfig("Count", "give at most "+itoa(MaxSimDevices), "%d devices would take more memory than a storm needs", c.Count)
+		return BadConfig("Count", "give at most "+itoa(MaxSimDevices), "%d devices would take more memory than a storm needs", c.Count)
 	case c.Attrs < 0 || c.Attrs > sysfs.MaxDeviceAttrs:
-		return badConfig("Attrs", "give 0 to "+itoa(sysfs.MaxDeviceAttrs), "%d attributes per device", c.Attrs)
+		return BadConfig("Attrs", "give 0 to "+itoa(sysfs.MaxDeviceAttrs), "%d attributes per device", c.Attrs)
 	case c.Target.Kind != TargetSim && c.Count > sysfs.DefaultMaxDevices:
-		return badConfig("Count", "give at most "+itoa(sysfs.DefaultMaxDevices)+" on a mount, or use --sim",
+		return BadConfig("Count", "give at most "+itoa(sysfs.DefaultMaxDevices)+" on a mount, or use --sim",
 			"a kernfsim server makes at most %d devices", sysfs.DefaultMaxDevices)
 	case c.Target.Kind != TargetSim && c.Batch*(len(tdName(c.Count-1))+1) > kernfsim.PageSize:
-		return badConfig("Batch", fmt.Sprintf("give at most %d on a mount, or use --sim (no page limit in process)",
+		return BadConfig("Batch", fmt.Sprintf("give at most %d on a mount, or use --sim (no page limit in process)",
 			kernfsim.PageSize/(len(tdName(c.Count-1))+1)), "%d names do not fit one %d-byte write to delete_device",
 			c.Batch, kernfsim.PageSize)
 	}
@@ -219,7 +219,7 @@ func (c TeardownConfig) validate() error {
 	}
 	for _, l := range c.Locks {
 		if !lockTraits(l).AcceptsWriters {
-			return badConfig("Lock", "use "+writerLocks(), "lock %q cannot remove devices", l)
+			return BadConfig("Lock", "use "+writerLocks(), "lock %q cannot remove devices", l)
 		}
 	}
 	switch c.Target.Kind {
@@ -233,10 +233,10 @@ func (c TeardownConfig) validate() error {
 		}
 	case TargetPath:
 		if c.Target.Dir == "" {
-			return badConfig("Dir", "name a kernfsim mount", "a path target needs a directory")
+			return BadConfig("Dir", "name a kernfsim mount", "a path target needs a directory")
 		}
 	default:
-		return badConfig("Target", "use sim, kernfsim or a path", "unknown target kind %q", c.Target.Kind)
+		return BadConfig("Target", "use sim, kernfsim or a path", "unknown target kind %q", c.Target.Kind)
 	}
 	return nil
 }
@@ -473,7 +473,7 @@ func newMountTD(dir string, srv *Server) (*mountTD, error) {
 		path := p.abs(f.rel)
 		if err := retry(func() (err error) { *f.fd, err = unix.Open(path, unix.O_WRONLY|unix.O_CLOEXEC, 0); return }); err != nil {
 			m.closeFiles()
-			return nil, badConfig("Dir", "give a kernfsim mount (kernfsim mount DIR)", "%s: %v: not a kernfsim mount", path, err)
+			return nil, BadConfig("Dir", "give a kernfsim mount (kernfsim mount DIR)", "%s: %v: not a kernfsim mount", path, err)
 		}
 	}
 	if err := m.removeLeftovers(); err != nil {
@@ -680,7 +680,7 @@ func (s *tdStorm) create(ctx context.Context) (time.Duration, error) {
 func (s *tdStorm) storm(ctx context.Context, run *TeardownRun) (time.Time, error) {
 	defer s.progress("remove")()
 	readers := s.startReaders()
-	h := newHist()
+	h := NewHistogram()
 	t0 := time.Now()
 	var prev time.Duration
 	var err error
@@ -691,18 +691,18 @@ func (s *tdStorm) storm(ctx context.Context, run *TeardownRun) (time.Time, error
 			break
 		}
 		now := time.Since(t0)
-		tdRecord(h, now-prev)
+		RecordLatency(h, now-prev)
 		prev = now
 		run.Calls++
 		run.Removed += len(batch)
 		s.done.Store(int64(run.Removed))
 	}
-	run.Total, run.Caller = prev, summarize(h)
+	run.Total, run.Caller = prev, Summarize(h)
 	run.Reader = readers.stop()
 	return t0, err
 }
 
-func tdRecord(h *hdrhistogram.Histogram, d time.Duration) {
+func RecordLatency(h *hdrhistogram.Histogram, d time.Duration) {
 	if h.RecordValue(int64(d)) != nil {
 		h.RecordValue(histMax)
 	}
@@ -737,7 +737,7 @@ func (s *tdStorm) startReaders() *tdReaders {
 	var ready sync.WaitGroup
 	start := make(chan struct{})
 	for i := range n {
-		r := &tdReader{hist: newHist(), errs: errTally{}}
+		r := &tdReader{hist: NewHistogram(), errs: errTally{}}
 		rd.rs = append(rd.rs, r)
 		ready.Add(1)
 		rd.wg.Add(1)
@@ -768,7 +768,7 @@ func (s *tdStorm) read(r *tdReader, seed int, stop *atomic.Bool) {
 		name := s.names[lo+rng.IntN(len(s.names)-lo)]
 		t0 := time.Now()
 		err := s.t.read(name, buf)
-		tdRecord(r.hist, time.Since(t0))
+		RecordLatency(r.hist, time.Since(t0))
 		if err != nil {
 			r.errs.add(errnoOf(err), true, churnDevices+"/"+name+"/"+tdReadFile, 1)
 		}
@@ -783,12 +783,12 @@ func (rd *tdReaders) stop() *ReaderResult {
 	rd.stopFlag.Store(true)
 	rd.wg.Wait()
 	rd.restore()
-	all, tally := newHist(), errTally{}
+	all, tally := NewHistogram(), errTally{}
 	for _, r := range rd.rs {
 		all.Merge(r.hist)
 		for k, c := range r.errs {
 			tally.add(k.errno, k.churn, c.Path, c.Count)
 		}
 	}
-	return &ReaderResult{Readers: len(rd.rs), Latency: summarize(all), Errors: tally.sorted()}
+	return &ReaderResult{Readers: len(rd.rs), Latency: Summarize(all), Errors: tally.sorted()}
 }

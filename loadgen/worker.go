@@ -52,7 +52,7 @@ type paddedCounter struct {
 func newWorker(index, cpu, times, bufSize int, t target, p *plan) *worker {
 	w := &worker{index: index, cpu: cpu, times: times, t: t, p: p,
 		buf: make([]byte, bufSize), rng: rand.New(rand.NewPCG(uint64(index), 0x6b65726e6673)),
-		hist: newHist(), errs: errTally{}}
+		hist: NewHistogram(), errs: errTally{}}
 	if p.Op == OpReaddir || p.Op == OpHwloc {
 		w.dbuf = make([]byte, 8192)
 	}

@@ -9,18 +9,19 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/kernfsim/kernfsim/kernelprobe"
 	"github.com/kernfsim/kernfsim/loadgen"
 )
 
 // kernelFlags are the flags of umount-storm and unshare.
 type kernelFlags struct {
-	cfg    loadgen.KernelConfig
+	cfg    kernelprobe.Config
 	format string
 	out    string
 }
 
 func newUmountStormCmd() *cobra.Command {
-	f := &kernelFlags{cfg: loadgen.KernelConfig{Op: loadgen.KernelUmountStorm}}
+	f := &kernelFlags{cfg: kernelprobe.Config{Op: kernelprobe.UmountStorm}}
 	cmd := &cobra.Command{
 		Use:   "umount-storm [--count N] [--lazy]",
 		Short: "Mount N tmpfs in a private mount namespace, then unmount each: the real kernel's grace period per umount (root)",
@@ -47,7 +48,7 @@ seeds' figures. Root only.`,
 }
 
 func newUnshareCmd() *cobra.Command {
-	f := &kernelFlags{cfg: loadgen.KernelConfig{Op: loadgen.KernelUnshare}}
+	f := &kernelFlags{cfg: kernelprobe.Config{Op: kernelprobe.Unshare}}
 	cmd := &cobra.Command{
 		Use:   "unshare [--ns ipc|net|mnt|uts|pid] [--count N]",
 		Short: "unshare(2) a namespace N times in a child process: wall and system time per iteration (root)",
@@ -65,7 +66,7 @@ rcupdate parameters and the seeds' figures. Root only.`,
 		RunE: func(cmd *cobra.Command, _ []string) error { return f.run(cmd) },
 	}
 	fs := cmd.Flags()
-	fs.StringVar(&f.cfg.NS, "ns", "ipc", "namespace: "+strings.Join(loadgen.UnshareNamespaces, ", "))
+	fs.StringVar(&f.cfg.NS, "ns", "ipc", "namespace: "+strings.Join(kernelprobe.UnshareNamespaces, ", "))
 	fs.IntVar(&f.cfg.Count, "count", 1000, "unshares (the seed's 1000)")
 	f.addOutput(cmd)
 	return cmd
@@ -85,7 +86,7 @@ func newKernelChildCmd() *cobra.Command {
 		Hidden: true,
 		Args:   cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return loadgen.ServeKernel(cmd.Context(), cmd.InOrStdin(), cmd.OutOrStdout())
+			return kernelprobe.Serve(cmd.Context(), cmd.InOrStdin(), cmd.OutOrStdout())
 		},
 	}
 }
@@ -94,8 +95,8 @@ func (f *kernelFlags) validate(cmd *cobra.Command) error {
 	if err := positive(cmd.Flags(), "count"); err != nil {
 		return err
 	}
-	if f.cfg.Op == loadgen.KernelUnshare && !slices.Contains(loadgen.UnshareNamespaces, f.cfg.NS) {
-		return &usageError{fmt.Errorf("--ns %q: valid namespaces are %s", f.cfg.NS, strings.Join(loadgen.UnshareNamespaces, ", "))}
+	if f.cfg.Op == kernelprobe.Unshare && !slices.Contains(kernelprobe.UnshareNamespaces, f.cfg.NS) {
+		return &usageError{fmt.Errorf("--ns %q: valid namespaces are %s", f.cfg.NS, strings.Join(kernelprobe.UnshareNamespaces, ", "))}
 	}
 	switch f.format {
 	case "seed", "json", "bench":
@@ -113,7 +114,7 @@ func (f *kernelFlags) run(cmd *cobra.Command) error {
 	if err != nil {
 		return err
 	}
-	res, err := loadgen.RunKernel(cmd.Context(), f.cfg)
+	res, err := kernelprobe.Run(cmd.Context(), f.cfg)
 	var ce *loadgen.ConfigError
 	if err != nil && !errors.As(err, &ce) && (res.Mount != nil || res.Unshare != nil) {
 		err = errors.Join(err, f.write(w, res))
@@ -123,12 +124,12 @@ func (f *kernelFlags) run(cmd *cobra.Command) error {
 	return errors.Join(err, closeOut())
 }
 
-func (f *kernelFlags) write(w io.Writer, res loadgen.KernelResult) error {
+func (f *kernelFlags) write(w io.Writer, res kernelprobe.Result) error {
 	switch f.format {
 	case "json":
-		return loadgen.WriteKernelJSON(w, res)
+		return kernelprobe.WriteJSON(w, res)
 	case "bench":
-		return loadgen.WriteKernelBench(w, res)
+		return kernelprobe.WriteBench(w, res)
 	}
-	return loadgen.WriteKernel(w, res)
+	return kernelprobe.Write(w, res)
 }

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kernfsim/kernfsim/kernelprobe"
 	"github.com/kernfsim/kernfsim/loadgen"
 )
 
@@ -167,11 +168,11 @@ func TestUmountStorm(t *testing.T) {
 		}
 	}
 	code, out, errOut = runArgs(context.Background(), "umount-storm", "--count", "50", "--lazy", "--format", "json")
-	var j loadgen.JSONKernel
+	var j kernelprobe.JSONResult
 	if code != exitOK || json.Unmarshal([]byte(out), &j) != nil {
 		t.Fatalf("exit %d, stderr %q\n%s", code, errOut, out)
 	}
-	if j.Schema != loadgen.SchemaUmountStorm || j.Mount.Calls != 50 || j.Umount.Calls != 50 || j.Lazy == nil || !*j.Lazy ||
+	if j.Schema != kernelprobe.SchemaUmountStorm || j.Mount.Calls != 50 || j.Umount.Calls != 50 || j.Lazy == nil || !*j.Lazy ||
 		j.Host == nil || len(j.Host.Leaked) != 0 || len(j.Kernel.RCUpdate) != 3 {
 		t.Errorf("got %s", out)
 	}
@@ -184,11 +185,11 @@ func TestUnshare(t *testing.T) {
 	requireRootForKernel(t)
 	for _, ns := range []string{"ipc", "mnt", "net"} { // uts in process in loadgen's tests; pid below
 		code, out, errOut := runArgs(context.Background(), "unshare", "--ns", ns, "--count", "3", "--format", "json")
-		var j loadgen.JSONKernel
+		var j kernelprobe.JSONResult
 		if code != exitOK || json.Unmarshal([]byte(out), &j) != nil {
 			t.Fatalf("%s: exit %d, stderr %q\n%s", ns, code, errOut, out)
 		}
-		if j.Schema != loadgen.SchemaUnshare || j.NS != ns || j.Unshare == nil || j.Unshare.Calls != 3 ||
+		if j.Schema != kernelprobe.SchemaUnshare || j.NS != ns || j.Unshare == nil || j.Unshare.Calls != 3 ||
 			*j.ForkPerIter != (ns == "pid") || (j.Baseline != nil) != (ns == "pid") {
 			t.Errorf("%s: got %s", ns, out)
 		}
