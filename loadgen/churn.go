@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/kernfsim/kernfsim/client"
+	"github.com/kernfsim/kernfsim/kernfsim"
 )
 
 // The in-tree control files (sysfs.ABI), relative to the target.
@@ -53,7 +54,7 @@ type churner struct {
 
 	mu   sync.Mutex
 	res  ChurnResult // protected by mu
-	errs errTally    // protected by mu
+	errs ErrorTally  // protected by mu
 }
 
 // newChurner checks that t has the control files and removes devices a
@@ -64,7 +65,7 @@ func newChurner(t target, rate float64) (*churner, error) {
 			"%s: %v: the target has no kernfsim device control files", t.abs(churnControl), err)
 	}
 	c := &churner{t: t, rate: rate, present: make([]bool, churnSlots),
-		stop: make(chan struct{}), done: make(chan struct{}), res: ChurnResult{Rate: rate}, errs: errTally{}}
+		stop: make(chan struct{}), done: make(chan struct{}), res: ChurnResult{Rate: rate}, errs: ErrorTally{}}
 	for i := range churnSlots {
 		c.names = append(c.names, "loadgen"+strconv.Itoa(i))
 		t.write(churnDelete, client.DeleteDevices(c.names[i])) // ENODEV when absent, as expected
@@ -126,7 +127,7 @@ func (c *churner) step(i int) {
 	defer c.mu.Unlock()
 	switch {
 	case err != nil:
-		c.errs.add(errnoOf(err), false, c.names[i], 1)
+		c.errs.Add(kernfsim.Errno(err), false, c.names[i], 1)
 	case c.present[i]:
 		c.res.Removes++
 	default:
@@ -157,6 +158,6 @@ func (c *churner) finish() *ChurnResult {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	r := c.res
-	r.Errors = c.errs.sorted()
+	r.Errors = c.errs.Sorted()
 	return &r
 }

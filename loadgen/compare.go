@@ -42,9 +42,9 @@ type Row struct {
 // Label is the row's name in tables and plots: "sim rwsem", "sys".
 func (r Row) Label() string {
 	if r.Target.Kind == TargetPath {
-		return targetLabel(r.Target)
+		return TargetLabel(r.Target)
 	}
-	return targetLabel(r.Target) + " " + r.Target.Lock
+	return TargetLabel(r.Target) + " " + r.Target.Lock
 }
 
 // CompareConfig is a grid of runs: every row x op x thread count,
@@ -290,7 +290,7 @@ func (c CompareConfig) validate() error {
 		if t <= 0 {
 			return BadConfig("Threads", "give positive numbers", "%d threads", t)
 		}
-		if err := checkThreads("Threads", t); err != nil {
+		if err := CheckThreads("Threads", t); err != nil {
 			return err
 		}
 	}
@@ -328,7 +328,7 @@ func Compare(ctx context.Context, cc CompareConfig) (res CompareResult, err erro
 	}
 	res = CompareResult{Provenance: CaptureProvenance(cc.Args), Ops: cc.Ops, Threads: cc.Threads, Times: cc.Times, SimTimes: cc.SimTimes,
 		HwlocTimes: cc.HwlocTimes, Repeats: cc.Repeats,
-		CPUs: len(allowedCPUs()), Pinned: !cc.NoPin, Rows: slices.Clone(cc.Rows)}
+		CPUs: len(AllowedCPUs()), Pinned: !cc.NoPin, Rows: slices.Clone(cc.Rows)}
 	stop, err := startServers(ctx, res.Rows, cc.Server)
 	defer func() { err = errors.Join(err, stop()) }()
 	if err != nil {

@@ -203,16 +203,16 @@ func (e *ConfigError) Error() string {
 	return s
 }
 
-// lockTraits is the traits of the strategy called lock; zero for an
+// LockTraits is the traits of the strategy called lock; zero for an
 // unknown name, which validation rejects on its own.
-func lockTraits(lock string) locking.Traits {
+func LockTraits(lock string) locking.Traits {
 	t, _ := locking.TraitsOf(lock)
 	return t
 }
 
-// writerLocks names the strategies that accept writers once the tree is
+// WriterLocks names the strategies that accept writers once the tree is
 // served: "mutex, rwsem or rcu".
-func writerLocks() string {
+func WriterLocks() string {
 	w := locking.NamesWhere(func(t locking.Traits) bool { return t.AcceptsWriters })
 	if len(w) < 2 {
 		return strings.Join(w, "")
@@ -263,7 +263,7 @@ func (c Config) validate() error {
 	}
 	for _, err := range []error{pos("Threads", c.Threads), pos("Times", c.Times),
 		pos("Files", c.Files), pos("BufSize", c.BufSize), c.validateOp(), c.validateTarget(),
-		c.validateProcs(), c.validateChurn(), checkThreads("Threads", c.Threads), checkBuffers(c.Threads, c.BufSize)} {
+		c.validateProcs(), c.validateChurn(), CheckThreads("Threads", c.Threads), checkBuffers(c.Threads, c.BufSize)} {
 		if err != nil {
 			return err
 		}
@@ -383,8 +383,8 @@ func (c Config) validateChurn() error {
 	switch {
 	case c.Churn < 0:
 		return BadConfig("Churn", "give a rate of 0 or more per second", "%g is negative", c.Churn)
-	case c.Churn > 0 && c.Target.Kind != TargetPath && !lockTraits(c.Target.Lock).AcceptsWriters:
-		return BadConfig("Churn", "use "+writerLocks(), "lock strategy %s refuses writers, so nothing can churn", c.Target.Lock)
+	case c.Churn > 0 && c.Target.Kind != TargetPath && !LockTraits(c.Target.Lock).AcceptsWriters:
+		return BadConfig("Churn", "use "+WriterLocks(), "lock strategy %s refuses writers, so nothing can churn", c.Target.Lock)
 	case c.Churn > 100000:
 		return BadConfig("Churn", "give at most 100000 per second", "%g per second is more than a writer can do", c.Churn)
 	}

@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+
+	"github.com/kernfsim/kernfsim/kernfsim"
 )
 
 const (
@@ -95,7 +97,7 @@ func (p *plan) setMissing(t target, c Config) error {
 	} else {
 		err = t.readFile(p.Missing, make([]byte, c.BufSize))
 	}
-	switch e := errnoOf(err); {
+	switch e := kernfsim.Errno(err); {
 	case err == nil:
 		return BadConfig("MissingPath", "choose a path that does not exist", "%s exists", c.MissingPath)
 	case e == syscall.ENOTCONN:
@@ -135,7 +137,7 @@ func checkListed(t target, c Config, files []string) ([]string, error) {
 	buf := make([]byte, max(c.BufSize, 8192))
 	for _, f := range files {
 		if err := probe(t, c.Op, f, buf); err != nil {
-			if errnoOf(err) == syscall.ENOTCONN {
+			if kernfsim.Errno(err) == syscall.ENOTCONN {
 				return nil, deadMount(t.abs(""))
 			}
 			return nil, BadConfig("FileList", "name files the workers can read", "%s: %v", f, err)
@@ -164,7 +166,7 @@ func firstUsable(t target, c Config, cands func(yield func(string) bool), want i
 	var dead bool
 	cands(func(rel string) bool {
 		err := probe(t, c.Op, rel, buf)
-		dead = errnoOf(err) == syscall.ENOTCONN
+		dead = kernfsim.Errno(err) == syscall.ENOTCONN
 		if err == nil {
 			got = append(got, rel)
 		}

@@ -49,8 +49,8 @@ func ThreadLimit() (int, string) {
 	return max(n-runtimeThreads, 1), fmt.Sprintf("%s is %d, less %d for the runtime", why, n, runtimeThreads)
 }
 
-// checkThreads is a *ConfigError if n workers of field exceed ThreadLimit.
-func checkThreads(field string, n int) error {
+// CheckThreads is a *ConfigError if n workers of field exceed ThreadLimit.
+func CheckThreads(field string, n int) error {
 	limit, why := ThreadLimit()
 	if n <= limit {
 		return nil

@@ -37,16 +37,12 @@ func TestRunRefusesWhatTheMachineCannotGive(t *testing.T) {
 	}
 }
 
-func TestCompareSoakTeardownRefuseTooManyThreads(t *testing.T) {
+func TestCompareSoakRefuseTooManyThreads(t *testing.T) {
 	limit, _ := ThreadLimit()
 	_, err := Compare(context.Background(), CompareConfig{Rows: []Row{{Target: Target{Kind: TargetSim, Tree: tinyTree}}}, Threads: []int{1, limit + 1}})
 	wantConfigError(t, "Compare", err, "Threads")
 	_, err = Soak(context.Background(), SoakConfig{PerOp: limit, Server: &ServerConfig{Command: []string{"true"}}})
 	wantConfigError(t, "Soak", err, "PerOp")
-	_, err = Teardown(context.Background(), TeardownConfig{Target: Target{Kind: TargetSim, Tree: tinyTree}, Readers: limit + 1})
-	wantConfigError(t, "Teardown", err, "Readers")
-	_, err = Teardown(context.Background(), TeardownConfig{Target: Target{Kind: TargetSim, Tree: tinyTree}, Count: MaxSimDevices + 1})
-	wantConfigError(t, "Teardown", err, "Count")
 }
 
 // tinyTree is a small synthetic tree, quick to build.

@@ -9,6 +9,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/kernfsim/kernfsim/kernfsim"
 )
 
 // udev coldplug of memory blocks. On a 64 TB IBM machine with over 100,000
@@ -103,7 +105,7 @@ func (w *worker) coldplug() error {
 	switch err := w.t.readFile(base+p.Absent, w.buf); {
 	case err == nil && first == nil:
 		first = &fs.PathError{Op: "lookup", Path: base + p.Absent, Err: errFound}
-	case err != nil && errnoOf(err) != syscall.ENOENT && first == nil:
+	case err != nil && kernfsim.Errno(err) != syscall.ENOENT && first == nil:
 		first = &fs.PathError{Op: "lookup", Path: base + p.Absent, Err: err}
 	}
 	return first
@@ -133,7 +135,7 @@ type prober struct {
 
 	mu   sync.Mutex
 	res  ChurnResult // protected by mu
-	errs errTally    // protected by mu
+	errs ErrorTally  // protected by mu
 }
 
 // newProber returns the writer of a coldplug run on t, or nil and a note
@@ -153,7 +155,7 @@ func newProber(t target, c Config, blocks []string) (*prober, string, error) {
 		why = probeOnce(t, size, next)
 		if why == "" {
 			return &prober{t: t, rate: rate, size: size, next: next + 1, stop: make(chan struct{}),
-				done: make(chan struct{}), res: ChurnResult{Rate: rate}, errs: errTally{}}, "", nil
+				done: make(chan struct{}), res: ChurnResult{Rate: rate}, errs: ErrorTally{}}, "", nil
 		}
 	}
 	if c.Churn > 0 {
@@ -168,11 +170,11 @@ func probeable(t target, c Config) (uint64, string) {
 	if _, sim := t.(*simTarget); !sim && t.stat(t.abs(churnControl)) != nil {
 		return 0, t.abs("") + " is not a kernfsim tree (loadgen never hot-adds memory to a real machine)"
 	}
-	if c.Target.Kind != TargetPath && !lockTraits(c.Target.Lock).AcceptsWriters {
+	if c.Target.Kind != TargetPath && !LockTraits(c.Target.Lock).AcceptsWriters {
 		return 0, "lock strategy " + c.Target.Lock + " refuses writers"
 	}
 	if err := t.stat(t.abs(memProbeFile)); err != nil {
-		return 0, fmt.Sprintf("no %s (%v)", memProbeFile, errnoName(errnoOf(err)))
+		return 0, fmt.Sprintf("no %s (%v)", memProbeFile, kernfsim.ErrnoName(kernfsim.Errno(err)))
 	}
 	buf := make([]byte, 64)
 	n, err := readAll(t, memBlockSizeFile, buf)
@@ -229,7 +231,7 @@ func (w *prober) step() {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if err != nil {
-		w.errs.add(errnoOf(err), false, w.t.abs(memProbeFile), 1)
+		w.errs.Add(kernfsim.Errno(err), false, w.t.abs(memProbeFile), 1)
 		return
 	}
 	w.res.Adds++
@@ -247,7 +249,7 @@ func (w *prober) finish() *ChurnResult {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	r := w.res
-	r.Errors = w.errs.sorted()
+	r.Errors = w.errs.Sorted()
 	return &r
 }
 

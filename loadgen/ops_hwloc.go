@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+
+	"github.com/kernfsim/kernfsim/kernfsim"
 )
 
 // hwloc's Linux discovery, replayed. hwloc 2.x (topology-linux.c) walks
@@ -104,9 +106,9 @@ func classify(t target, names []string, buf []byte) (read, missing []string, err
 		switch err := t.readFile(t.abs(n), buf); {
 		case err == nil:
 			read = append(read, n)
-		case errnoOf(err) == syscall.ENOENT:
+		case kernfsim.Errno(err) == syscall.ENOENT:
 			missing = append(missing, n)
-		case errnoOf(err) == syscall.ENOTCONN:
+		case kernfsim.Errno(err) == syscall.ENOTCONN:
 			return nil, nil, deadMount(t.abs(""))
 		}
 	}
@@ -129,7 +131,7 @@ func (w *worker) discover() error {
 		note(f, w.t.readFile(f, w.buf))
 	}
 	for _, f := range w.p.Probes {
-		if err := w.t.readFile(f, w.buf); err != nil && errnoOf(err) != syscall.ENOENT {
+		if err := w.t.readFile(f, w.buf); err != nil && kernfsim.Errno(err) != syscall.ENOENT {
 			note(f, err)
 		}
 	}

@@ -83,7 +83,7 @@ func ServeWorker(ctx context.Context, in io.Reader, out io.Writer, start io.Read
 
 func (w *worker) report() workerReport {
 	h, err := w.hist.Encode(hdrhistogram.V2CompressedEncodingCookieBase)
-	r := workerReport{Result: w.res, Hist: h, Errors: w.errs.sorted(), EndMono: w.endMono}
+	r := workerReport{Result: w.res, Hist: h, Errors: w.errs.Sorted(), EndMono: w.endMono}
 	if err != nil {
 		r.Err = err.Error()
 	}
@@ -218,9 +218,9 @@ func (k *child) readReport() outcome {
 	if err != nil {
 		return outcome{err: fmt.Errorf("decoding its histogram: %w", err)}
 	}
-	errs := errTally{}
+	errs := ErrorTally{}
 	for _, c := range r.Errors {
-		errs.add(c.Errno, c.Churn, c.Path, c.Count)
+		errs.Add(c.Errno, c.Churn, c.Path, c.Count)
 	}
 	return outcome{res: r.Result, hist: h, errs: errs, endMono: r.EndMono}
 }

@@ -184,7 +184,7 @@ func (t Target) Describe() string {
 	if t.Mount != nil {
 		lock = t.Mount.Lock
 	}
-	s := targetLabel(t)
+	s := TargetLabel(t)
 	if lock != "" {
 		s += " lock=" + lock
 	}

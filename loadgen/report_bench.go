@@ -108,12 +108,12 @@ func benchName(t Target, op Op, missing bool, threads int) string {
 	if t.SimCost > 0 {
 		cost = fmt.Sprintf("/simcost=%dns", t.SimCost.Nanoseconds())
 	}
-	return fmt.Sprintf("%s/target=%s/lock=%s%s/op=%s/threads=%d", BenchName, targetLabel(t), lock, cost, opLabel(op, missing), threads)
+	return fmt.Sprintf("%s/target=%s/lock=%s%s/op=%s/threads=%d", BenchName, TargetLabel(t), lock, cost, opLabel(op, missing), threads)
 }
 
-// targetLabel is the target's name in benchmark keys and tables: sim,
+// TargetLabel is the target's name in benchmark keys and tables: sim,
 // kernfsim, sys for /sys, path for another directory.
-func targetLabel(t Target) string {
+func TargetLabel(t Target) string {
 	if t.Kind == TargetPath && (t.Dir == "/sys" || t.Dir == "/sys/") {
 		return "sys"
 	}

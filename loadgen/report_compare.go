@@ -119,7 +119,7 @@ func writeOpTable(w io.Writer, r CompareResult, op string) error {
 		if row.Target.Kind == TargetPath {
 			lock = "host"
 		}
-		line := []string{targetLabel(row.Target), lock}
+		line := []string{TargetLabel(row.Target), lock}
 		for _, th := range r.Threads {
 			line = append(line, cellText(r, r.Cell(i, op, th)))
 		}
@@ -208,7 +208,7 @@ func runWarnings(c Cell) []string {
 func compareSetups(r CompareResult) []string {
 	var out []string
 	for _, row := range r.Rows {
-		s := targetLabel(row.Target) + " rows: " + row.Target.Setup()
+		s := TargetLabel(row.Target) + " rows: " + row.Target.Setup()
 		if row.Target.Kind == TargetSim {
 			s += " sim=" + simRowsMode(r)
 		}
@@ -304,7 +304,7 @@ func WriteCompareJSON(w io.Writer, r CompareResult) error {
 		j.SimCalibrations = append(j.SimCalibrations, *jsonSimCalibration(&r.SimCalibrations[i]))
 	}
 	for _, c := range r.Cells {
-		jc := JSONCell{Target: jsonTarget(r.cellTarget(c)), Op: c.Op, Threads: c.Threads,
+		jc := JSONCell{Target: JSONTargetOf(r.cellTarget(c)), Op: c.Op, Threads: c.Threads,
 			Median: jsonCellRun(c.Median()), Runs: []JSONCellRun{}}
 		if v, ok := r.RatioToMutex(c); ok {
 			jc.RatioToMutex = &v

@@ -188,11 +188,11 @@ func WriteJSON(w io.Writer, r Result) error {
 
 // ToJSON converts r to its JSON form.
 func ToJSON(r Result) JSONRun {
-	j := JSONRun{Schema: SchemaRun, Provenance: jsonProvenance(r.Provenance), Warnings: r.Warnings(), Target: jsonTarget(r.Target), Op: string(r.Op), Missing: r.Missing,
+	j := JSONRun{Schema: SchemaRun, Provenance: jsonProvenance(r.Provenance), Warnings: r.Warnings(), Target: JSONTargetOf(r.Target), Op: string(r.Op), Missing: r.Missing,
 		Threads: r.Threads, Times: r.Times, CPUs: r.CPUs, Pinned: r.Pinned, Procs: r.Procs,
 		BufSize: r.BufSize, Files: r.Files, FilesPerOp: r.FilesPerOp, ClockCostNs: r.ClockCostNs,
 		Single: jsonPhase(r.Single), Concur: jsonPhase(r.Concur), Ratio: r.Ratio(),
-		Efficiency: r.Efficiency(), OpsPerSec: r.OpsPerSec(), Errors: jsonErrors(r.Errors),
+		Efficiency: r.Efficiency(), OpsPerSec: r.OpsPerSec(), Errors: JSONErrors(r.Errors),
 		Unexpected: r.Unexpected(), Notes: r.Notes, Interrupted: r.Interrupted,
 		SimCalibration: jsonSimCalibration(r.SimCalibration)}
 	if r.Concur.Ran && (r.Op == OpHwloc || r.Op == OpLstopo) {
@@ -201,13 +201,13 @@ func ToJSON(r Result) JSONRun {
 	}
 	if c := r.Churn; c != nil {
 		j.Churn = &JSONChurn{Rate: c.Rate, Achieved: c.Achieved(), Adds: c.Adds, Removes: c.Removes,
-			ElapsedNs: int64(c.Elapsed), Errors: jsonErrors(c.Errors)}
+			ElapsedNs: int64(c.Elapsed), Errors: JSONErrors(c.Errors)}
 	}
 	return j
 }
 
-func jsonTarget(t Target) JSONTarget {
-	j := JSONTarget{Kind: string(t.Kind), Label: targetLabel(t), Dir: t.Dir, Lock: t.Lock, Transport: t.Transport()}
+func JSONTargetOf(t Target) JSONTarget {
+	j := JSONTarget{Kind: string(t.Kind), Label: TargetLabel(t), Dir: t.Dir, Lock: t.Lock, Transport: t.Transport()}
 	if m := t.Mount; m != nil {
 		j.Mount = &JSONMount{Lock: m.Lock, Transport: m.Transport, Permissions: m.Permissions,
 			EntryTimeoutNs: int64(m.EntryTimeout), AttrTimeoutNs: int64(m.AttrTimeout), NegativeTimeoutNs: int64(m.NegativeTimeout)}
@@ -245,7 +245,7 @@ func perOpNs(w WorkerResult) float64 {
 	return float64(w.Total) / float64(w.Ops)
 }
 
-func jsonErrors(es []ErrorCount) []JSONError {
+func JSONErrors(es []ErrorCount) []JSONError {
 	out := []JSONError{}
 	for _, e := range es {
 		out = append(out, JSONError{Errno: e.Name(), Code: int(e.Errno), Churn: e.Churn,
@@ -256,3 +256,9 @@ func jsonErrors(es []ErrorCount) []JSONError {
 
 // nsOf is d in float nanoseconds.
 func nsOf(d time.Duration) float64 { return float64(d) }
+
+// LatencyJSON is l in JSON form.
+func LatencyJSON(l Latency) JSONLatency {
+	return JSONLatency{Count: l.Count, MeanNs: int64(l.Mean), P50Ns: int64(l.P50), P99Ns: int64(l.P99),
+		P999Ns: int64(l.P999), MaxNs: int64(l.Max)}
+}

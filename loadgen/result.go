@@ -7,7 +7,7 @@ import (
 	"time"
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
-	"golang.org/x/sys/unix"
+	"github.com/kernfsim/kernfsim/kernfsim"
 )
 
 // Result is what one run measured. A run interrupted by its context has
@@ -94,19 +94,7 @@ func (e ErrorCount) Expected() bool {
 }
 
 // Name is the errno's symbol, such as ENOENT.
-func (e ErrorCount) Name() string { return errnoName(e.Errno) }
-
-// errnoName is the symbol of e ("ENOENT"), or "errno N"; 0 is "success",
-// which a missing-path operation that found its path reports.
-func errnoName(e syscall.Errno) string {
-	if e == 0 {
-		return "success"
-	}
-	if n := unix.ErrnoName(e); n != "" {
-		return n
-	}
-	return "errno " + itoa(int(e))
-}
+func (e ErrorCount) Name() string { return kernfsim.ErrnoName(e.Errno) }
 
 // Unexpected is the number of failed operations churn does not explain.
 func (r Result) Unexpected() int64 {
@@ -231,6 +219,15 @@ func NewHistogram() *hdrhistogram.Histogram {
 	return h
 }
 
+// RecordLatency records d in h; past the histogram's range it records its
+// maximum.
+func RecordLatency(h *hdrhistogram.Histogram, d time.Duration) {
+	if h.RecordValue(int64(d)) != nil {
+		h.RecordValue(histMax)
+	}
+}
+
+// Summarize is h's count, mean, percentiles and maximum.
 func Summarize(h *hdrhistogram.Histogram) Latency {
 	if h == nil || h.TotalCount() == 0 {
 		return Latency{}
@@ -246,15 +243,17 @@ func Summarize(h *hdrhistogram.Histogram) Latency {
 	}
 }
 
-// errTally counts a worker's failures by errno and kind.
-type errTally map[errKey]*ErrorCount
+// ErrorTally counts failures by errno and kind (expected churn or not),
+// keeping the first path of each. Make one with ErrorTally{}.
+type ErrorTally map[errKey]*ErrorCount
 
 type errKey struct {
 	errno syscall.Errno
 	churn bool
 }
 
-func (t errTally) add(e syscall.Errno, churn bool, path string, n int64) {
+// Add counts n failures with errno e on path.
+func (t ErrorTally) Add(e syscall.Errno, churn bool, path string, n int64) {
 	k := errKey{e, churn}
 	if c := t[k]; c != nil {
 		c.Count += n
@@ -263,8 +262,15 @@ func (t errTally) add(e syscall.Errno, churn bool, path string, n int64) {
 	t[k] = &ErrorCount{Errno: e, Churn: churn, Count: n, Path: path}
 }
 
-// sorted returns the counts, unexpected first, then by count.
-func (t errTally) sorted() []ErrorCount {
+// Merge adds o's counts to t.
+func (t ErrorTally) Merge(o ErrorTally) {
+	for k, c := range o {
+		t.Add(k.errno, k.churn, c.Path, c.Count)
+	}
+}
+
+// Sorted returns the counts, unexpected first, then by count.
+func (t ErrorTally) Sorted() []ErrorCount {
 	out := make([]ErrorCount, 0, len(t))
 	for _, c := range t {
 		out = append(out, *c)

@@ -11,10 +11,11 @@ import (
 	"time"
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
+	"github.com/kernfsim/kernfsim/kernfsim"
 )
 
-// progressEvery is how often Config.Progress is called.
-const progressEvery = 200 * time.Millisecond
+// ProgressEvery is how often Config.Progress is called.
+const ProgressEvery = 200 * time.Millisecond
 
 // Run measures one configuration: set up the target and choose the files,
 // run the single phase, then the concur phase, and return what they
@@ -37,7 +38,7 @@ func Run(ctx context.Context, cfg Config) (res Result, err error) {
 	}
 	defer func() { err = errors.Join(err, e.close()) }()
 	res = e.newResult()
-	tally := errTally{}
+	tally := ErrorTally{}
 	e.warmUp()
 	if e.churn != nil {
 		e.churn.start()
@@ -54,7 +55,7 @@ func Run(ctx context.Context, cfg Config) (res Result, err error) {
 	if e.churn != nil {
 		res.Churn = e.churn.finish()
 	}
-	res.Errors = tally.sorted()
+	res.Errors = tally.Sorted()
 	if err == nil && ctx.Err() != nil {
 		res.Interrupted, err = true, ctx.Err()
 	}
@@ -70,12 +71,12 @@ func Run(ctx context.Context, cfg Config) (res Result, err error) {
 // gone reports whether the target is a mount whose server has gone: its
 // root answers ENOTCONN.
 func (e *env) gone() bool {
-	return e.target.Kind != TargetSim && errnoOf(e.t.stat(e.t.abs(""))) == syscall.ENOTCONN
+	return e.target.Kind != TargetSim && kernfsim.Errno(e.t.stat(e.t.abs(""))) == syscall.ENOTCONN
 }
 
 // serverGone is the error for a run whose mount lost its server midway,
 // saying how to get the mountpoint back.
-func serverGone(dir string, tally errTally) error {
+func serverGone(dir string, tally ErrorTally) error {
 	var n int64
 	for k, c := range tally {
 		if k.errno == syscall.ENOTCONN {
@@ -103,7 +104,7 @@ type env struct {
 }
 
 func setup(ctx context.Context, cfg Config) (e *env, err error) {
-	e = &env{cfg: cfg, target: cfg.Target, cpus: allowedCPUs()}
+	e = &env{cfg: cfg, target: cfg.Target, cpus: AllowedCPUs()}
 	defer func() {
 		if err != nil {
 			e.close()
@@ -192,7 +193,7 @@ func (e *env) cpuOf(i int) int {
 type outcome struct {
 	res  WorkerResult
 	hist *hdrhistogram.Histogram
-	errs errTally
+	errs ErrorTally
 	err  error // the worker could not run
 	// endMono is when the worker's loop ended (monoNow), for
 	// WorkerResult.Done.
@@ -212,7 +213,7 @@ func (e *env) warmUp() {
 // phase runs n workers at once and summarises them, adding their failures
 // to tally. It collects garbage first, so that the set-up's garbage is not
 // collected on a phase's time.
-func (e *env) phase(ctx context.Context, name string, n int, tally errTally) (Phase, error) {
+func (e *env) phase(ctx context.Context, name string, n int, tally ErrorTally) (Phase, error) {
 	runtime.GC()
 	run := e.threads
 	if e.cfg.Procs {
@@ -231,9 +232,7 @@ func (e *env) phase(ctx context.Context, name string, n int, tally errTally) (Ph
 		}
 		ph.Workers = append(ph.Workers, o.res)
 		all.Merge(o.hist)
-		for k, c := range o.errs {
-			tally.add(k.errno, k.churn, c.Path, c.Count)
-		}
+		tally.Merge(o.errs)
 	}
 	ph.Latency = Summarize(all)
 	return ph, err
@@ -297,9 +296,9 @@ func (w *worker) runThread(ready *sync.WaitGroup, start <-chan struct{}, stop *a
 }
 
 // collect receives n outcomes in completion order, calling stop once if
-// ctx ends first and tick every progressEvery.
+// ctx ends first and tick every ProgressEvery.
 func collect(ctx context.Context, results <-chan outcome, n int, stop, tick func()) []outcome {
-	t := time.NewTicker(progressEvery)
+	t := time.NewTicker(ProgressEvery)
 	defer t.Stop()
 	done := ctx.Done()
 	outs := make([]outcome, 0, n)

@@ -9,6 +9,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/kernfsim/kernfsim/kernfsim"
 	"github.com/kernfsim/kernfsim/locking"
 	"github.com/kernfsim/kernfsim/sysfs"
 )
@@ -237,8 +238,8 @@ func TestErrnoOf(t *testing.T) {
 		{os.ErrPermission, syscall.EACCES},
 		{errors.New("other"), syscall.EIO},
 	} {
-		if got := errnoOf(tc.err); got != tc.want {
-			t.Errorf("errnoOf(%v) = %v, want %v", tc.err, got, tc.want)
+		if got := kernfsim.Errno(tc.err); got != tc.want {
+			t.Errorf("kernfsim.Errno(%v) = %v, want %v", tc.err, got, tc.want)
 		}
 	}
 }

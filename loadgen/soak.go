@@ -20,6 +20,7 @@ import (
 
 	"github.com/kernfsim/kernfsim/client"
 	"github.com/kernfsim/kernfsim/internal/textout"
+	"github.com/kernfsim/kernfsim/kernfsim"
 	"github.com/kernfsim/kernfsim/locking"
 )
 
@@ -257,7 +258,7 @@ func soakMode(ctx context.Context, c SoakConfig, lock string, d time.Duration) (
 	if m.Baseline, err = p.forget(ctx, -1); err != nil {
 		return m, err
 	}
-	l, err := newSoakLoad(p.t, c, lockTraits(m.Lock).AcceptsWriters)
+	l, err := newSoakLoad(p.t, c, LockTraits(m.Lock).AcceptsWriters)
 	if err != nil {
 		return m, err
 	}
@@ -267,7 +268,7 @@ func soakMode(ctx context.Context, c SoakConfig, lock string, d time.Duration) (
 		m.End, err = s.segment(ctx, d-warm)
 	}
 	l.finish()
-	m.Elapsed, m.Ops, m.Errors = time.Since(s.t0), l.ops(), l.total.sorted()
+	m.Elapsed, m.Ops, m.Errors = time.Since(s.t0), l.ops(), l.total.Sorted()
 	m.Changes, m.Storms, m.Torn = l.changes.Load(), l.storms.Load(), l.torn.Load()
 	if err != nil {
 		return m, err
@@ -375,7 +376,7 @@ func (s *soakSampler) sample() error {
 	secs := now.Sub(s.last).Seconds()
 	s.last = now
 	smp := SoakSample{Lock: s.lock, Elapsed: now.Sub(s.t0), Warmup: now.Sub(s.t0) < s.warmEnd, Ops: ops,
-		P99: time.Duration(h.ValueAtQuantile(99)), Errors: errs.sorted(), Server: lv,
+		P99: time.Duration(h.ValueAtQuantile(99)), Errors: errs.Sorted(), Server: lv,
 		Changes: s.l.changes.Load(), Storms: s.l.storms.Load()}
 	if secs > 0 {
 		smp.OpsPerSec = float64(ops) / secs
@@ -392,10 +393,10 @@ type soakActor struct {
 	mu   sync.Mutex
 	hist *hdrhistogram.Histogram // this interval's latencies; protected by mu
 	ops  int64                   // operations in this interval; protected by mu
-	errs errTally                // this interval's failures; protected by mu
+	errs ErrorTally              // this interval's failures; protected by mu
 }
 
-func newSoakActor() *soakActor { return &soakActor{hist: NewHistogram(), errs: errTally{}} }
+func newSoakActor() *soakActor { return &soakActor{hist: NewHistogram(), errs: ErrorTally{}} }
 
 // record adds one operation that took d and failed with err (or not);
 // expected marks a failure churn explains when it is ENOENT or ENODEV.
@@ -409,19 +410,17 @@ func (a *soakActor) record(d time.Duration, err error, expected bool, path strin
 		}
 	}
 	if err != nil {
-		a.errs.add(errnoOf(err), expected, path, 1)
+		a.errs.Add(kernfsim.Errno(err), expected, path, 1)
 	}
 }
 
 // drain returns and resets the actor's interval tallies.
-func (a *soakActor) drain(h *hdrhistogram.Histogram, errs errTally) int64 {
+func (a *soakActor) drain(h *hdrhistogram.Histogram, errs ErrorTally) int64 {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	h.Merge(a.hist)
 	a.hist.Reset()
-	for k, e := range a.errs {
-		errs.add(k.errno, k.churn, e.Path, e.Count)
-	}
+	errs.Merge(a.errs)
 	clear(a.errs)
 	n := a.ops
 	a.ops = 0
@@ -445,7 +444,7 @@ type soakLoad struct {
 	wg      sync.WaitGroup
 	// total and totalOps are every failure and operation so far: owned by
 	// the sampler's goroutine, which folds the actors' tallies in.
-	total    errTally
+	total    ErrorTally
 	totalOps int64
 }
 
@@ -465,7 +464,7 @@ const (
 )
 
 func newSoakLoad(t target, c SoakConfig, writes bool) (*soakLoad, error) {
-	l := &soakLoad{t: t, c: c, present: make([]bool, soakChurnSlots), total: errTally{}}
+	l := &soakLoad{t: t, c: c, present: make([]bool, soakChurnSlots), total: ErrorTally{}}
 	for _, r := range c.Readers {
 		cfg := Config{Op: Op(r), Threads: c.PerOp, Files: c.PerOp}
 		if r == SoakMissing {
@@ -627,8 +626,8 @@ func (l *soakLoad) sleep(d time.Duration) bool {
 
 // drain returns the interval's reader operations, their latencies and
 // every failure since the last drain, folding them into the totals.
-func (l *soakLoad) drain() (int64, *hdrhistogram.Histogram, errTally) {
-	h, errs := NewHistogram(), errTally{}
+func (l *soakLoad) drain() (int64, *hdrhistogram.Histogram, ErrorTally) {
+	h, errs := NewHistogram(), ErrorTally{}
 	var n int64
 	for _, r := range l.readers {
 		n += r.drain(h, errs)
@@ -636,9 +635,7 @@ func (l *soakLoad) drain() (int64, *hdrhistogram.Histogram, errTally) {
 	for _, w := range l.writers {
 		w.drain(h, errs)
 	}
-	for k, e := range errs {
-		l.total.add(k.errno, k.churn, e.Path, e.Count)
-	}
+	l.total.Merge(errs)
 	l.totalOps += n
 	return n, h, errs
 }
@@ -847,8 +844,8 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 // gone explains err from the mount or the server's process: a server
 // Soak started that died, or a mount whose server went away (with the
 // way to recover it); tally has the failures so far.
-func (p *soakServer) gone(err error, tally errTally) error {
-	dead := errnoOf(err) == syscall.ENOTCONN || !p.alive()
+func (p *soakServer) gone(err error, tally ErrorTally) error {
+	dead := kernfsim.Errno(err) == syscall.ENOTCONN || !p.alive()
 	switch {
 	case p.srv != nil && (dead || p.srv.exited()):
 		status := "its mount stopped answering"

@@ -160,7 +160,7 @@ func TestSoakMount(t *testing.T) {
 // TestServerGone checks the error Run and Soak give for a mount whose
 // server went away: it says what happened and how to recover.
 func TestServerGone(t *testing.T) {
-	err := serverGone("/mnt/k", errTally{{syscall.ENOTCONN, false}: {Count: 3}})
+	err := serverGone("/mnt/k", ErrorTally{{syscall.ENOTCONN, false}: {Count: 3}})
 	for _, w := range []string{"/mnt/k", "went away", "3 operations", "kernfsim mount /mnt/k --force", "umount -l /mnt/k"} {
 		if !strings.Contains(err.Error(), w) {
 			t.Errorf("%q lacks %q", err, w)

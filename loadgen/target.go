@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 
 	"golang.org/x/sys/unix"
 
@@ -42,21 +41,6 @@ type entry struct {
 	name string
 	dir  bool // a directory (not a symlink to one)
 	file bool // a regular file (a sysfs attribute)
-}
-
-// errnoOf is the errno behind err: a syscall.Errno as is, fs.ErrNotExist
-// as ENOENT, fs.ErrPermission as EACCES, anything else EIO.
-func errnoOf(err error) syscall.Errno {
-	var e syscall.Errno
-	switch {
-	case errors.As(err, &e):
-		return e
-	case errors.Is(err, fs.ErrNotExist):
-		return syscall.ENOENT
-	case errors.Is(err, fs.ErrPermission):
-		return syscall.EACCES
-	}
-	return syscall.EIO
 }
 
 // simTarget is the in-process walker: the tree's own code path, no system
@@ -96,14 +80,14 @@ func buildSimTree(t Target, abi bool) (*kernfsim.Tree, error) {
 	}
 	a, err := sysfs.Assemble(sysfs.Options{Lock: t.Lock, Synth: t.Tree.WithDefaults(), ABI: abi})
 	if err != nil {
-		return nil, assembleError(err)
+		return nil, AssembleError(err)
 	}
 	return a.Tree, nil
 }
 
-// assembleError is a *ConfigError for a tree sysfs.Assemble could not
+// AssembleError is a *ConfigError for a tree sysfs.Assemble could not
 // build: its Lock, or else its Tree.
-func assembleError(err error) error {
+func AssembleError(err error) error {
 	if oe := (*sysfs.OptionError)(nil); errors.As(err, &oe) && oe.Option == "Lock" {
 		return &ConfigError{Field: "Lock", Problem: err.Error()}
 	}
@@ -177,7 +161,7 @@ type pathTarget struct{ dir string }
 // newPathTarget checks that dir is a directory that answers.
 func newPathTarget(dir string) (*pathTarget, error) {
 	var st unix.Stat_t
-	err := retry(func() error { return unix.Stat(dir, &st) })
+	err := Retry(func() error { return unix.Stat(dir, &st) })
 	switch {
 	case err == unix.ENOTCONN:
 		return nil, deadMount(dir)
@@ -199,8 +183,8 @@ func deadMount(dir string) *ConfigError {
 		"%s: transport endpoint is not connected: the filesystem server behind this mount is gone", dir)
 }
 
-// retry runs fn again while it fails with EINTR.
-func retry(fn func() error) error {
+// Retry runs fn again while it fails with EINTR.
+func Retry(fn func() error) error {
 	for {
 		if err := fn(); err != unix.EINTR {
 			return err
@@ -210,23 +194,23 @@ func retry(fn func() error) error {
 
 func (p *pathTarget) readFile(path string, buf []byte) error {
 	var fd int
-	err := retry(func() (err error) { fd, err = unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC, 0); return })
+	err := Retry(func() (err error) { fd, err = unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC, 0); return })
 	if err != nil {
 		return err
 	}
-	err = retry(func() error { _, err := unix.Read(fd, buf); return err })
+	err = Retry(func() error { _, err := unix.Read(fd, buf); return err })
 	unix.Close(fd)
 	return err
 }
 
 func (p *pathTarget) stat(path string) error {
 	var st unix.Stat_t
-	return retry(func() error { return unix.Stat(path, &st) })
+	return Retry(func() error { return unix.Stat(path, &st) })
 }
 
 func (p *pathTarget) readDir(path string, buf []byte) error {
 	var fd int
-	err := retry(func() (err error) {
+	err := Retry(func() (err error) {
 		fd, err = unix.Open(path, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 		return
 	})
@@ -236,7 +220,7 @@ func (p *pathTarget) readDir(path string, buf []byte) error {
 	defer unix.Close(fd)
 	for {
 		var n int
-		if err := retry(func() (err error) { n, err = unix.Getdents(fd, buf); return }); err != nil || n == 0 {
+		if err := Retry(func() (err error) { n, err = unix.Getdents(fd, buf); return }); err != nil || n == 0 {
 			return err
 		}
 	}
@@ -261,13 +245,44 @@ func (p *pathTarget) list(rel string) ([]entry, error) {
 func (p *pathTarget) write(rel string, data []byte) error {
 	path := p.abs(rel)
 	var fd int
-	err := retry(func() (err error) { fd, err = unix.Open(path, unix.O_WRONLY|unix.O_CLOEXEC, 0); return })
+	err := Retry(func() (err error) { fd, err = unix.Open(path, unix.O_WRONLY|unix.O_CLOEXEC, 0); return })
 	if err != nil {
 		return &fs.PathError{Op: "open", Path: path, Err: err}
 	}
 	defer unix.Close(fd)
-	if err := retry(func() error { _, err := unix.Write(fd, data); return err }); err != nil {
+	if err := Retry(func() error { _, err := unix.Write(fd, data); return err }); err != nil {
 		return &fs.PathError{Op: "write", Path: path, Err: err}
 	}
 	return nil
+}
+
+// Dir is a directory read with the system calls the benchmark's workers
+// make (no allocation per read, EINTR retried), for loadgen's tools.
+type Dir struct{ p *pathTarget }
+
+// OpenDir checks that dir is a directory that answers (a *ConfigError
+// says why not, and how to recover a dead FUSE mount).
+func OpenDir(dir string) (*Dir, error) {
+	p, err := newPathTarget(dir)
+	if err != nil {
+		return nil, err
+	}
+	return &Dir{p}, nil
+}
+
+// Path is rel's absolute path; an absolute rel is returned as it is.
+func (d *Dir) Path(rel string) string { return d.p.abs(rel) }
+
+// ReadFile opens path, reads it once into buf and closes it; the errno is
+// returned bare.
+func (d *Dir) ReadFile(path string, buf []byte) error { return d.p.readFile(path, buf) }
+
+// Names lists the names in directory rel.
+func (d *Dir) Names(rel string) ([]string, error) {
+	ents, err := d.p.list(rel)
+	names := make([]string, len(ents))
+	for i, e := range ents {
+		names[i] = e.name
+	}
+	return names, err
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
+	"github.com/kernfsim/kernfsim/kernfsim"
 	"golang.org/x/sys/unix"
 )
 
@@ -32,7 +33,7 @@ type worker struct {
 	dbuf  []byte // getdents buffer
 	rng   *rand.Rand
 	hist  *hdrhistogram.Histogram
-	errs  errTally
+	errs  ErrorTally
 	res   WorkerResult
 	// endMono is CLOCK_MONOTONIC when the loop ended, in ns: the
 	// collector turns it into WorkerResult.Done.
@@ -52,7 +53,7 @@ type paddedCounter struct {
 func newWorker(index, cpu, times, bufSize int, t target, p *plan) *worker {
 	w := &worker{index: index, cpu: cpu, times: times, t: t, p: p,
 		buf: make([]byte, bufSize), rng: rand.New(rand.NewPCG(uint64(index), 0x6b65726e6673)),
-		hist: NewHistogram(), errs: errTally{}}
+		hist: NewHistogram(), errs: ErrorTally{}}
 	if p.Op == OpReaddir || p.Op == OpHwloc {
 		w.dbuf = make([]byte, 8192)
 	}
@@ -146,7 +147,7 @@ func (w *worker) missing() error {
 	switch {
 	case err == nil:
 		return errFound
-	case errnoOf(err) == syscall.ENOENT:
+	case kernfsim.Errno(err) == syscall.ENOENT:
 		return nil
 	}
 	return err
@@ -168,11 +169,11 @@ func (w *worker) fail(err error, churnPath string) {
 	case len(p.Dirs) > 0:
 		path = p.Dirs[w.index%len(p.Dirs)]
 	}
-	w.errs.add(errnoOf(err), churnPath != "", path, 1)
+	w.errs.Add(kernfsim.Errno(err), churnPath != "", path, 1)
 }
 
-// allowedCPUs returns the CPUs this process may run on, in order.
-func allowedCPUs() []int {
+// AllowedCPUs returns the CPUs this process may run on, in order.
+func AllowedCPUs() []int {
 	var set unix.CPUSet
 	if err := unix.SchedGetaffinity(0, &set); err != nil {
 		cpus := make([]int, runtime.NumCPU())

@@ -13,6 +13,7 @@ import (
 	"github.com/kernfsim/kernfsim/kernfsim"
 	"github.com/kernfsim/kernfsim/loadgen"
 	"github.com/kernfsim/kernfsim/locking"
+	"github.com/kernfsim/kernfsim/teardown"
 )
 
 // teardownFlags are the flags of loadgen teardown.
@@ -67,21 +68,21 @@ delete_device.`,
 	fs := cmd.Flags()
 	fs.StringVar(&f.path, "path", "", "remove devices of the kernfsim mount at `DIR`")
 	fs.BoolVar(&f.sim, "sim", false, "remove through the tree API in process (no FUSE)")
-	fs.StringSliceVar(&f.locks, "locks", []string{loadgen.DefaultTeardownLock}, "lock strategies: rcu (a run per --gps), mutex, rwsem")
+	fs.StringSliceVar(&f.locks, "locks", []string{teardown.DefaultLock}, "lock strategies: rcu (a run per --gps), mutex, rwsem")
 	fs.StringSliceVar(&f.gps, "gps", gpNames(), "rcu teardown policies: normal, expedited, deferred")
 	// The names of lists were singular once; they stay as hidden aliases.
-	fs.StringSliceVar(&f.locks, "lock", []string{loadgen.DefaultTeardownLock}, "")
+	fs.StringSliceVar(&f.locks, "lock", []string{teardown.DefaultLock}, "")
 	fs.StringSliceVar(&f.gps, "gp", gpNames(), "")
 	fs.MarkHidden("lock")
 	fs.MarkHidden("gp")
-	fs.IntVar(&f.count, "count", loadgen.DefaultTeardownCount, "devices to create, then remove")
+	fs.IntVar(&f.count, "count", teardown.DefaultCount, "devices to create, then remove")
 	fs.IntVar(&f.batch, "batch", 1, "devices removed per call (they share one grace period)")
 	fs.IntVar(&f.readers, "readers", 0, "readers of the remaining devices during the storm")
 	fs.IntVar(&f.attrs, "attrs", 0, "extra attributes per device (new_device NATTRS)")
 	fs.DurationVar(&f.grace.Tick, "gp-tick", 4*time.Millisecond, "grace periods begin on this tick; 4ms is HZ=250")
 	fs.DurationVar(&f.grace.ExpediteCost, "expedite-cost", 0, "extra fixed cost of each expedited grace period")
 	fs.BoolVar(&f.grace.ExpeditedIsNormal, "rcu-normal", false, "expedited grace periods behave as normal ones (rcu_normal=1, PREEMPT_RT)")
-	fs.DurationVar(&f.completeTimeout, "complete-timeout", loadgen.DefaultCompleteTimeout, "over FUSE, how long to wait for the teardowns after the storm")
+	fs.DurationVar(&f.completeTimeout, "complete-timeout", teardown.DefaultCompleteTimeout, "over FUSE, how long to wait for the teardowns after the storm")
 	fs.StringVar(&f.format, "format", "seed", "output: seed (a table), json or bench")
 	fs.StringVar(&f.out, "out", "", "write the output to `FILE` instead of standard output")
 	fs.StringArrayVar(&f.serverArgs, "server-arg", nil, "an extra flag for the kernfsim servers loadgen starts (repeatable)")
@@ -97,11 +98,11 @@ func gpNames() []string {
 	return s
 }
 
-// config turns the flags into a loadgen.TeardownConfig, rejecting bad
+// config turns the flags into a teardown.Config, rejecting bad
 // input with the flag's name.
-func (f *teardownFlags) config(cmd *cobra.Command) (loadgen.TeardownConfig, error) {
+func (f *teardownFlags) config(cmd *cobra.Command) (teardown.Config, error) {
 	fs := cmd.Flags()
-	var c loadgen.TeardownConfig
+	var c teardown.Config
 	if err := positive(fs, "count", "batch"); err != nil {
 		return c, err
 	}
@@ -171,7 +172,7 @@ func (f *teardownFlags) validateLists() error {
 	return &usageError{fmt.Errorf("--format %q: valid formats are seed, json and bench", f.format)}
 }
 
-// tdFlags names the flag behind each loadgen.TeardownConfig field.
+// tdFlags names the flag behind each teardown.Config field.
 var tdFlags = map[string]string{"Count": "--count", "Batch": "--batch", "Attrs": "--attrs", "Lock": "--locks", "Dir": "--path", "Readers": "--readers"}
 
 // tdUsage rewords a *loadgen.ConfigError of the teardown engine in terms
@@ -198,11 +199,11 @@ func (f *teardownFlags) run(cmd *cobra.Command, stderr io.Writer) error {
 		return err
 	}
 	prog := newProgressLine(stderr)
-	cfg.Progress = func(p loadgen.TeardownProgress) {
+	cfg.Progress = func(p teardown.Progress) {
 		prog.set("loadgen teardown: lock %s gp %s: %s %d/%d devices, %v%s", p.Lock, p.GP, p.Phase, p.Done, p.Total,
 			roundDur(p.Elapsed), eta(int64(p.Done), int64(p.Total), p.Elapsed))
 	}
-	res, err := loadgen.Teardown(cmd.Context(), cfg)
+	res, err := teardown.Run(cmd.Context(), cfg)
 	prog.clear()
 	err = tdUsage(err)
 	if len(res.Runs) > 0 {
@@ -222,7 +223,7 @@ func (f *teardownFlags) run(cmd *cobra.Command, stderr io.Writer) error {
 
 // incomplete says which runs did not remove, or complete the teardown
 // of, every device; "" if all did.
-func incomplete(res loadgen.TeardownResult) string {
+func incomplete(res teardown.Result) string {
 	var bad []string
 	for _, r := range res.Runs {
 		if r.Removed != r.Count || r.Completed != r.Removed {
@@ -232,12 +233,12 @@ func incomplete(res loadgen.TeardownResult) string {
 	return strings.Join(bad, "; ")
 }
 
-func (f *teardownFlags) write(w io.Writer, res loadgen.TeardownResult) error {
+func (f *teardownFlags) write(w io.Writer, res teardown.Result) error {
 	switch f.format {
 	case "json":
-		return loadgen.WriteTeardownJSON(w, res)
+		return teardown.WriteJSON(w, res)
 	case "bench":
-		return loadgen.WriteTeardownBench(w, res)
+		return teardown.WriteBench(w, res)
 	}
-	return loadgen.WriteTeardown(w, res)
+	return teardown.Write(w, res)
 }

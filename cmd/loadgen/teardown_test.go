@@ -16,6 +16,7 @@ import (
 
 	"github.com/kernfsim/kernfsim/kernelprobe"
 	"github.com/kernfsim/kernfsim/loadgen"
+	"github.com/kernfsim/kernfsim/teardown"
 )
 
 // smallTeardown is a quick storm on a small tree.
@@ -46,7 +47,7 @@ func teardownJSON(t *testing.T, args ...string) (doc struct {
 	if code != exitOK {
 		t.Fatalf("exit %d, stderr %q", code, errOut)
 	}
-	if err := json.Unmarshal([]byte(out), &doc); err != nil || doc.Schema != loadgen.SchemaTeardown {
+	if err := json.Unmarshal([]byte(out), &doc); err != nil || doc.Schema != teardown.Schema {
 		t.Fatalf("schema %q, %v:\n%s", doc.Schema, err, out)
 	}
 	return doc

@@ -1,4 +1,4 @@
-package loadgen
+package teardown
 
 import (
 	"encoding/json"
@@ -7,43 +7,18 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/kernfsim/kernfsim/loadgen"
+
 	"github.com/kernfsim/kernfsim/internal/textout"
 )
 
-// Reference is a figure a seed thread published, printed beside ours.
-type Reference struct {
-	Seed   string `json:"seed"`   // the seed file's number
-	Source string `json:"source"` // who measured, when, on what
-	Figure string `json:"figure"`
-}
-
-func (r Reference) String() string { return "seed " + r.Seed + " (" + r.Source + "): " + r.Figure }
-
-// The seeds' figures for each reproduction.
-var (
-	seed000 = Reference{"000", "NeilBrown, 2018, 4-CPU VM",
-		"5000 tmpfs umounts took 100 s with synchronize_rcu() in each, 0.6 s with synchronize_rcu_expedited(); " +
-			"mounting them took 8 s (a mount(8) process each); on 1 CPU 18 s and 36 s"}
-	seed001 = Reference{"001", "Eric Chanudet, 2025, 6.15-rc1 PREEMPT_RT, rcu_normal_after_boot=1",
-		"umount 24.6 ms; umount -l 25.6 ms -> 3.2 ms once the RCU sync of a lazy umount is deferred to a worker (queue_rcu_work)"}
-	seed003 = Reference{"003", "Giuseppe Scrivano, 2020",
-		"unshare(CLONE_NEWIPC) x1000: 8.05 s wall, 0.06 s system -> 0.03 s wall, 0.02 s system once free_ipc's synchronize_rcu() moved to a work queue"}
-	seed004 = Reference{"004", "Mike Galbraith, 2012",
-		"hackbench, 400 tasks: 2.6 s; each cloned with CLONE_NEWPID 11.6 s (51.5 s with NEWIPC, NEWNET, NEWUSER too) -> 2.7 s once rcu_barrier() left deactivate_super()"}
-
-	TeardownReferences    = []Reference{seed000}
-	UmountStormReferences = []Reference{seed000, seed001}
-	UnshareReferences     = []Reference{seed003}
-	UnsharePIDReferences  = []Reference{seed003, seed004}
-)
-
-// WriteTeardown writes r as a table, a row per (lock, gp), then how the
+// Write writes r as a table, a row per (lock, gp), then how the
 // policies compare and the seed's figures:
 //
 //	teardown: 5000 devices, 1 per call, ...
 //	lock  gp         calls  total  caller mean  p50  p99  max  until complete  completed  grace periods
 //	rcu   normal     5000   41.2s  8.24ms       ...
-func WriteTeardown(w io.Writer, r TeardownResult) error {
+func Write(w io.Writer, r Result) error {
 	ew := textout.NewWriter(w)
 	if r.Interrupted {
 		ew.Printf("interrupted: partial results, measured until the run was stopped\n")
@@ -74,13 +49,13 @@ func WriteTeardown(w io.Writer, r TeardownResult) error {
 	for _, l := range teardownFindings(r) {
 		ew.Printf("%s\n", l)
 	}
-	for _, ref := range TeardownReferences {
+	for _, ref := range loadgen.TeardownReferences {
 		ew.Printf("reference: %s\n", ref)
 	}
 	return ew.Err()
 }
 
-func describeTDTarget(r TeardownResult) string {
+func describeTDTarget(r Result) string {
 	grace := fmt.Sprintf("gp tick %v", r.Grace.Tick)
 	if r.Grace.Tick == 0 {
 		grace = "gp tick 4ms"
@@ -92,10 +67,10 @@ func describeTDTarget(r TeardownResult) string {
 		grace += ", rcu-normal"
 	}
 	switch r.Target.Kind {
-	case TargetSim:
+	case loadgen.TargetSim:
 		return fmt.Sprintf("in process (sim: kernfsim.ABI.Delete on a synthetic tree of %d CPUs, no FUSE; %s)",
 			r.Target.Tree.WithDefaults().CPUs, grace)
-	case TargetKernfsim:
+	case loadgen.TargetKernfsim:
 		return "one write(2) to bus/kernfsim/delete_device on a kernfsim FUSE server per run (" + grace + ")"
 	}
 	return "one write(2) to bus/kernfsim/delete_device on the kernfsim mount at " + r.Target.Dir
@@ -104,11 +79,11 @@ func describeTDTarget(r TeardownResult) string {
 // teardownFindings compares the policies of r's rcu runs: normal over
 // expedited total and the deferred caller, or with a batch what the
 // grace period added to a call; then the references' own work.
-func teardownFindings(r TeardownResult) []string {
-	by := map[string]TeardownRun{}
+func teardownFindings(r Result) []string {
+	by := map[string]Storm{}
 	var out []string
 	for _, run := range r.Runs {
-		if lockTraits(run.Lock).GracePeriods {
+		if loadgen.LockTraits(run.Lock).GracePeriods {
 			by[run.GP] = run
 		}
 	}
@@ -130,14 +105,14 @@ func teardownFindings(r TeardownResult) []string {
 	}
 	if okD && r.Batch == 1 {
 		target := ""
-		if r.Target.Kind == TargetSim {
+		if r.Target.Kind == loadgen.TargetSim {
 			target = " (issue target in process: <= 2us per removal)"
 		}
 		out = append(out, fmt.Sprintf("deferred: caller mean %s per call%s; every teardown completed %s after the storm began",
 			textout.Dur(d.Caller.Mean), target, textout.Dur(d.UntilComplete)))
 	}
 	for _, run := range r.Runs {
-		if !lockTraits(run.Lock).GracePeriods {
+		if !loadgen.LockTraits(run.Lock).GracePeriods {
 			out = append(out, fmt.Sprintf("%s: the removal's own work, without any grace period: caller mean %s per call",
 				run.Lock, textout.Dur(run.Caller.Mean)))
 		}
@@ -145,29 +120,29 @@ func teardownFindings(r TeardownResult) []string {
 	return out
 }
 
-// SchemaTeardown names the JSON document WriteTeardownJSON writes.
-const SchemaTeardown = "kernfsim-loadgen-teardown/1"
+// Schema names the JSON document WriteJSON writes.
+const Schema = "kernfsim-loadgen-teardown/1"
 
-// JSONTeardown is the JSON form of a TeardownResult: one run object per
+// JSONResult is the JSON form of a Result: one run object per
 // (lock, gp). Durations are integer nanoseconds (_ns).
-type JSONTeardown struct {
-	Schema         string            `json:"schema"`
-	Target         JSONTarget        `json:"target"`
-	Count          int               `json:"count"`
-	Batch          int               `json:"batch"`
-	Readers        int               `json:"readers"`
-	Attrs          int               `json:"attrs"`
-	CPUs           int               `json:"cpus"`
-	GPTickNs       int64             `json:"gp_tick_ns"`
-	ExpediteCostNs int64             `json:"expedite_cost_ns"`
-	RCUNormal      bool              `json:"rcu_normal"`
-	Runs           []JSONTeardownRun `json:"runs"`
-	References     []Reference       `json:"references"`
-	Interrupted    bool              `json:"interrupted"`
+type JSONResult struct {
+	Schema         string              `json:"schema"`
+	Target         loadgen.JSONTarget  `json:"target"`
+	Count          int                 `json:"count"`
+	Batch          int                 `json:"batch"`
+	Readers        int                 `json:"readers"`
+	Attrs          int                 `json:"attrs"`
+	CPUs           int                 `json:"cpus"`
+	GPTickNs       int64               `json:"gp_tick_ns"`
+	ExpediteCostNs int64               `json:"expedite_cost_ns"`
+	RCUNormal      bool                `json:"rcu_normal"`
+	Runs           []JSONStorm         `json:"runs"`
+	References     []loadgen.Reference `json:"references"`
+	Interrupted    bool                `json:"interrupted"`
 }
 
-// JSONTeardownRun is a TeardownRun.
-type JSONTeardownRun struct {
+// JSONStorm is a Storm.
+type JSONStorm struct {
 	Lock            string  `json:"lock"`
 	GP              string  `json:"gp"` // normal, expedited, deferred; "n/a" for mutex and rwsem
 	Count           int     `json:"count"`
@@ -195,18 +170,18 @@ type JSONTeardownRun struct {
 
 // JSONReaders is a ReaderResult.
 type JSONReaders struct {
-	Readers int         `json:"readers"`
-	Latency JSONLatency `json:"latency"`
-	Raced   int64       `json:"raced"` // reads of a device being removed (ENOENT, ENODEV)
-	Errors  []JSONError `json:"errors"`
+	Readers int                 `json:"readers"`
+	Latency loadgen.JSONLatency `json:"latency"`
+	Raced   int64               `json:"raced"` // reads of a device being removed (ENOENT, ENODEV)
+	Errors  []loadgen.JSONError `json:"errors"`
 }
 
-// WriteTeardownJSON writes r as one indented JSON document.
-func WriteTeardownJSON(w io.Writer, r TeardownResult) error {
-	j := JSONTeardown{Schema: SchemaTeardown, Target: jsonTarget(r.Target), Count: r.Count, Batch: r.Batch,
+// WriteJSON writes r as one indented JSON document.
+func WriteJSON(w io.Writer, r Result) error {
+	j := JSONResult{Schema: Schema, Target: loadgen.JSONTargetOf(r.Target), Count: r.Count, Batch: r.Batch,
 		Readers: r.Readers, Attrs: r.Attrs, CPUs: r.CPUs, GPTickNs: int64(r.Grace.Tick),
 		ExpediteCostNs: int64(r.Grace.ExpediteCost), RCUNormal: r.Grace.ExpeditedIsNormal,
-		Runs: []JSONTeardownRun{}, References: TeardownReferences, Interrupted: r.Interrupted}
+		Runs: []JSONStorm{}, References: loadgen.TeardownReferences, Interrupted: r.Interrupted}
 	for _, run := range r.Runs {
 		j.Runs = append(j.Runs, jsonTeardownRun(run, r.Batch))
 	}
@@ -215,9 +190,9 @@ func WriteTeardownJSON(w io.Writer, r TeardownResult) error {
 	return enc.Encode(j)
 }
 
-func jsonTeardownRun(run TeardownRun, batch int) JSONTeardownRun {
+func jsonTeardownRun(run Storm, batch int) JSONStorm {
 	c := run.Caller
-	j := JSONTeardownRun{Lock: run.Lock, GP: run.GP, Count: run.Count, Completed: run.Completed,
+	j := JSONStorm{Lock: run.Lock, GP: run.GP, Count: run.Count, Completed: run.Completed,
 		TotalNs: int64(run.Total), CallerMeanNs: int64(c.Mean), CallerP50Ns: int64(c.P50), CallerP99Ns: int64(c.P99),
 		CallerMaxNs: int64(c.Max), UntilCompleteNs: int64(run.UntilComplete), Removed: run.Removed, Calls: run.Calls,
 		Batch: batch, CreateNs: int64(run.Create), Dir: run.Dir, TeardownsQueued: run.Counts.Queued,
@@ -227,28 +202,23 @@ func jsonTeardownRun(run TeardownRun, batch int) JSONTeardownRun {
 		j.PerDeviceNs = float64(run.Total) / float64(run.Removed)
 	}
 	if rd := run.Reader; rd != nil {
-		j.Readers = &JSONReaders{Readers: rd.Readers, Latency: LatencyJSON(rd.Latency), Raced: rd.Raced(),
-			Errors: jsonErrors(rd.Errors)}
+		j.Readers = &JSONReaders{Readers: rd.Readers, Latency: loadgen.LatencyJSON(rd.Latency), Raced: rd.Raced(),
+			Errors: loadgen.JSONErrors(rd.Errors)}
 	}
 	return j
 }
 
-func LatencyJSON(l Latency) JSONLatency {
-	return JSONLatency{Count: l.Count, MeanNs: int64(l.Mean), P50Ns: int64(l.P50), P99Ns: int64(l.P99),
-		P999Ns: int64(l.P999), MaxNs: int64(l.Max)}
-}
+// BenchName is the benchmark name prefix of WriteBench.
+const BenchName = "BenchmarkTeardown"
 
-// TeardownBenchName is the benchmark name prefix of WriteTeardownBench.
-const TeardownBenchName = "BenchmarkTeardown"
-
-// WriteTeardownBench writes a Go benchmark line per run:
+// WriteBench writes a Go benchmark line per run:
 //
 //	BenchmarkTeardown/target=sim/lock=rcu/gp=normal/batch=1/readers=0  5000  8240000 ns/op  ...
 //
 // The iterations are the calls; ns/op is the caller's mean per call. gp
 // is "na" for mutex and rwsem (a slash would split the key).
-func WriteTeardownBench(w io.Writer, r TeardownResult) error {
-	if err := WriteBenchHeader(w); err != nil {
+func WriteBench(w io.Writer, r Result) error {
+	if err := loadgen.WriteBenchHeader(w); err != nil {
 		return err
 	}
 	ew := textout.NewWriter(w)
@@ -256,7 +226,7 @@ func WriteTeardownBench(w io.Writer, r TeardownResult) error {
 		gp := strings.ReplaceAll(run.GP, "/", "")
 		c := run.Caller
 		ew.Printf("%s/target=%s/lock=%s/gp=%s/batch=%d/readers=%d\t%d\t%d ns/op\t%d p50-ns\t%d p99-ns\t%d max-ns\t%d total-ns\t%d until-complete-ns\t%d completed\t%d grace-periods",
-			TeardownBenchName, targetLabel(r.Target), run.Lock, gp, r.Batch, r.Readers, run.Calls, int64(c.Mean),
+			BenchName, loadgen.TargetLabel(r.Target), run.Lock, gp, r.Batch, r.Readers, run.Calls, int64(c.Mean),
 			int64(c.P50), int64(c.P99), int64(c.Max), int64(run.Total), int64(run.UntilComplete), run.Completed,
 			run.Counts.GracePeriods)
 		if rd := run.Reader; rd != nil {
@@ -266,4 +236,3 @@ func WriteTeardownBench(w io.Writer, r TeardownResult) error {
 	}
 	return ew.Err()
 }
-

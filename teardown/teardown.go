@@ -1,4 +1,4 @@
-package loadgen
+package teardown
 
 import (
 	"context"
@@ -13,6 +13,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/kernfsim/kernfsim/loadgen"
+
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
 	"golang.org/x/sys/unix"
 
@@ -22,26 +24,10 @@ import (
 	"github.com/kernfsim/kernfsim/sysfs"
 )
 
-// Teardown storms: the writer side of the seeds (000: 5000 umounts took
-// 100 s with a normal grace period each and 0.6 s with an expedited one).
-// A storm creates Count devices, then removes them one call after another
-// (Batch devices per call), timing each call as its caller sees it, and
-// then waits until every teardown has completed.
-//
-// Removal goes through the in-tree ABI: sysfs.ABI.Delete in process
-// (TargetSim: the tree API, no page limit on a batch), or one write(2) of
-// the names to bus/kernfsim/delete_device on a mount, kept open for the
-// whole storm. "Every teardown has completed" is tree.Barrier() in
-// process; on a mount, loadgen polls kernel/kernfsim/stats every
-// millisecond until tree.teardowns_completed has grown by two per device
-// (sysfs.ABI.Delete removes a device's directory and its class symlink,
-// each counted once), so until_complete is late by at most one poll (about
-// 1 ms plus one read of the stats file).
-
 // Teardown defaults and limits.
 const (
-	DefaultTeardownCount = 5000 // the seed's 5000 mounts
-	DefaultTeardownLock  = "rcu"
+	DefaultCount = 5000 // the seed's 5000 mounts
+	DefaultLock  = "rcu"
 	// DefaultCompleteTimeout bounds the wait for teardowns on a mount.
 	DefaultCompleteTimeout = 2 * time.Minute
 	// GPNotApplicable is the gp of a run under a lock without grace
@@ -57,21 +43,21 @@ const (
 	tdPollEvery        = time.Millisecond
 )
 
-// TeardownConfig is a set of teardown storms, one per (lock, gp).
-type TeardownConfig struct {
+// Config is a set of teardown storms, one per (lock, gp).
+type Config struct {
 	// Target: TargetSim (a tree per run, in process), TargetKernfsim
 	// without Dir (a server per run, started with Server), or a Dir
 	// (TargetPath or TargetKernfsim) that is a kernfsim mount already: one
 	// run under the mount's own lock and policy, which the stats file
-	// tells (the policy is inferred from the counters; see TeardownRun).
-	Target Target
-	// Locks are the strategies; nil means DefaultTeardownLock. Under rcu
+	// tells (the policy is inferred from the counters; see Storm).
+	Target loadgen.Target
+	// Locks are the strategies; nil means DefaultLock. Under rcu
 	// there is a run per GPs entry; mutex and rwsem get one run each (the
 	// references: gp n/a). none refuses writers and is rejected.
 	Locks []string
 	// GPs are the rcu teardown policies; nil means all three.
 	GPs []kernfsim.GPPolicy
-	// Count is the devices created then removed; 0 means DefaultTeardownCount.
+	// Count is the devices created then removed; 0 means DefaultCount.
 	Count int
 	// Batch is the devices removed per call; 0 means 1.
 	Batch int
@@ -84,17 +70,17 @@ type TeardownConfig struct {
 	// servers started (--gp-tick, --expedite-cost, --rcu-normal).
 	Grace locking.GraceConfig
 	// Server starts the kernfsim servers of a TargetKernfsim without Dir.
-	Server *ServerConfig
+	Server *loadgen.ServerConfig
 	// CompleteTimeout bounds the wait for teardowns on a mount; 0 means
 	// DefaultCompleteTimeout.
 	CompleteTimeout time.Duration
 	// Progress, if not nil, is called about five times a second while a
 	// storm creates or removes devices.
-	Progress func(TeardownProgress)
+	Progress func(Progress)
 }
 
-// TeardownProgress is where a storm stands.
-type TeardownProgress struct {
+// Progress is where a storm stands.
+type Progress struct {
 	Lock, GP string
 	Phase    string // "create", "remove"
 	Done     int    // devices
@@ -102,21 +88,21 @@ type TeardownProgress struct {
 	Elapsed  time.Duration
 }
 
-// TeardownResult is every storm of a TeardownConfig, in order.
-type TeardownResult struct {
-	Target      Target // Dir set for a path target
+// Result is every storm of a Config, in order.
+type Result struct {
+	Target      loadgen.Target // Dir set for a path target
 	Count       int
 	Batch       int
 	Readers     int
 	Attrs       int
 	Grace       locking.GraceConfig
 	CPUs        int
-	Runs        []TeardownRun
+	Runs        []Storm
 	Interrupted bool
 }
 
-// TeardownRun is one storm under one (lock, gp).
-type TeardownRun struct {
+// Storm is one storm under one (lock, gp).
+type Storm struct {
 	Lock string
 	// GP is the rcu policy, or GPNotApplicable. On an existing mount it is
 	// inferred: deferred if teardowns were queued, else expedited if
@@ -131,19 +117,19 @@ type TeardownRun struct {
 	// call's return.
 	Total time.Duration
 	// Caller is the latency of each removal call, as its caller sees it.
-	Caller Latency
+	Caller loadgen.Latency
 	// UntilComplete is the storm's start until every teardown had
 	// completed: the barrier's return (sim) or the poll that saw them all.
 	UntilComplete time.Duration
 	// Completed is the devices whose teardown had completed then.
 	Completed int
-	Counts    TeardownCounts
+	Counts    Counts
 	Reader    *ReaderResult // nil without readers
 }
 
-// TeardownCounts are the tree's counters over the storm and the wait
+// Counts are the tree's counters over the storm and the wait
 // (kernel/kernfsim/stats). Teardowns count nodes: two per device.
-type TeardownCounts struct {
+type Counts struct {
 	Queued, Completed       uint64 // tree.teardowns_queued, tree.teardowns_completed
 	GracePeriods, Expedited uint64 // grace.periods, grace.expedited
 }
@@ -151,10 +137,10 @@ type TeardownCounts struct {
 // ReaderResult is what the readers saw during a storm.
 type ReaderResult struct {
 	Readers int
-	Latency Latency // one open/read/close of a remaining device's uevent
+	Latency loadgen.Latency // one open/read/close of a remaining device's uevent
 	// Errors: ENOENT and ENODEV are expected (the device picked was being
 	// removed) and marked so (ErrorCount.Churn).
-	Errors []ErrorCount
+	Errors []loadgen.ErrorCount
 }
 
 // Raced is the reads that found their device being removed.
@@ -171,19 +157,19 @@ func (r ReaderResult) Raced() int64 {
 // teardownSpec is one storm's lock and policy.
 type teardownSpec struct{ lock, gp string }
 
-func (c TeardownConfig) withDefaults() TeardownConfig {
+func (c Config) withDefaults() Config {
 	if len(c.Locks) == 0 {
-		c.Locks = []string{DefaultTeardownLock}
+		c.Locks = []string{DefaultLock}
 	}
 	if len(c.GPs) == 0 {
 		c.GPs = slices.Clone(kernfsim.GPPolicies)
 	}
-	c.Count, c.Batch = cmpOrInt(c.Count, DefaultTeardownCount), cmpOrInt(c.Batch, 1)
+	c.Count, c.Batch = cmpOrInt(c.Count, DefaultCount), cmpOrInt(c.Batch, 1)
 	if c.CompleteTimeout <= 0 {
 		c.CompleteTimeout = DefaultCompleteTimeout
 	}
-	if c.Target.Kind == TargetKernfsim && c.Target.Dir != "" {
-		c.Target.Kind = TargetPath
+	if c.Target.Kind == loadgen.TargetKernfsim && c.Target.Dir != "" {
+		c.Target.Kind = loadgen.TargetPath
 	}
 	return c
 }
@@ -195,60 +181,60 @@ func cmpOrInt(v, d int) int {
 	return v
 }
 
-func (c TeardownConfig) validate() error {
+func (c Config) validate() error {
 	switch {
 	case c.Count <= 0 || c.Batch <= 0 || c.Readers < 0:
-		return BadConfig("Count", "give a positive count and batch, and 0 or more readers",
+		return loadgen.BadConfig("Count", "give a positive count and batch, and 0 or more readers",
 			"count %d, batch %d, readers %d", c.Count, c.Batch, c.Readers)
 	case c.Batch > c.Count:
-		return BadConfig("Batch", "give at most --count", "batch %d is more than the %d devices", c.Batch, c.Count)
-	case c.Count > MaxSimDevices:
-		return BadConfig("Count", "give at most "+itoa(MaxSimDevices), "%d devices would take more memory than a storm needs", c.Count)
+		return loadgen.BadConfig("Batch", "give at most --count", "batch %d is more than the %d devices", c.Batch, c.Count)
+	case c.Count > loadgen.MaxSimDevices:
+		return loadgen.BadConfig("Count", "give at most "+strconv.Itoa(loadgen.MaxSimDevices), "%d devices would take more memory than a storm needs", c.Count)
 	case c.Attrs < 0 || c.Attrs > sysfs.MaxDeviceAttrs:
-		return BadConfig("Attrs", "give 0 to "+itoa(sysfs.MaxDeviceAttrs), "%d attributes per device", c.Attrs)
-	case c.Target.Kind != TargetSim && c.Count > sysfs.DefaultMaxDevices:
-		return BadConfig("Count", "give at most "+itoa(sysfs.DefaultMaxDevices)+" on a mount, or use --sim",
+		return loadgen.BadConfig("Attrs", "give 0 to "+strconv.Itoa(sysfs.MaxDeviceAttrs), "%d attributes per device", c.Attrs)
+	case c.Target.Kind != loadgen.TargetSim && c.Count > sysfs.DefaultMaxDevices:
+		return loadgen.BadConfig("Count", "give at most "+strconv.Itoa(sysfs.DefaultMaxDevices)+" on a mount, or use --sim",
 			"a kernfsim server makes at most %d devices", sysfs.DefaultMaxDevices)
-	case c.Target.Kind != TargetSim && c.Batch*(len(tdName(c.Count-1))+1) > kernfsim.PageSize:
-		return BadConfig("Batch", fmt.Sprintf("give at most %d on a mount, or use --sim (no page limit in process)",
+	case c.Target.Kind != loadgen.TargetSim && c.Batch*(len(tdName(c.Count-1))+1) > kernfsim.PageSize:
+		return loadgen.BadConfig("Batch", fmt.Sprintf("give at most %d on a mount, or use --sim (no page limit in process)",
 			kernfsim.PageSize/(len(tdName(c.Count-1))+1)), "%d names do not fit one %d-byte write to delete_device",
 			c.Batch, kernfsim.PageSize)
 	}
-	if err := checkThreads("Readers", c.Readers); err != nil {
+	if err := loadgen.CheckThreads("Readers", c.Readers); err != nil {
 		return err
 	}
 	for _, l := range c.Locks {
-		if !lockTraits(l).AcceptsWriters {
-			return BadConfig("Lock", "use "+writerLocks(), "lock %q cannot remove devices", l)
+		if !loadgen.LockTraits(l).AcceptsWriters {
+			return loadgen.BadConfig("Lock", "use "+loadgen.WriterLocks(), "lock %q cannot remove devices", l)
 		}
 	}
 	switch c.Target.Kind {
-	case TargetSim:
+	case loadgen.TargetSim:
 		if err := c.Target.Tree.WithDefaults().Validate(); err != nil {
-			return &ConfigError{Field: "Tree", Problem: err.Error()}
+			return &loadgen.ConfigError{Field: "Tree", Problem: err.Error()}
 		}
-	case TargetKernfsim:
+	case loadgen.TargetKernfsim:
 		if c.Server == nil || len(c.Server.Command) == 0 {
-			return ErrNoServer
+			return loadgen.ErrNoServer
 		}
-	case TargetPath:
+	case loadgen.TargetPath:
 		if c.Target.Dir == "" {
-			return BadConfig("Dir", "name a kernfsim mount", "a path target needs a directory")
+			return loadgen.BadConfig("Dir", "name a kernfsim mount", "a path target needs a directory")
 		}
 	default:
-		return BadConfig("Target", "use sim, kernfsim or a path", "unknown target kind %q", c.Target.Kind)
+		return loadgen.BadConfig("Target", "use sim, kernfsim or a path", "unknown target kind %q", c.Target.Kind)
 	}
 	return nil
 }
 
 // specs are the storms to run, in order: per lock, per policy under rcu.
-func (c TeardownConfig) specs() []teardownSpec {
-	if c.Target.Kind == TargetPath {
+func (c Config) specs() []teardownSpec {
+	if c.Target.Kind == loadgen.TargetPath {
 		return []teardownSpec{{}}
 	}
 	var out []teardownSpec
 	for _, l := range c.Locks {
-		if !lockTraits(l).GracePeriods {
+		if !loadgen.LockTraits(l).GracePeriods {
 			out = append(out, teardownSpec{l, GPNotApplicable})
 			continue
 		}
@@ -267,10 +253,10 @@ func tdName(i int) string { return teardownPrefix + strconv.Itoa(i) }
 // in progress and returns what was measured, with Interrupted set and
 // ctx's error; servers it started are stopped (each runs a barrier before
 // it unmounts, so no queued teardown is lost).
-func Teardown(ctx context.Context, cfg TeardownConfig) (TeardownResult, error) {
+func Run(ctx context.Context, cfg Config) (Result, error) {
 	cfg = cfg.withDefaults()
-	res := TeardownResult{Target: cfg.Target, Count: cfg.Count, Batch: cfg.Batch, Readers: cfg.Readers,
-		Attrs: cfg.Attrs, Grace: cfg.Grace, CPUs: len(allowedCPUs())}
+	res := Result{Target: cfg.Target, Count: cfg.Count, Batch: cfg.Batch, Readers: cfg.Readers,
+		Attrs: cfg.Attrs, Grace: cfg.Grace, CPUs: len(loadgen.AllowedCPUs())}
 	if err := cfg.validate(); err != nil {
 		return res, err
 	}
@@ -292,13 +278,13 @@ func Teardown(ctx context.Context, cfg TeardownConfig) (TeardownResult, error) {
 
 // teardownOne sets up a target, creates the devices, runs the storm and
 // waits for its teardowns.
-func teardownOne(ctx context.Context, cfg TeardownConfig, sp teardownSpec) (run TeardownRun, err error) {
+func teardownOne(ctx context.Context, cfg Config, sp teardownSpec) (run Storm, err error) {
 	t, err := openTeardownTarget(ctx, cfg, sp)
 	if err != nil {
 		return run, err
 	}
 	defer func() { err = errors.Join(err, t.close()) }()
-	run = TeardownRun{Lock: sp.lock, GP: sp.gp, Dir: t.dir(), Count: cfg.Count}
+	run = Storm{Lock: sp.lock, GP: sp.gp, Dir: t.dir(), Count: cfg.Count}
 	s := newTDStorm(t, cfg, sp)
 	if run.Create, err = s.create(ctx); err != nil {
 		return run, err
@@ -324,9 +310,9 @@ func teardownOne(ctx context.Context, cfg TeardownConfig, sp teardownSpec) (run 
 }
 
 // inferGP is the policy a mount's counters show.
-func inferGP(lock string, c TeardownCounts) string {
+func inferGP(lock string, c Counts) string {
 	switch {
-	case !lockTraits(lock).GracePeriods:
+	case !loadgen.LockTraits(lock).GracePeriods:
 		return GPNotApplicable
 	case c.Queued > 0:
 		return string(kernfsim.GPDeferred)
@@ -340,11 +326,11 @@ func inferGP(lock string, c TeardownCounts) string {
 type tdCounters struct {
 	lock    string
 	pending uint64 // grace.callbacks_pending: deferred teardowns not yet run
-	TeardownCounts
+	Counts
 }
 
-func (a tdCounters) minus(b tdCounters) TeardownCounts {
-	return TeardownCounts{Queued: a.Queued - b.Queued, Completed: a.Completed - b.Completed,
+func (a tdCounters) minus(b tdCounters) Counts {
+	return Counts{Queued: a.Queued - b.Queued, Completed: a.Completed - b.Completed,
 		GracePeriods: a.GracePeriods - b.GracePeriods, Expedited: a.Expedited - b.Expedited}
 }
 
@@ -362,19 +348,19 @@ type tdTarget interface {
 	close() error
 }
 
-func openTeardownTarget(ctx context.Context, cfg TeardownConfig, sp teardownSpec) (tdTarget, error) {
+func openTeardownTarget(ctx context.Context, cfg Config, sp teardownSpec) (tdTarget, error) {
 	switch cfg.Target.Kind {
-	case TargetSim:
+	case loadgen.TargetSim:
 		return newSimTD(cfg, sp)
-	case TargetPath:
+	case loadgen.TargetPath:
 		return newMountTD(cfg.Target.Dir, nil)
 	}
 	sc := *cfg.Server
 	sc.Lock, sc.Args = sp.lock, slices.Clone(sc.Args)
-	if lockTraits(sp.lock).GracePeriods {
+	if loadgen.LockTraits(sp.lock).GracePeriods {
 		sc.Args = append(sc.Args, graceArgs(sp.gp, cfg.Grace)...)
 	}
-	srv, err := StartServer(ctx, sc)
+	srv, err := loadgen.StartServer(ctx, sc)
 	if err != nil {
 		return nil, err
 	}
@@ -409,7 +395,7 @@ type simTD struct {
 	cred kernfsim.Cred
 }
 
-func newSimTD(cfg TeardownConfig, sp teardownSpec) (*simTD, error) {
+func newSimTD(cfg Config, sp teardownSpec) (*simTD, error) {
 	gp := kernfsim.GPNormal
 	if sp.gp != GPNotApplicable {
 		gp = kernfsim.GPPolicy(sp.gp)
@@ -417,9 +403,9 @@ func newSimTD(cfg TeardownConfig, sp teardownSpec) (*simTD, error) {
 	a, err := sysfs.Assemble(sysfs.Options{Lock: sp.lock, Grace: cfg.Grace, GP: gp, Synth: cfg.Target.Tree.WithDefaults(),
 		ABI: true, MaxDevices: max(cfg.Count, sysfs.DefaultMaxDevices)})
 	if err != nil {
-		return nil, assembleError(err)
+		return nil, loadgen.AssembleError(err)
 	}
-	return &simTD{t: a.Tree, abi: a.ABI, w: kernfsim.NewWalker(a.Tree, kernfsim.WalkerOptions{}), cred: DefaultSimCred}, nil
+	return &simTD{t: a.Tree, abi: a.ABI, w: kernfsim.NewWalker(a.Tree, kernfsim.WalkerOptions{}), cred: loadgen.DefaultSimCred}, nil
 }
 
 func (s *simTD) create(name string, attrs int) error { return s.abi.Create(name, attrs) }
@@ -428,13 +414,13 @@ func (s *simTD) remove(names []string) error {
 }
 
 func (s *simTD) read(name string, buf []byte) error {
-	_, err := s.w.ReadFile(s.cred, churnDevices+"/"+name+"/"+tdReadFile, buf)
+	_, err := s.w.ReadFile(s.cred, client.DevicesDir+"/"+name+"/"+tdReadFile, buf)
 	return err
 }
 
 func (s *simTD) counters() (tdCounters, error) {
 	td, g := s.t.Teardowns(), s.t.Strategy().Stats().Grace
-	return tdCounters{lock: s.t.Strategy().Name(), TeardownCounts: TeardownCounts{Queued: td.Queued,
+	return tdCounters{lock: s.t.Strategy().Name(), Counts: Counts{Queued: td.Queued,
 		Completed: td.Completed, GracePeriods: g.GracePeriods, Expedited: g.Expedited}}, nil
 }
 
@@ -455,25 +441,25 @@ func (s *simTD) close() error {
 // mountTD is a kernfsim mount: new_device and delete_device stay open for
 // the whole storm, one write(2) per call.
 type mountTD struct {
-	p        *pathTarget
-	srv      *Server // nil for a mount loadgen did not start
-	add, del int     // file descriptors of new_device and delete_device
+	d        *loadgen.Dir
+	srv      *loadgen.Server // nil for a mount loadgen did not start
+	add, del int             // file descriptors of new_device and delete_device
 }
 
-func newMountTD(dir string, srv *Server) (*mountTD, error) {
-	p, err := newPathTarget(dir)
+func newMountTD(dir string, srv *loadgen.Server) (*mountTD, error) {
+	d, err := loadgen.OpenDir(dir)
 	if err != nil {
 		return nil, err
 	}
-	m := &mountTD{p: p, srv: srv, add: -1, del: -1}
+	m := &mountTD{d: d, srv: srv, add: -1, del: -1}
 	for _, f := range []struct {
 		fd  *int
 		rel string
-	}{{&m.add, churnControl}, {&m.del, churnDelete}} {
-		path := p.abs(f.rel)
-		if err := retry(func() (err error) { *f.fd, err = unix.Open(path, unix.O_WRONLY|unix.O_CLOEXEC, 0); return }); err != nil {
+	}{{&m.add, client.NewDevicePath}, {&m.del, client.DeleteDevicePath}} {
+		path := d.Path(f.rel)
+		if err := loadgen.Retry(func() (err error) { *f.fd, err = unix.Open(path, unix.O_WRONLY|unix.O_CLOEXEC, 0); return }); err != nil {
 			m.closeFiles()
-			return nil, BadConfig("Dir", "give a kernfsim mount (kernfsim mount DIR)", "%s: %v: not a kernfsim mount", path, err)
+			return nil, loadgen.BadConfig("Dir", "give a kernfsim mount (kernfsim mount DIR)", "%s: %v: not a kernfsim mount", path, err)
 		}
 	}
 	if err := m.removeLeftovers(); err != nil {
@@ -487,7 +473,7 @@ func newMountTD(dir string, srv *Server) (*mountTD, error) {
 // waits until their teardowns have run, so that they do not count in the
 // storm's.
 func (m *mountTD) removeLeftovers() (err error) {
-	ents, err := m.p.list(churnDevices)
+	names, err := m.d.Names(client.DevicesDir)
 	if err != nil {
 		return err
 	}
@@ -506,11 +492,11 @@ func (m *mountTD) removeLeftovers() (err error) {
 			err = m.awaitIdle(time.Minute)
 		}
 	}()
-	for _, e := range ents {
-		if _, err := strconv.Atoi(strings.TrimPrefix(e.name, teardownPrefix)); err != nil || !strings.HasPrefix(e.name, teardownPrefix) {
+	for _, name := range names {
+		if _, err := strconv.Atoi(strings.TrimPrefix(name, teardownPrefix)); err != nil || !strings.HasPrefix(name, teardownPrefix) {
 			continue
 		}
-		if batch = append(batch, e.name); len(batch) == 100 {
+		if batch = append(batch, name); len(batch) == 100 {
 			if err := flush(); err != nil {
 				return err
 			}
@@ -535,7 +521,7 @@ func (m *mountTD) awaitIdle(timeout time.Duration) error {
 }
 
 func (m *mountTD) write(fd int, data []byte) error {
-	return retry(func() error { _, err := unix.Write(fd, data); return err })
+	return loadgen.Retry(func() error { _, err := unix.Write(fd, data); return err })
 }
 
 func (m *mountTD) create(name string, attrs int) error {
@@ -553,12 +539,12 @@ func (m *mountTD) remove(names []string) error {
 }
 
 func (m *mountTD) read(name string, buf []byte) error {
-	return m.p.readFile(m.p.abs(churnDevices+"/"+name+"/"+tdReadFile), buf)
+	return m.d.ReadFile(m.d.Path(client.DevicesDir+"/"+name+"/"+tdReadFile), buf)
 }
 
 // counters reads and parses kernel/kernfsim/stats.
 func (m *mountTD) counters() (tdCounters, error) {
-	s, err := client.ReadStats(m.p.abs(""))
+	s, err := client.ReadStats(m.d.Path(""))
 	if err != nil {
 		return tdCounters{}, err
 	}
@@ -579,7 +565,7 @@ func (m *mountTD) awaitComplete(ctx context.Context, base tdCounters, want uint6
 			return nil
 		case time.Now().After(deadline):
 			return fmt.Errorf("%d of %d teardowns completed %v after the storm (see %s)",
-				c.Completed-base.Completed, want, timeout, m.p.abs(tdStatsFile))
+				c.Completed-base.Completed, want, timeout, m.d.Path(tdStatsFile))
 		}
 		select {
 		case <-ctx.Done():
@@ -589,7 +575,7 @@ func (m *mountTD) awaitComplete(ctx context.Context, base tdCounters, want uint6
 	}
 }
 
-func (m *mountTD) dir() string { return m.p.dir }
+func (m *mountTD) dir() string { return m.d.Path("") }
 
 func (m *mountTD) closeFiles() {
 	for _, fd := range []int{m.add, m.del} {
@@ -617,14 +603,14 @@ func (m *mountTD) close() error {
 // tdStorm creates and removes one run's devices.
 type tdStorm struct {
 	t     tdTarget
-	cfg   TeardownConfig
+	cfg   Config
 	sp    teardownSpec
 	names []string
 	next  atomic.Int64 // devices handed to remove so far: readers pick from the rest
 	done  atomic.Int64 // devices created or removed in the phase running (progress)
 }
 
-func newTDStorm(t tdTarget, cfg TeardownConfig, sp teardownSpec) *tdStorm {
+func newTDStorm(t tdTarget, cfg Config, sp teardownSpec) *tdStorm {
 	names := make([]string, cfg.Count)
 	for i := range names {
 		names[i] = tdName(i)
@@ -632,7 +618,7 @@ func newTDStorm(t tdTarget, cfg TeardownConfig, sp teardownSpec) *tdStorm {
 	return &tdStorm{t: t, cfg: cfg, sp: sp, names: names}
 }
 
-// progress calls Config.Progress every progressEvery until stop is
+// progress calls Config.Progress every ProgressEvery until stop is
 // called.
 func (s *tdStorm) progress(phase string) (stop func()) {
 	if s.cfg.Progress == nil {
@@ -642,14 +628,14 @@ func (s *tdStorm) progress(phase string) (stop func()) {
 	t0, quit, over := time.Now(), make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(over)
-		tick := time.NewTicker(progressEvery)
+		tick := time.NewTicker(loadgen.ProgressEvery)
 		defer tick.Stop()
 		for {
 			select {
 			case <-quit:
 				return
 			case <-tick.C:
-				s.cfg.Progress(TeardownProgress{Lock: s.sp.lock, GP: s.sp.gp, Phase: phase,
+				s.cfg.Progress(Progress{Lock: s.sp.lock, GP: s.sp.gp, Phase: phase,
 					Done: int(s.done.Load()), Total: len(s.names), Elapsed: time.Since(t0)})
 			}
 		}
@@ -677,10 +663,10 @@ func (s *tdStorm) create(ctx context.Context) (time.Duration, error) {
 // fills in run's Removed, Calls, Total, Caller and Reader, and returns
 // when the storm began. One clock read per call: the end of one call is
 // the start of the next.
-func (s *tdStorm) storm(ctx context.Context, run *TeardownRun) (time.Time, error) {
+func (s *tdStorm) storm(ctx context.Context, run *Storm) (time.Time, error) {
 	defer s.progress("remove")()
 	readers := s.startReaders()
-	h := NewHistogram()
+	h := loadgen.NewHistogram()
 	t0 := time.Now()
 	var prev time.Duration
 	var err error
@@ -691,21 +677,15 @@ func (s *tdStorm) storm(ctx context.Context, run *TeardownRun) (time.Time, error
 			break
 		}
 		now := time.Since(t0)
-		RecordLatency(h, now-prev)
+		loadgen.RecordLatency(h, now-prev)
 		prev = now
 		run.Calls++
 		run.Removed += len(batch)
 		s.done.Store(int64(run.Removed))
 	}
-	run.Total, run.Caller = prev, Summarize(h)
+	run.Total, run.Caller = prev, loadgen.Summarize(h)
 	run.Reader = readers.stop()
 	return t0, err
-}
-
-func RecordLatency(h *hdrhistogram.Histogram, d time.Duration) {
-	if h.RecordValue(int64(d)) != nil {
-		h.RecordValue(histMax)
-	}
 }
 
 // tdReaders are the goroutines reading remaining devices during a storm,
@@ -721,7 +701,7 @@ type tdReaders struct {
 
 type tdReader struct {
 	hist *hdrhistogram.Histogram
-	errs errTally
+	errs loadgen.ErrorTally
 }
 
 func (s *tdStorm) startReaders() *tdReaders {
@@ -737,7 +717,7 @@ func (s *tdStorm) startReaders() *tdReaders {
 	var ready sync.WaitGroup
 	start := make(chan struct{})
 	for i := range n {
-		r := &tdReader{hist: NewHistogram(), errs: errTally{}}
+		r := &tdReader{hist: loadgen.NewHistogram(), errs: loadgen.ErrorTally{}}
 		rd.rs = append(rd.rs, r)
 		ready.Add(1)
 		rd.wg.Add(1)
@@ -759,7 +739,7 @@ func (s *tdStorm) startReaders() *tdReaders {
 // remover, until stop is set or none is left.
 func (s *tdStorm) read(r *tdReader, seed int, stop *atomic.Bool) {
 	rng := rand.New(rand.NewPCG(uint64(seed), 0x74656172646f776e))
-	buf := make([]byte, DefaultBufSize)
+	buf := make([]byte, loadgen.DefaultBufSize)
 	for !stop.Load() {
 		lo := int(s.next.Load())
 		if lo >= len(s.names) {
@@ -768,9 +748,9 @@ func (s *tdStorm) read(r *tdReader, seed int, stop *atomic.Bool) {
 		name := s.names[lo+rng.IntN(len(s.names)-lo)]
 		t0 := time.Now()
 		err := s.t.read(name, buf)
-		RecordLatency(r.hist, time.Since(t0))
+		loadgen.RecordLatency(r.hist, time.Since(t0))
 		if err != nil {
-			r.errs.add(errnoOf(err), true, churnDevices+"/"+name+"/"+tdReadFile, 1)
+			r.errs.Add(kernfsim.Errno(err), true, client.DevicesDir+"/"+name+"/"+tdReadFile, 1)
 		}
 	}
 }
@@ -783,12 +763,10 @@ func (rd *tdReaders) stop() *ReaderResult {
 	rd.stopFlag.Store(true)
 	rd.wg.Wait()
 	rd.restore()
-	all, tally := NewHistogram(), errTally{}
+	all, tally := loadgen.NewHistogram(), loadgen.ErrorTally{}
 	for _, r := range rd.rs {
 		all.Merge(r.hist)
-		for k, c := range r.errs {
-			tally.add(k.errno, k.churn, c.Path, c.Count)
-		}
+		tally.Merge(r.errs)
 	}
-	return &ReaderResult{Readers: len(rd.rs), Latency: Summarize(all), Errors: tally.sorted()}
+	return &ReaderResult{Readers: len(rd.rs), Latency: loadgen.Summarize(all), Errors: tally.Sorted()}
 }

@@ -1,4 +1,4 @@
-package loadgen
+package teardown
 
 import (
 	"bytes"
@@ -8,13 +8,15 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kernfsim/kernfsim/loadgen"
+
 	"github.com/kernfsim/kernfsim/kernfsim"
 	"github.com/kernfsim/kernfsim/sysfs"
 )
 
 // simTeardown is a storm in process on a small tree.
-func simTeardown(count, batch, readers int, locks ...string) TeardownConfig {
-	return TeardownConfig{Target: Target{Kind: TargetSim, Tree: sysfs.SynthConfig{CPUs: 4, Sockets: 1, MemBlocks: 4}},
+func simTeardown(count, batch, readers int, locks ...string) Config {
+	return Config{Target: loadgen.Target{Kind: loadgen.TargetSim, Tree: sysfs.SynthConfig{CPUs: 4, Sockets: 1, MemBlocks: 4}},
 		Locks: locks, Count: count, Batch: batch, Readers: readers}
 }
 
@@ -24,7 +26,7 @@ func simTeardown(count, batch, readers int, locks ...string) TeardownConfig {
 // (deferred), none for mutex and rwsem.
 func TestTeardownSimPolicies(t *testing.T) {
 	const n = 40
-	res, err := Teardown(context.Background(), simTeardown(n, 1, 0, "rcu", "mutex", "rwsem"))
+	res, err := Run(context.Background(), simTeardown(n, 1, 0, "rcu", "mutex", "rwsem"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -32,7 +34,7 @@ func TestTeardownSimPolicies(t *testing.T) {
 	if len(res.Runs) != len(want) {
 		t.Fatalf("got %d runs, want %d", len(res.Runs), len(want))
 	}
-	by := map[string]TeardownRun{}
+	by := map[string]Storm{}
 	for i, r := range res.Runs {
 		if got := r.Lock + "/" + r.GP; got != want[i] {
 			t.Errorf("run %d is %s, want %s", i, got, want[i])
@@ -45,7 +47,7 @@ func TestTeardownSimPolicies(t *testing.T) {
 		if r.UntilComplete < r.Total || r.Caller.Count != n {
 			t.Errorf("%s/%s: until complete %v before the storm's end %v, or %d latencies", r.Lock, r.GP, r.UntilComplete, r.Total, r.Caller.Count)
 		}
-		if !lockTraits(r.Lock).GracePeriods && (r.Counts.GracePeriods != 0 || r.Counts.Queued != 0) {
+		if !loadgen.LockTraits(r.Lock).GracePeriods && (r.Counts.GracePeriods != 0 || r.Counts.Queued != 0) {
 			t.Errorf("%s: %+v, want no grace period and nothing queued", r.Lock, r.Counts)
 		}
 	}
@@ -72,7 +74,7 @@ func TestTeardownBatchSharesOneGracePeriod(t *testing.T) {
 	for _, batch := range []int{300, 100} {
 		cfg := simTeardown(300, batch, 0)
 		cfg.GPs = []kernfsim.GPPolicy{kernfsim.GPNormal}
-		res, err := Teardown(context.Background(), cfg)
+		res, err := Run(context.Background(), cfg)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -90,7 +92,7 @@ func TestTeardownBatchSharesOneGracePeriod(t *testing.T) {
 func TestTeardownReaders(t *testing.T) {
 	cfg := simTeardown(60, 1, 2)
 	cfg.GPs = []kernfsim.GPPolicy{kernfsim.GPNormal, kernfsim.GPDeferred}
-	res, err := Teardown(context.Background(), cfg)
+	res, err := Run(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,28 +112,32 @@ func TestTeardownReaders(t *testing.T) {
 }
 
 func TestTeardownConfigErrors(t *testing.T) {
-	mount := Target{Kind: TargetPath, Dir: "/nonexistent"}
+	mount := loadgen.Target{Kind: loadgen.TargetPath, Dir: "/nonexistent"}
+	tiny := loadgen.Target{Kind: loadgen.TargetSim, Tree: sysfs.SynthConfig{CPUs: 4, Sockets: 1, MemBlocks: 4}}
+	limit, _ := loadgen.ThreadLimit()
 	for _, c := range []struct {
 		name  string
-		cfg   TeardownConfig
+		cfg   Config
 		field string
 	}{
-		{"lock none", TeardownConfig{Target: Target{Kind: TargetSim}, Locks: []string{"none"}}, "Lock"},
-		{"batch over count", TeardownConfig{Target: Target{Kind: TargetSim}, Count: 5, Batch: 6}, "Batch"},
-		{"negative readers", TeardownConfig{Target: Target{Kind: TargetSim}, Readers: -1}, "Count"},
-		{"too many attrs", TeardownConfig{Target: Target{Kind: TargetSim}, Attrs: 1000}, "Attrs"},
-		{"over a page", TeardownConfig{Target: mount, Batch: 1000}, "Batch"},
-		{"over the server's limit", TeardownConfig{Target: mount, Count: sysfs.DefaultMaxDevices + 1}, "Count"},
-		{"bad tree", TeardownConfig{Target: Target{Kind: TargetSim, Tree: sysfs.SynthConfig{CPUs: -1}}}, "Tree"},
-		{"not a mount", TeardownConfig{Target: mount}, "Dir"},
+		{"lock none", Config{Target: loadgen.Target{Kind: loadgen.TargetSim}, Locks: []string{"none"}}, "Lock"},
+		{"batch over count", Config{Target: loadgen.Target{Kind: loadgen.TargetSim}, Count: 5, Batch: 6}, "Batch"},
+		{"negative readers", Config{Target: loadgen.Target{Kind: loadgen.TargetSim}, Readers: -1}, "Count"},
+		{"too many attrs", Config{Target: loadgen.Target{Kind: loadgen.TargetSim}, Attrs: 1000}, "Attrs"},
+		{"over a page", Config{Target: mount, Batch: 1000}, "Batch"},
+		{"over the server's limit", Config{Target: mount, Count: sysfs.DefaultMaxDevices + 1}, "Count"},
+		{"bad tree", Config{Target: loadgen.Target{Kind: loadgen.TargetSim, Tree: sysfs.SynthConfig{CPUs: -1}}}, "Tree"},
+		{"not a mount", Config{Target: mount}, "Dir"},
+		{"more readers than threads", Config{Target: tiny, Readers: limit + 1}, "Readers"},
+		{"more devices than the sim holds", Config{Target: tiny, Count: loadgen.MaxSimDevices + 1}, "Count"},
 	} {
-		_, err := Teardown(context.Background(), c.cfg)
-		var ce *ConfigError
+		_, err := Run(context.Background(), c.cfg)
+		var ce *loadgen.ConfigError
 		if !errors.As(err, &ce) || ce.Field != c.field {
 			t.Errorf("%s: got %v, want a ConfigError on %s", c.name, err, c.field)
 		}
 	}
-	if _, err := Teardown(context.Background(), TeardownConfig{Target: Target{Kind: TargetKernfsim}}); !errors.Is(err, ErrNoServer) {
+	if _, err := Run(context.Background(), Config{Target: loadgen.Target{Kind: loadgen.TargetKernfsim}}); !errors.Is(err, loadgen.ErrNoServer) {
 		t.Errorf("no server: got %v, want ErrNoServer", err)
 	}
 }
@@ -142,12 +148,12 @@ func TestTeardownInterrupted(t *testing.T) {
 	defer cancel()
 	cfg := simTeardown(5000, 1, 0)
 	cfg.GPs = []kernfsim.GPPolicy{kernfsim.GPNormal}
-	cfg.Progress = func(p TeardownProgress) {
+	cfg.Progress = func(p Progress) {
 		if p.Phase == "remove" && p.Done > 0 {
 			cancel()
 		}
 	}
-	res, err := Teardown(ctx, cfg)
+	res, err := Run(ctx, cfg)
 	if !errors.Is(err, context.Canceled) || !res.Interrupted || len(res.Runs) != 1 {
 		t.Fatalf("got %v, interrupted %v, %d runs", err, res.Interrupted, len(res.Runs))
 	}
@@ -159,19 +165,19 @@ func TestTeardownInterrupted(t *testing.T) {
 // The JSON document has one run object per (lock, gp) with the
 // documented fields; the table and benchmark lines have a row per run.
 func TestTeardownReporters(t *testing.T) {
-	res, err := Teardown(context.Background(), simTeardown(10, 1, 1, "rcu", "mutex"))
+	res, err := Run(context.Background(), simTeardown(10, 1, 1, "rcu", "mutex"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	var buf bytes.Buffer
-	if err := WriteTeardownJSON(&buf, res); err != nil {
+	if err := WriteJSON(&buf, res); err != nil {
 		t.Fatal(err)
 	}
 	var doc struct {
 		Schema string           `json:"schema"`
 		Runs   []map[string]any `json:"runs"`
 	}
-	if err := json.Unmarshal(buf.Bytes(), &doc); err != nil || doc.Schema != SchemaTeardown || len(doc.Runs) != 4 {
+	if err := json.Unmarshal(buf.Bytes(), &doc); err != nil || doc.Schema != Schema || len(doc.Runs) != 4 {
 		t.Fatalf("schema %q, %d runs, %v:\n%s", doc.Schema, len(doc.Runs), err, buf.String())
 	}
 	for _, r := range doc.Runs {
@@ -182,12 +188,12 @@ func TestTeardownReporters(t *testing.T) {
 		}
 	}
 	buf.Reset()
-	WriteTeardown(&buf, res)
+	Write(&buf, res)
 	if out := buf.String(); strings.Count(out, "\nrcu ") != 3 || !strings.Contains(out, "\nmutex  n/a") || !strings.Contains(out, "reference: seed 000") {
 		t.Errorf("table:\n%s", out)
 	}
 	buf.Reset()
-	WriteTeardownBench(&buf, res)
+	WriteBench(&buf, res)
 	if out := buf.String(); strings.Count(out, "BenchmarkTeardown/target=sim/lock=") != 4 || !strings.Contains(out, "gp=na/") {
 		t.Errorf("bench:\n%s", out)
 	}
