@@ -55,12 +55,16 @@ var (
 )
 
 // pickShard returns the calling P's home shard in [0, mask]. It writes no
-// shared state (the pool slot is the P's own) and allocates nothing in the
-// steady state.
+// shared state (the pool slot is the P's own) and allocates nothing. A P
+// keeps its home across a garbage collection if it used it since the one
+// before (the pool's victim cache); one that gets a new home may land on
+// another P's shard modulo mask+1, which costs sharing until one of them
+// is rehomed.
 //
-// A random shard per call, as before, made two CPUs write the same line on
-// about half their read sections: each of the shards was last written by
-// either CPU with equal odds (BenchmarkGraceRead/mode=parallel/shard=random).
+// A random shard per call, as ReadLock once chose, made two CPUs write the
+// same line on about half their read sections: each of the shards was last
+// written by either CPU with equal odds
+// (BenchmarkGraceRead/mode=parallel/shard=random).
 func pickShard(mask uint32) uint32 {
 	h := homes.Get().(*shardHome)
 	n := h.n
