@@ -25,6 +25,9 @@ type Placement struct {
 // whole group appear at once, never part of it; a device's directory and
 // its class symlink are one group.
 func (t *Tree) AddGroup(ps []Placement) ([]*Node, error) {
+	if len(ps) == 0 {
+		return nil, nil
+	}
 	nodes := make([]*Node, len(ps))
 	for i := range ps {
 		n, err := t.buildPlacement(ps, i)
