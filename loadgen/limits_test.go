@@ -37,12 +37,10 @@ func TestRunRefusesWhatTheMachineCannotGive(t *testing.T) {
 	}
 }
 
-func TestCompareSoakRefuseTooManyThreads(t *testing.T) {
+func TestCompareRefusesTooManyThreads(t *testing.T) {
 	limit, _ := ThreadLimit()
 	_, err := Compare(context.Background(), CompareConfig{Rows: []Row{{Target: Target{Kind: TargetSim, Tree: tinyTree}}}, Threads: []int{1, limit + 1}})
 	wantConfigError(t, "Compare", err, "Threads")
-	_, err = Soak(context.Background(), SoakConfig{PerOp: limit, Server: &ServerConfig{Command: []string{"true"}}})
-	wantConfigError(t, "Soak", err, "PerOp")
 }
 
 // tinyTree is a small synthetic tree, quick to build.

@@ -59,11 +59,11 @@ func Run(ctx context.Context, cfg Config) (res Result, err error) {
 	if err == nil && ctx.Err() != nil {
 		res.Interrupted, err = true, ctx.Err()
 	}
-	if err == nil && e.server != nil && e.server.exited() {
+	if err == nil && e.server != nil && e.server.Exited() {
 		err = fmt.Errorf("the kernfsim server exited during the run: %s", e.server.Stderr())
 	}
 	if err == nil && e.gone() {
-		err = serverGone(e.target.Dir, tally)
+		err = ServerGone(e.target.Dir, tally)
 	}
 	return res, err
 }
@@ -74,9 +74,9 @@ func (e *env) gone() bool {
 	return e.target.Kind != TargetSim && kernfsim.Errno(e.t.stat(e.t.abs(""))) == syscall.ENOTCONN
 }
 
-// serverGone is the error for a run whose mount lost its server midway,
+// ServerGone is the error for a run whose mount lost its server midway,
 // saying how to get the mountpoint back.
-func serverGone(dir string, tally ErrorTally) error {
+func ServerGone(dir string, tally ErrorTally) error {
 	var n int64
 	for k, c := range tally {
 		if k.errno == syscall.ENOTCONN {

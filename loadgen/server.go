@@ -203,7 +203,22 @@ func (s *Server) Stderr() string {
 	return string(bytes.TrimSpace(s.output.Bytes()))
 }
 
-func (s *Server) exited() bool {
+// Pid is the server process's id.
+func (s *Server) Pid() int { return s.cmd.Process.Pid }
+
+// ExitStatus waits up to d for the server process to exit and returns how
+// it exited; ok is false if it is still running.
+func (s *Server) ExitStatus(d time.Duration) (exit error, ok bool) {
+	select {
+	case <-s.done:
+		return s.werr, true // written before done was closed
+	case <-time.After(d):
+		return nil, false
+	}
+}
+
+// Exited reports whether the server process has exited.
+func (s *Server) Exited() bool {
 	select {
 	case <-s.done:
 		return true
@@ -221,7 +236,7 @@ func (s *Server) Close() error {
 }
 
 func (s *Server) stop() error {
-	if !s.exited() {
+	if !s.Exited() {
 		// The server leads its own process group: signal all of it.
 		syscall.Kill(-s.cmd.Process.Pid, syscall.SIGTERM)
 		select {

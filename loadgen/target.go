@@ -286,3 +286,55 @@ func (d *Dir) Names(rel string) ([]string, error) {
 	}
 	return names, err
 }
+
+// Stat stats path; the errno is returned bare.
+func (d *Dir) Stat(path string) error { return d.p.stat(path) }
+
+// ReadDir lists directory path once into buf (getdents); the errno is
+// returned bare.
+func (d *Dir) ReadDir(path string, buf []byte) error { return d.p.readDir(path, buf) }
+
+// Write writes data to rel in one write(2), as a control file takes it.
+func (d *Dir) Write(rel string, data []byte) error { return d.p.write(rel, data) }
+
+// Worker does one operation of a plan at a time, as a benchmark worker
+// does, on one path: for a tool that runs the benchmark's operations
+// under its own schedule.
+type Worker struct {
+	w    *worker
+	path string
+}
+
+// Do does the operation once; the error is the operation's.
+func (w *Worker) Do() error { return w.w.do() }
+
+// Path is what the worker works on, for error reports.
+func (w *Worker) Path() string { return w.path }
+
+// Workers plans c's operation on d (c.Op, c.Missing, c.Files) and returns
+// c.Threads workers, each on its own file as the benchmark's would be.
+func (d *Dir) Workers(c Config) ([]*Worker, error) {
+	c = c.withDefaults()
+	p, err := makePlan(d.p, c)
+	if err != nil {
+		return nil, err
+	}
+	ws := make([]*Worker, c.Threads)
+	for i := range ws {
+		ws[i] = &Worker{w: newWorker(i, -1, 1, c.BufSize, d.p, p), path: planPath(p, i)}
+	}
+	return ws, nil
+}
+
+// planPath is the path worker i of p works on, for error reports.
+func planPath(p *plan, i int) string {
+	switch {
+	case p.Missing != "":
+		return p.Missing
+	case len(p.Files) > 0:
+		return p.Files[i%len(p.Files)]
+	case len(p.Dirs) > 0:
+		return p.Dirs[i%len(p.Dirs)]
+	}
+	return ""
+}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/kernfsim/kernfsim/internal/fusetest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/kernfsim/kernfsim/internal/fusetest"
 
 	"github.com/kernfsim/kernfsim/locking"
 )

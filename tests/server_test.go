@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"github.com/kernfsim/kernfsim/internal/fusetest"
 	"io"
 	"os"
 	"os/exec"
@@ -15,6 +14,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/kernfsim/kernfsim/internal/fusetest"
 
 	"golang.org/x/sys/unix"
 )

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kernfsim/kernfsim/loadgen"
+	"github.com/kernfsim/kernfsim/soak"
 )
 
 // soakEnv sets TestSoak's duration: scripts/test.sh runs it for 60s (CI);
@@ -29,7 +29,7 @@ var (
 // passes its three conditions in every mode: no unexpected errno; the
 // server's goroutines at the end within 10% of their level after warm-up,
 // and its RSS within 10% or 16 MiB (the Go runtime's retention, see
-// loadgen.SoakConfig.RSSSlack); the nodeid table back to its baseline
+// soak.Config.RSSSlack); the nodeid table back to its baseline
 // after drop_caches.
 func TestSoak(t *testing.T) {
 	requireFUSE(t)
@@ -56,7 +56,7 @@ func TestSoak(t *testing.T) {
 	if err != nil || stderr.Len() > 0 {
 		t.Fatalf("loadgen soak: %v; stderr:\n%s", err, stderr.String())
 	}
-	for _, lock := range loadgen.DefaultSoakLocks {
+	for _, lock := range soak.DefaultLocks {
 		if !containsSubmatch(soakLine, out, lock) {
 			t.Errorf("no periodic line for lock=%s", lock)
 		}

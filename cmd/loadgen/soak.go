@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/kernfsim/kernfsim/loadgen"
+	"github.com/kernfsim/kernfsim/soak"
 )
 
 // soakFlags are the flags of loadgen soak.
@@ -61,57 +62,57 @@ the message names the failed condition.`,
 		RunE: func(cmd *cobra.Command, _ []string) error { return f.run(cmd) },
 	}
 	fs := cmd.Flags()
-	fs.DurationVar(&f.duration, "duration", loadgen.DefaultSoakDuration, "how long to soak, shared equally by the lock modes")
-	fs.DurationVar(&f.interval, "interval", loadgen.DefaultSoakInterval, "how often to print a line")
+	fs.DurationVar(&f.duration, "duration", soak.DefaultDuration, "how long to soak, shared equally by the lock modes")
+	fs.DurationVar(&f.interval, "interval", soak.DefaultInterval, "how often to print a line")
 	fs.DurationVar(&f.warmup, "warmup", 0, "load before the reference level is taken, per mode (default a quarter of each mode's time)")
-	fs.StringSliceVar(&f.locks, "locks", loadgen.DefaultSoakLocks, "lock modes to soak in turn, each on a server of its own")
+	fs.StringSliceVar(&f.locks, "locks", soak.DefaultLocks, "lock modes to soak in turn, each on a server of its own")
 	fs.StringVar(&f.path, "path", "", "soak the kernfsim mount at `DIR` instead (its own lock; loadgen starts no server)")
 	fs.IntVar(&f.serverPID, "server-pid", 0, "with --path: the server's process id (pidof kernfsim), for its RSS and threads")
-	fs.StringSliceVar(&f.readers, "readers", loadgen.DefaultSoakReaders, "operations the readers do")
-	fs.IntVar(&f.perOp, "per-op", loadgen.DefaultSoakPerOp, "readers per operation")
-	fs.Float64Var(&f.churn, "churn", loadgen.DefaultSoakChurn, "device adds and removes per second")
-	fs.DurationVar(&f.stormEvery, "storm-every", loadgen.DefaultSoakStormEvery, "how often a teardown storm runs")
-	fs.IntVar(&f.stormSize, "storm-size", loadgen.DefaultSoakStormSize, "devices created, then deleted at once, per storm (at most 256)")
-	fs.Float64Var(&f.tolerance, "tolerance", loadgen.DefaultSoakTolerance, "how far above its level after warm-up RSS and goroutines may end (0.10 is 10%)")
-	fs.IntVar(&f.rssSlackMiB, "rss-slack-mib", loadgen.DefaultSoakRSSSlack>>20, "MiB RSS may grow beyond --tolerance (the Go runtime's retention; 0 for none)")
+	fs.StringSliceVar(&f.readers, "readers", soak.DefaultReaders, "operations the readers do")
+	fs.IntVar(&f.perOp, "per-op", soak.DefaultPerOp, "readers per operation")
+	fs.Float64Var(&f.churn, "churn", soak.DefaultChurn, "device adds and removes per second")
+	fs.DurationVar(&f.stormEvery, "storm-every", soak.DefaultStormEvery, "how often a teardown storm runs")
+	fs.IntVar(&f.stormSize, "storm-size", soak.DefaultStormSize, "devices created, then deleted at once, per storm (at most 256)")
+	fs.Float64Var(&f.tolerance, "tolerance", soak.DefaultTolerance, "how far above its level after warm-up RSS and goroutines may end (0.10 is 10%)")
+	fs.IntVar(&f.rssSlackMiB, "rss-slack-mib", soak.DefaultRSSSlack>>20, "MiB RSS may grow beyond --tolerance (the Go runtime's retention; 0 for none)")
 	fs.StringArrayVar(&f.serverArgs, "server-arg", nil, "an extra flag for each kernfsim server loadgen starts (repeatable)")
 	addTreeFlags(fs, &f.tree)
 	return cmd
 }
 
-// config turns the flags into a loadgen.SoakConfig, rejecting bad input.
-func (f *soakFlags) config(fs *pflag.FlagSet) (loadgen.SoakConfig, error) {
+// config turns the flags into a soak.Config, rejecting bad input.
+func (f *soakFlags) config(fs *pflag.FlagSet) (soak.Config, error) {
 	if err := positive(fs, "per-op", "storm-size", "server-pid"); err != nil {
-		return loadgen.SoakConfig{}, err
+		return soak.Config{}, err
 	}
 	if err := f.tree.validate(); err != nil {
-		return loadgen.SoakConfig{}, err
+		return soak.Config{}, err
 	}
 	for _, d := range []struct {
 		name string
 		v    time.Duration
 	}{{"duration", f.duration}, {"interval", f.interval}, {"storm-every", f.stormEvery}} {
 		if d.v <= 0 {
-			return loadgen.SoakConfig{}, &usageError{fmt.Errorf("--%s must be positive, got %v", d.name, d.v)}
+			return soak.Config{}, &usageError{fmt.Errorf("--%s must be positive, got %v", d.name, d.v)}
 		}
 	}
 	switch {
 	case f.warmup < 0:
-		return loadgen.SoakConfig{}, &usageError{fmt.Errorf("--warmup must be 0 or more, got %v", f.warmup)}
+		return soak.Config{}, &usageError{fmt.Errorf("--warmup must be 0 or more, got %v", f.warmup)}
 	case f.churn <= 0 || f.churn > 100000:
-		return loadgen.SoakConfig{}, &usageError{fmt.Errorf("--churn must be above 0 and at most 100000 per second, got %g", f.churn)}
+		return soak.Config{}, &usageError{fmt.Errorf("--churn must be above 0 and at most 100000 per second, got %g", f.churn)}
 	case f.tolerance <= 0:
-		return loadgen.SoakConfig{}, &usageError{fmt.Errorf("--tolerance must be positive, got %g", f.tolerance)}
+		return soak.Config{}, &usageError{fmt.Errorf("--tolerance must be positive, got %g", f.tolerance)}
 	case f.rssSlackMiB < 0:
-		return loadgen.SoakConfig{}, &usageError{fmt.Errorf("--rss-slack-mib must be 0 or more, got %d", f.rssSlackMiB)}
+		return soak.Config{}, &usageError{fmt.Errorf("--rss-slack-mib must be 0 or more, got %d", f.rssSlackMiB)}
 	case f.path != "" && (fs.Changed("locks") || len(f.serverArgs) > 0 || len(f.tree.serverArgs()) > 0):
-		return loadgen.SoakConfig{}, &usageError{errors.New("--locks, --server-arg and tree flags apply to the servers loadgen starts; the mount at --path has its own")}
+		return soak.Config{}, &usageError{errors.New("--locks, --server-arg and tree flags apply to the servers loadgen starts; the mount at --path has its own")}
 	case (f.path == "") != (f.serverPID == 0):
-		return loadgen.SoakConfig{}, &usageError{errors.New("--path and --server-pid go together: the mount, and its server's process (pidof kernfsim)")}
+		return soak.Config{}, &usageError{errors.New("--path and --server-pid go together: the mount, and its server's process (pidof kernfsim)")}
 	case len(f.locks) == 0 || len(f.readers) == 0:
-		return loadgen.SoakConfig{}, &usageError{errors.New("--locks and --readers need at least one name each")}
+		return soak.Config{}, &usageError{errors.New("--locks and --readers need at least one name each")}
 	}
-	return loadgen.SoakConfig{Duration: f.duration, Interval: f.interval, Warmup: f.warmup, Locks: f.locks,
+	return soak.Config{Duration: f.duration, Interval: f.interval, Warmup: f.warmup, Locks: f.locks,
 		Dir: f.path, ServerPID: f.serverPID, Readers: f.readers, PerOp: f.perOp, Churn: f.churn,
 		StormEvery: f.stormEvery, StormSize: f.stormSize, Tolerance: f.tolerance, RSSSlack: rssSlack(f.rssSlackMiB),
 		Server: &loadgen.ServerConfig{Command: serverCommand(), Args: append(f.tree.serverArgs(), f.serverArgs...)}}, nil
@@ -124,13 +125,13 @@ func (f *soakFlags) run(cmd *cobra.Command) error {
 	}
 	out := cmd.OutOrStdout()
 	var werr error
-	c.OnSample = func(s loadgen.SoakSample) { werr = errors.Join(werr, loadgen.WriteSoakSample(out, s)) }
-	c.OnMode = func(m loadgen.SoakMode) { werr = errors.Join(werr, loadgen.WriteSoakMode(out, m)) }
-	res, err := loadgen.Soak(cmd.Context(), c)
+	c.OnSample = func(s soak.Sample) { werr = errors.Join(werr, soak.WriteSample(out, s)) }
+	c.OnMode = func(m soak.Mode) { werr = errors.Join(werr, soak.WriteMode(out, m)) }
+	res, err := soak.Run(cmd.Context(), c)
 	if err != nil {
 		return errors.Join(err, werr)
 	}
-	if err := errors.Join(werr, loadgen.WriteSoakSummary(out, res)); err != nil {
+	if err := errors.Join(werr, soak.WriteSummary(out, res)); err != nil {
 		return err
 	}
 	if fails := res.Failures(); len(fails) > 0 {
@@ -140,7 +141,7 @@ func (f *soakFlags) run(cmd *cobra.Command) error {
 	return nil
 }
 
-// rssSlack is --rss-slack-mib for SoakConfig.RSSSlack, where 0 means the
+// rssSlack is --rss-slack-mib for Config.RSSSlack, where 0 means the
 // default and a negative value none.
 func rssSlack(mib int) int64 {
 	if mib == 0 {

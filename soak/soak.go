@@ -1,4 +1,4 @@
-package loadgen
+package soak
 
 import (
 	"context"
@@ -21,60 +21,61 @@ import (
 	"github.com/kernfsim/kernfsim/client"
 	"github.com/kernfsim/kernfsim/internal/textout"
 	"github.com/kernfsim/kernfsim/kernfsim"
+	"github.com/kernfsim/kernfsim/loadgen"
 	"github.com/kernfsim/kernfsim/locking"
 )
 
 // Soak defaults.
 const (
-	DefaultSoakDuration   = 10 * time.Minute
-	DefaultSoakInterval   = 10 * time.Second
-	DefaultSoakPerOp      = 2   // readers per operation
-	DefaultSoakChurn      = 100 // device changes per second
-	DefaultSoakStormEvery = 2 * time.Second
-	DefaultSoakStormSize  = 64
-	DefaultSoakTolerance  = 0.10
-	// DefaultSoakRSSSlack is how far RSS may grow beyond Tolerance: the
-	// Go runtime's retention (see SoakConfig.RSSSlack).
-	DefaultSoakRSSSlack = 16 << 20
-	// SoakMissing names the missing-file reader among SoakConfig.Readers.
-	SoakMissing = "missing"
+	DefaultDuration   = 10 * time.Minute
+	DefaultInterval   = 10 * time.Second
+	DefaultPerOp      = 2   // readers per operation
+	DefaultChurn      = 100 // device changes per second
+	DefaultStormEvery = 2 * time.Second
+	DefaultStormSize  = 64
+	DefaultTolerance  = 0.10
+	// DefaultRSSSlack is how far RSS may grow beyond Tolerance: the
+	// Go runtime's retention (see Config.RSSSlack).
+	DefaultRSSSlack = 16 << 20
+	// Missing names the missing-file reader among Config.Readers.
+	Missing = "missing"
 )
 
-// DefaultSoakLocks are the lock modes a soak runs in turn: every mode
+// DefaultLocks are the lock modes a soak runs in turn: every mode
 // that takes writers (none refuses them).
-var DefaultSoakLocks = locking.NamesWhere(func(t locking.Traits) bool { return t.AcceptsWriters })
+var DefaultLocks = locking.NamesWhere(func(t locking.Traits) bool { return t.AcceptsWriters })
 
-// DefaultSoakReaders are the readers' operations.
-var DefaultSoakReaders = []string{string(OpOpenReadClose), string(OpStat), string(OpReaddir), string(OpWalk), SoakMissing}
+// DefaultReaders are the readers' operations.
+var DefaultReaders = []string{string(loadgen.OpOpenReadClose), string(loadgen.OpStat), string(loadgen.OpReaddir), string(loadgen.OpWalk), Missing}
 
-// SoakConfig is a soak: readers on every operation, device churn and
+// Config is a soak: readers on every operation, device churn and
 // teardown storms against a kernfsim mount, under each lock mode in turn,
 // each on a server of its own. It checks three conditions per mode: no
 // unexpected errno; the server's RSS and goroutines at the end within
 // Tolerance of their level after warm-up; the nodeid table back to its
 // baseline once the kernel forgets (drop_caches).
-type SoakConfig struct {
-	Duration time.Duration // the whole soak, shared equally by the modes; 0 means DefaultSoakDuration
-	Interval time.Duration // between samples; 0 means DefaultSoakInterval
+type Config struct {
+	Duration time.Duration // the whole soak, shared equally by the modes; 0 means DefaultDuration
+	Interval time.Duration // between samples; 0 means DefaultInterval
 	// Warmup is the load before the reference level is taken, per mode;
 	// 0 means a quarter of each mode's time.
 	Warmup time.Duration
-	Locks  []string // the modes in turn; nil means DefaultSoakLocks
+	Locks  []string // the modes in turn; nil means DefaultLocks
 	// Dir soaks the kernfsim mount there instead (one mode, its own lock)
 	// whose server is the process ServerPID.
 	Dir       string
 	ServerPID int
-	Server    *ServerConfig // starts each mode's server (Lock is set per mode)
-	Readers   []string      // operations (Ops, or SoakMissing); nil means DefaultSoakReaders
-	PerOp     int           // readers per operation; 0 means DefaultSoakPerOp
-	Churn     float64       // device changes per second; 0 means DefaultSoakChurn
+	Server    *loadgen.ServerConfig // starts each mode's server (Lock is set per mode)
+	Readers   []string              // operations (Ops, or Missing); nil means DefaultReaders
+	PerOp     int                   // readers per operation; 0 means DefaultPerOp
+	Churn     float64               // device changes per second; 0 means DefaultChurn
 	// A teardown storm creates StormSize devices, then deletes them all
 	// with one write, every StormEvery.
 	StormEvery time.Duration
 	StormSize  int
-	Tolerance  float64 // 0 means DefaultSoakTolerance
+	Tolerance  float64 // 0 means DefaultTolerance
 	// RSSSlack is how many bytes RSS may grow beyond Tolerance; 0 means
-	// DefaultSoakRSSSlack, negative none. The server's live heap is a few
+	// DefaultRSSSlack, negative none. The server's live heap is a few
 	// MiB (a default tree) while the runtime retains what go-fuse's
 	// bursts of reader goroutines once needed: its heap and stacks' high
 	// water and up to its heap goal (twice the live heap) in freed pages,
@@ -82,8 +83,8 @@ type SoakConfig struct {
 	RSSSlack int64
 	// OnSample and OnMode, if not nil, are called with each sample and
 	// each finished mode, from Soak's goroutine.
-	OnSample func(SoakSample)
-	OnMode   func(SoakMode)
+	OnSample func(Sample)
+	OnMode   func(Mode)
 }
 
 // ServerLevel is what a server process holds at one moment.
@@ -95,27 +96,27 @@ type ServerLevel struct {
 	OpenFiles  int64 // server.open_files
 }
 
-// SoakSample is one periodic sample of a mode.
-type SoakSample struct {
+// Sample is one periodic sample of a mode.
+type Sample struct {
 	Lock      string
 	Elapsed   time.Duration // since the mode's load began
 	Warmup    bool          // taken during warm-up
 	Ops       int64         // reader operations in the interval
 	OpsPerSec float64
-	P99       time.Duration // of the interval's reader operations
-	Errors    []ErrorCount  // failures in the interval, readers' and writers'
+	P99       time.Duration        // of the interval's reader operations
+	Errors    []loadgen.ErrorCount // failures in the interval, readers' and writers'
 	Server    ServerLevel
 	Changes   int64 // churn changes and storms in the mode so far
 	Storms    int64
 }
 
-// SoakMode is what one lock mode's soak did and found.
-type SoakMode struct {
+// Mode is what one lock mode's soak did and found.
+type Mode struct {
 	Lock     string
 	Elapsed  time.Duration
 	Ops      int64
-	Errors   []ErrorCount // every failure in the mode, unexpected first
-	Changes  int64        // churn adds and removes
+	Errors   []loadgen.ErrorCount // every failure in the mode, unexpected first
+	Changes  int64                // churn adds and removes
 	Storms   int64
 	Torn     int64       // devices torn down by storms
 	Warm     ServerLevel // settled (see settle), after warm-up
@@ -124,19 +125,19 @@ type SoakMode struct {
 	Forgot   int64       // nodeids after drop_caches, after the load
 	Failures []string    // the conditions that failed, in words
 	// Tolerance and RSSSlack are the limits the levels were checked
-	// against (SoakConfig's).
+	// against (Config's).
 	Tolerance float64
 	RSSSlack  int64
 }
 
-// SoakResult is a whole soak.
-type SoakResult struct {
-	Modes       []SoakMode
+// Result is a whole soak.
+type Result struct {
+	Modes       []Mode
 	Interrupted bool
 }
 
 // Failures are every mode's failed conditions, each prefixed by its mode.
-func (r SoakResult) Failures() []string {
+func (r Result) Failures() []string {
 	var out []string
 	for _, m := range r.Modes {
 		for _, f := range m.Failures {
@@ -146,29 +147,29 @@ func (r SoakResult) Failures() []string {
 	return out
 }
 
-func (c SoakConfig) withDefaults() SoakConfig {
+func (c Config) withDefaults() Config {
 	set := func(d *time.Duration, v time.Duration) {
 		if *d == 0 {
 			*d = v
 		}
 	}
-	set(&c.Duration, DefaultSoakDuration)
-	set(&c.Interval, DefaultSoakInterval)
-	set(&c.StormEvery, DefaultSoakStormEvery)
+	set(&c.Duration, DefaultDuration)
+	set(&c.Interval, DefaultInterval)
+	set(&c.StormEvery, DefaultStormEvery)
 	if c.Locks == nil {
-		c.Locks = DefaultSoakLocks
+		c.Locks = DefaultLocks
 	}
 	if c.Dir != "" {
 		c.Locks = []string{""} // the mount's own, read from its stats file
 	}
 	if c.Readers == nil {
-		c.Readers = DefaultSoakReaders
+		c.Readers = DefaultReaders
 	}
-	c.PerOp = cmpOr(c.PerOp, DefaultSoakPerOp)
-	c.Churn = cmpOr(c.Churn, DefaultSoakChurn)
-	c.StormSize = cmpOr(c.StormSize, DefaultSoakStormSize)
-	c.Tolerance = cmpOr(c.Tolerance, DefaultSoakTolerance)
-	c.RSSSlack = max(cmpOr(c.RSSSlack, DefaultSoakRSSSlack), 0)
+	c.PerOp = cmpOr(c.PerOp, DefaultPerOp)
+	c.Churn = cmpOr(c.Churn, DefaultChurn)
+	c.StormSize = cmpOr(c.StormSize, DefaultStormSize)
+	c.Tolerance = cmpOr(c.Tolerance, DefaultTolerance)
+	c.RSSSlack = max(cmpOr(c.RSSSlack, DefaultRSSSlack), 0)
 	return c
 }
 
@@ -181,36 +182,36 @@ func cmpOr[T comparable](v, d T) T {
 	return v
 }
 
-func (c SoakConfig) validate() error {
+func (c Config) validate() error {
 	mode := c.Duration / time.Duration(len(c.Locks))
 	switch {
 	case c.Duration < 0 || c.Interval <= 0 || c.Warmup < 0 || c.StormEvery < 0:
-		return BadConfig("Duration", "give positive durations", "negative duration, interval, warm-up or storm period")
+		return loadgen.BadConfig("Duration", "give positive durations", "negative duration, interval, warm-up or storm period")
 	case mode < 2*time.Second:
-		return BadConfig("Duration", "give at least 2s per lock mode", "%v for %d lock modes is too short", c.Duration, len(c.Locks))
+		return loadgen.BadConfig("Duration", "give at least 2s per lock mode", "%v for %d lock modes is too short", c.Duration, len(c.Locks))
 	case c.Warmup >= mode:
-		return BadConfig("Warmup", "make the warm-up shorter than each mode's share", "warm-up %v, but each mode runs %v", c.Warmup, mode)
+		return loadgen.BadConfig("Warmup", "make the warm-up shorter than each mode's share", "warm-up %v, but each mode runs %v", c.Warmup, mode)
 	case c.PerOp < 0 || c.Churn < 0 || c.Tolerance < 0:
-		return BadConfig("PerOp", "give 0 or more", "a negative reader count, churn rate or tolerance")
+		return loadgen.BadConfig("PerOp", "give 0 or more", "a negative reader count, churn rate or tolerance")
 	case c.StormSize < 0 || c.StormSize > 256:
-		return BadConfig("StormSize", "give 1 to 256 (one delete_device write names them all)", "%d devices per storm", c.StormSize)
+		return loadgen.BadConfig("StormSize", "give 1 to 256 (one delete_device write names them all)", "%d devices per storm", c.StormSize)
 	case c.Dir == "" && c.Server == nil:
-		return ErrNoServer
+		return loadgen.ErrNoServer
 	case c.Dir != "" && c.ServerPID <= 0:
-		return BadConfig("ServerPID", "give the server's process id (pidof kernfsim)", "soaking %s needs its server's process, for its RSS and threads", c.Dir)
+		return loadgen.BadConfig("ServerPID", "give the server's process id (pidof kernfsim)", "soaking %s needs its server's process, for its RSS and threads", c.Dir)
 	}
-	if limit, why := ThreadLimit(); c.PerOp*len(c.Readers) > limit {
-		return BadConfig("PerOp", fmt.Sprintf("give at most %d readers per operation", limit/len(c.Readers)),
+	if limit, why := loadgen.ThreadLimit(); c.PerOp*len(c.Readers) > limit {
+		return loadgen.BadConfig("PerOp", fmt.Sprintf("give at most %d readers per operation", limit/len(c.Readers)),
 			"%d readers for each of %d operations are more threads than this process may start (%s)", c.PerOp, len(c.Readers), why)
 	}
 	for _, l := range c.Locks {
 		if c.Dir == "" && !slices.Contains(locking.Names, l) {
-			return BadConfig("Lock", "valid strategies are "+strings.Join(locking.Names, ", "), "unknown lock strategy %q", l)
+			return loadgen.BadConfig("Lock", "valid strategies are "+strings.Join(locking.Names, ", "), "unknown lock strategy %q", l)
 		}
 	}
 	for _, r := range c.Readers {
-		if r != SoakMissing && (!slices.Contains(Ops, Op(r)) || Op(r) == OpHwloc) {
-			return BadConfig("Op", "valid readers are open-read-close, stat, readdir, walk, same-file, random, missing", "unknown reader %q", r)
+		if r != Missing && (!slices.Contains(loadgen.Ops, loadgen.Op(r)) || loadgen.Op(r) == loadgen.OpHwloc) {
+			return loadgen.BadConfig("Op", "valid readers are open-read-close, stat, readdir, walk, same-file, random, missing", "unknown reader %q", r)
 		}
 	}
 	return nil
@@ -221,12 +222,12 @@ func (c SoakConfig) validate() error {
 // error; the error is bad input (*ConfigError), a server that could not
 // start or died (saying how to recover a --path mount), or ctx's end
 // (Interrupted is then set).
-func Soak(ctx context.Context, c SoakConfig) (SoakResult, error) {
+func Run(ctx context.Context, c Config) (Result, error) {
 	c = c.withDefaults()
 	if err := c.validate(); err != nil {
-		return SoakResult{}, err
+		return Result{}, err
 	}
-	var res SoakResult
+	var res Result
 	per := c.Duration / time.Duration(len(c.Locks))
 	for _, lock := range c.Locks {
 		m, err := soakMode(ctx, c, lock, per)
@@ -248,7 +249,7 @@ func Soak(ctx context.Context, c SoakConfig) (SoakResult, error) {
 }
 
 // soakMode runs one mode for d on a server of its own (or on c.Dir).
-func soakMode(ctx context.Context, c SoakConfig, lock string, d time.Duration) (m SoakMode, err error) {
+func soakMode(ctx context.Context, c Config, lock string, d time.Duration) (m Mode, err error) {
 	p, err := openSoakServer(ctx, c, lock)
 	if err != nil {
 		return m, err
@@ -258,7 +259,7 @@ func soakMode(ctx context.Context, c SoakConfig, lock string, d time.Duration) (
 	if m.Baseline, err = p.forget(ctx, -1); err != nil {
 		return m, err
 	}
-	l, err := newSoakLoad(p.t, c, LockTraits(m.Lock).AcceptsWriters)
+	l, err := newSoakLoad(p.t, c, loadgen.LockTraits(m.Lock).AcceptsWriters)
 	if err != nil {
 		return m, err
 	}
@@ -283,7 +284,7 @@ func soakMode(ctx context.Context, c SoakConfig, lock string, d time.Duration) (
 
 // check returns the conditions m fails. A level that fell is no leak;
 // one that grew by more than m.Tolerance (and, for RSS, m.RSSSlack) is.
-func (m SoakMode) check() []string {
+func (m Mode) check() []string {
 	var f []string
 	var bad []string
 	var n int64
@@ -311,7 +312,7 @@ func (m SoakMode) check() []string {
 }
 
 // allowed says how far a level may grow: "+10%", or "+10% or +16.0 MiB".
-func (m SoakMode) allowed(slack int64, unit func(int64) string) string {
+func (m Mode) allowed(slack int64, unit func(int64) string) string {
 	s := fmt.Sprintf("+%.0f%%", 100*m.Tolerance)
 	if slack > 0 {
 		s += " or +" + unit(slack)
@@ -320,11 +321,11 @@ func (m SoakMode) allowed(slack int64, unit func(int64) string) string {
 }
 
 func fmtMiB(b int64) string { return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20)) }
-func itoa64(v int64) string { return itoa(int(v)) }
+func itoa64(v int64) string { return strconv.Itoa(int(v)) }
 
 // soakSampler takes a mode's periodic samples while its load runs.
 type soakSampler struct {
-	c       SoakConfig
+	c       Config
 	p       *soakServer
 	l       *soakLoad
 	lock    string
@@ -375,7 +376,7 @@ func (s *soakSampler) sample() error {
 	ops, h, errs := s.l.drain()
 	secs := now.Sub(s.last).Seconds()
 	s.last = now
-	smp := SoakSample{Lock: s.lock, Elapsed: now.Sub(s.t0), Warmup: now.Sub(s.t0) < s.warmEnd, Ops: ops,
+	smp := Sample{Lock: s.lock, Elapsed: now.Sub(s.t0), Warmup: now.Sub(s.t0) < s.warmEnd, Ops: ops,
 		P99: time.Duration(h.ValueAtQuantile(99)), Errors: errs.Sorted(), Server: lv,
 		Changes: s.l.changes.Load(), Storms: s.l.storms.Load()}
 	if secs > 0 {
@@ -393,10 +394,12 @@ type soakActor struct {
 	mu   sync.Mutex
 	hist *hdrhistogram.Histogram // this interval's latencies; protected by mu
 	ops  int64                   // operations in this interval; protected by mu
-	errs ErrorTally              // this interval's failures; protected by mu
+	errs loadgen.ErrorTally      // this interval's failures; protected by mu
 }
 
-func newSoakActor() *soakActor { return &soakActor{hist: NewHistogram(), errs: ErrorTally{}} }
+func newSoakActor() *soakActor {
+	return &soakActor{hist: loadgen.NewHistogram(), errs: loadgen.ErrorTally{}}
+}
 
 // record adds one operation that took d and failed with err (or not);
 // expected marks a failure churn explains when it is ENOENT or ENODEV.
@@ -405,9 +408,7 @@ func (a *soakActor) record(d time.Duration, err error, expected bool, path strin
 	defer a.mu.Unlock()
 	if d > 0 {
 		a.ops++
-		if a.hist.RecordValue(int64(d)) != nil {
-			a.hist.RecordValue(histMax)
-		}
+		loadgen.RecordLatency(a.hist, d)
 	}
 	if err != nil {
 		a.errs.Add(kernfsim.Errno(err), expected, path, 1)
@@ -415,7 +416,7 @@ func (a *soakActor) record(d time.Duration, err error, expected bool, path strin
 }
 
 // drain returns and resets the actor's interval tallies.
-func (a *soakActor) drain(h *hdrhistogram.Histogram, errs ErrorTally) int64 {
+func (a *soakActor) drain(h *hdrhistogram.Histogram, errs loadgen.ErrorTally) int64 {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	h.Merge(a.hist)
@@ -432,8 +433,8 @@ func (a *soakActor) drain(h *hdrhistogram.Histogram, errs ErrorTally) int64 {
 // (start, stop) so that the server can settle and be measured between
 // them.
 type soakLoad struct {
-	t       target
-	c       SoakConfig
+	t       *loadgen.Dir
+	c       Config
 	readers []*soakReader
 	writers []*soakActor // the churner's and the storms' failures
 	present []bool       // churn slots; owned by the churner while it runs
@@ -444,7 +445,7 @@ type soakLoad struct {
 	wg      sync.WaitGroup
 	// total and totalOps are every failure and operation so far: owned by
 	// the sampler's goroutine, which folds the actors' tallies in.
-	total    ErrorTally
+	total    loadgen.ErrorTally
 	totalOps int64
 }
 
@@ -452,62 +453,50 @@ type soakLoad struct {
 // (devices set) the reader of the churned and stormed devices.
 type soakReader struct {
 	*soakActor
-	w       *worker
+	w       *loadgen.Worker
 	path    string
 	devices []string
 }
 
 const (
+	deviceFile     = "uevent" // what the device reader reads of each device
+	listEvery      = 4        // the device reader lists devices/kernfsim every listEvery reads
 	soakChurnSlots = 8
 	soakChurnName  = "soakchurn"
 	soakStormName  = "soakstorm"
 )
 
-func newSoakLoad(t target, c SoakConfig, writes bool) (*soakLoad, error) {
-	l := &soakLoad{t: t, c: c, present: make([]bool, soakChurnSlots), total: ErrorTally{}}
+func newSoakLoad(t *loadgen.Dir, c Config, writes bool) (*soakLoad, error) {
+	l := &soakLoad{t: t, c: c, present: make([]bool, soakChurnSlots), total: loadgen.ErrorTally{}}
 	for _, r := range c.Readers {
-		cfg := Config{Op: Op(r), Threads: c.PerOp, Files: c.PerOp}
-		if r == SoakMissing {
-			cfg.Op, cfg.Missing = OpOpenReadClose, true
+		cfg := loadgen.Config{Op: loadgen.Op(r), Threads: c.PerOp, Files: c.PerOp}
+		if r == Missing {
+			cfg.Op, cfg.Missing = loadgen.OpOpenReadClose, true
 		}
-		cfg = cfg.withDefaults()
-		p, err := makePlan(t, cfg)
+		ws, err := t.Workers(cfg)
 		if err != nil {
 			return nil, err
 		}
-		for i := range c.PerOp {
-			l.readers = append(l.readers, &soakReader{soakActor: newSoakActor(), w: newWorker(i, -1, 1, cfg.BufSize, t, p), path: planPath(p, i)})
+		for _, w := range ws {
+			l.readers = append(l.readers, &soakReader{soakActor: newSoakActor(), w: w, path: w.Path()})
 		}
 	}
 	if !writes {
 		return l, nil
 	}
-	if err := t.stat(t.abs(churnControl)); err != nil {
-		return nil, BadConfig("Dir", "soak a kernfsim mount", "%s: %v: no kernfsim device control files", t.abs(churnControl), err)
+	if err := t.Stat(t.Path(client.NewDevicePath)); err != nil {
+		return nil, loadgen.BadConfig("Dir", "soak a kernfsim mount", "%s: %v: no kernfsim device control files", t.Path(client.NewDevicePath), err)
 	}
 	var devs []string
 	for i := range max(soakChurnSlots, c.StormSize) {
-		devs = append(devs, t.abs(churnDevices+"/"+soakChurnName+itoa(i%soakChurnSlots)+"/"+churnFile))
+		devs = append(devs, t.Path(client.DevicesDir+"/"+soakChurnName+strconv.Itoa(i%soakChurnSlots)+"/"+deviceFile))
 		if i < c.StormSize {
-			devs = append(devs, t.abs(churnDevices+"/"+soakStormName+itoa(i)+"/"+churnFile))
+			devs = append(devs, t.Path(client.DevicesDir+"/"+soakStormName+strconv.Itoa(i)+"/"+deviceFile))
 		}
 	}
 	l.readers = append(l.readers, &soakReader{soakActor: newSoakActor(), devices: devs})
 	l.writers = []*soakActor{newSoakActor(), newSoakActor()}
 	return l, nil
-}
-
-// planPath is the path worker i of p works on, for error reports.
-func planPath(p *plan, i int) string {
-	switch {
-	case p.Missing != "":
-		return p.Missing
-	case len(p.Files) > 0:
-		return p.Files[i%len(p.Files)]
-	case len(p.Dirs) > 0:
-		return p.Dirs[i%len(p.Dirs)]
-	}
-	return ""
 }
 
 func (l *soakLoad) start() {
@@ -541,20 +530,20 @@ func (l *soakLoad) stopped() bool {
 // each device's uevent in turn (ENOENT and ENODEV expected: the device
 // may be gone) and lists devices/kernfsim every fourth time.
 func (l *soakLoad) read(r *soakReader) {
-	buf, dbuf := make([]byte, DefaultBufSize), make([]byte, 8192)
+	buf, dbuf := make([]byte, loadgen.DefaultBufSize), make([]byte, 8192)
 	for j := 0; !l.stopped(); j++ {
 		t0 := time.Now()
 		switch {
 		case r.devices == nil:
-			err := r.w.do()
+			err := r.w.Do()
 			r.record(time.Since(t0), err, false, r.path)
-		case j%churnEvery == churnEvery-1:
-			dir := l.t.abs(churnDevices)
-			err := l.t.readDir(dir, dbuf)
+		case j%listEvery == listEvery-1:
+			dir := l.t.Path(client.DevicesDir)
+			err := l.t.ReadDir(dir, dbuf)
 			r.record(time.Since(t0), err, false, dir)
 		default:
 			p := r.devices[j%len(r.devices)]
-			err := l.t.readFile(p, buf)
+			err := l.t.ReadFile(p, buf)
 			r.record(time.Since(t0), err, true, p)
 		}
 	}
@@ -566,12 +555,12 @@ func (l *soakLoad) churn(a *soakActor) {
 	every := time.Duration(float64(time.Second) / l.c.Churn)
 	next := time.Now()
 	for i := 0; !l.stopped(); i = (i + 1) % soakChurnSlots {
-		name := soakChurnName + itoa(i)
+		name := soakChurnName + strconv.Itoa(i)
 		var err error
 		if l.present[i] {
-			err = l.t.write(churnDelete, client.DeleteDevices(name))
+			err = l.t.Write(client.DeleteDevicePath, client.DeleteDevices(name))
 		} else {
-			err = l.t.write(churnControl, client.NewDevice(name, 2))
+			err = l.t.Write(client.NewDevicePath, client.NewDevice(name, 2))
 		}
 		a.record(0, err, false, name)
 		if err == nil {
@@ -593,8 +582,8 @@ func (l *soakLoad) storm(a *soakActor) {
 	for l.sleep(l.c.StormEvery) && l.c.StormSize > 0 {
 		var names []string
 		for i := range l.c.StormSize {
-			name := soakStormName + itoa(i)
-			err := l.t.write(churnControl, client.NewDevice(name, 1))
+			name := soakStormName + strconv.Itoa(i)
+			err := l.t.Write(client.NewDevicePath, client.NewDevice(name, 1))
 			a.record(0, err, false, name)
 			if err == nil {
 				names = append(names, name)
@@ -603,7 +592,7 @@ func (l *soakLoad) storm(a *soakActor) {
 		if len(names) == 0 {
 			continue
 		}
-		err := l.t.write(churnDelete, client.DeleteDevices(names...))
+		err := l.t.Write(client.DeleteDevicePath, client.DeleteDevices(names...))
 		a.record(0, err, false, soakStormName+"*")
 		if err == nil {
 			l.storms.Add(1)
@@ -626,8 +615,8 @@ func (l *soakLoad) sleep(d time.Duration) bool {
 
 // drain returns the interval's reader operations, their latencies and
 // every failure since the last drain, folding them into the totals.
-func (l *soakLoad) drain() (int64, *hdrhistogram.Histogram, ErrorTally) {
-	h, errs := NewHistogram(), ErrorTally{}
+func (l *soakLoad) drain() (int64, *hdrhistogram.Histogram, loadgen.ErrorTally) {
+	h, errs := loadgen.NewHistogram(), loadgen.ErrorTally{}
 	var n int64
 	for _, r := range l.readers {
 		n += r.drain(h, errs)
@@ -648,11 +637,11 @@ func (l *soakLoad) finish() {
 	var names []string
 	for i, p := range l.present {
 		if p {
-			names = append(names, soakChurnName+itoa(i))
+			names = append(names, soakChurnName+strconv.Itoa(i))
 		}
 	}
 	if len(names) > 0 {
-		if err := l.t.write(churnDelete, client.DeleteDevices(names...)); err != nil {
+		if err := l.t.Write(client.DeleteDevicePath, client.DeleteDevices(names...)); err != nil {
 			l.writers[0].record(0, err, false, strings.Join(names, " "))
 		}
 	}
@@ -660,26 +649,26 @@ func (l *soakLoad) finish() {
 }
 
 // soakServer is the kernfsim server a mode soaks: one Soak started, or
-// the one behind SoakConfig.Dir.
+// the one behind Config.Dir.
 type soakServer struct {
-	srv      *Server // nil for SoakConfig.Dir
-	t        *pathTarget
+	srv      *loadgen.Server // nil for Config.Dir
+	t        *loadgen.Dir
 	pid      int
 	lockName string // from the stats file
 }
 
-func openSoakServer(ctx context.Context, c SoakConfig, lock string) (p *soakServer, err error) {
+func openSoakServer(ctx context.Context, c Config, lock string) (p *soakServer, err error) {
 	p = &soakServer{pid: c.ServerPID}
 	dir := c.Dir
 	if dir == "" {
 		sc := *c.Server
 		sc.Lock = lock
-		if p.srv, err = StartServer(ctx, sc); err != nil {
+		if p.srv, err = loadgen.StartServer(ctx, sc); err != nil {
 			return nil, err
 		}
-		dir, p.pid = p.srv.Mountpoint(), p.srv.cmd.Process.Pid
+		dir, p.pid = p.srv.Mountpoint(), p.srv.Pid()
 	}
-	p.t, err = newPathTarget(dir)
+	p.t, err = loadgen.OpenDir(dir)
 	if err == nil {
 		p.lockName, err = p.lock()
 	}
@@ -697,13 +686,13 @@ func (p *soakServer) close() error {
 }
 
 // stats reads the mount's kernel/kernfsim/stats.
-func (p *soakServer) stats() (client.Stats, error) { return client.ReadStats(p.t.abs("")) }
+func (p *soakServer) stats() (client.Stats, error) { return client.ReadStats(p.t.Path("")) }
 
 // lock is the mount's lock strategy, from its stats file.
 func (p *soakServer) lock() (string, error) {
 	s, err := p.stats()
 	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, client.ErrNotStats) || err == nil && !s.Served {
-		return "", BadConfig("Dir", "soak a kernfsim mount", "%s is not a kernfsim mount: no server.lock and server.nodeids in kernel/kernfsim/stats", p.t.dir)
+		return "", loadgen.BadConfig("Dir", "soak a kernfsim mount", "%s is not a kernfsim mount: no server.lock and server.nodeids in kernel/kernfsim/stats", p.t.Path(""))
 	}
 	if err != nil {
 		return "", p.gone(err, nil)
@@ -725,7 +714,7 @@ func (p *soakServer) level() (ServerLevel, error) {
 // process reads the server process's RSS and threads (/proc/PID/status).
 func (p *soakServer) process() (ServerLevel, error) {
 	var lv ServerLevel
-	b, err := os.ReadFile("/proc/" + itoa(p.pid) + "/status")
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(p.pid) + "/status")
 	if err != nil {
 		return lv, fmt.Errorf("the server's process %d: %w", p.pid, err)
 	}
@@ -844,31 +833,29 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 // gone explains err from the mount or the server's process: a server
 // Soak started that died, or a mount whose server went away (with the
 // way to recover it); tally has the failures so far.
-func (p *soakServer) gone(err error, tally ErrorTally) error {
+func (p *soakServer) gone(err error, tally loadgen.ErrorTally) error {
 	dead := kernfsim.Errno(err) == syscall.ENOTCONN || !p.alive()
 	switch {
-	case p.srv != nil && (dead || p.srv.exited()):
+	case p.srv != nil && (dead || p.srv.Exited()):
 		status := "its mount stopped answering"
-		select {
-		case <-p.srv.done:
-			status = fmt.Sprint(p.srv.werr) // written before done was closed
-		case <-time.After(2 * time.Second):
+		if exit, ok := p.srv.ExitStatus(2 * time.Second); ok {
+			status = fmt.Sprint(exit)
 		}
 		return fmt.Errorf("the kernfsim server died during the soak (%s): %s", status, p.srv.Stderr())
 	case p.srv == nil && dead:
-		return serverGone(p.t.dir, tally)
+		return loadgen.ServerGone(p.t.Path(""), tally)
 	}
 	return err
 }
 
 func (p *soakServer) alive() bool { return p.pid <= 0 || syscall.Kill(p.pid, 0) == nil }
 
-// WriteSoakSample writes one periodic line of key=value fields:
+// WriteSample writes one periodic line of key=value fields:
 //
 //	soak lock=rwsem t=10s ops/s=41234 p99=120us errors=none rss=24.1MiB goroutines=12 threads=9 nodeids=143 changes=1000 storms=5
 //
 // A sample taken during warm-up says warm-up after t=.
-func WriteSoakSample(w io.Writer, s SoakSample) error {
+func WriteSample(w io.Writer, s Sample) error {
 	warm := ""
 	if s.Warmup {
 		warm = " warm-up"
@@ -881,7 +868,7 @@ func WriteSoakSample(w io.Writer, s SoakSample) error {
 
 // soakErrors is "none" or ERRNO:COUNT by errno, comma-separated, the
 // expected ones marked.
-func soakErrors(errs []ErrorCount) string {
+func soakErrors(errs []loadgen.ErrorCount) string {
 	if len(errs) == 0 {
 		return "none"
 	}
@@ -896,8 +883,8 @@ func soakErrors(errs []ErrorCount) string {
 	return strings.Join(s, ",")
 }
 
-// WriteSoakMode writes what a mode did and the three conditions' figures.
-func WriteSoakMode(w io.Writer, m SoakMode) error {
+// WriteMode writes what a mode did and the three conditions' figures.
+func WriteMode(w io.Writer, m Mode) error {
 	ew := textout.NewWriter(w)
 	pct := func(a, b int64) string {
 		if a == 0 {
@@ -923,9 +910,9 @@ func WriteSoakMode(w io.Writer, m SoakMode) error {
 	return ew.Err()
 }
 
-// WriteSoakSummary writes the soak's last line: ok, or the failed
+// WriteSummary writes the soak's last line: ok, or the failed
 // conditions.
-func WriteSoakSummary(w io.Writer, r SoakResult) error {
+func WriteSummary(w io.Writer, r Result) error {
 	if f := r.Failures(); len(f) > 0 {
 		_, err := fmt.Fprintf(w, "soak: FAILED: %s\n", strings.Join(f, "; "))
 		return err

@@ -1,4 +1,4 @@
-package loadgen
+package soak
 
 import (
 	"bytes"
@@ -11,6 +11,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kernfsim/kernfsim/internal/fusetest"
+	"github.com/kernfsim/kernfsim/loadgen"
+
 	"github.com/kernfsim/kernfsim/fusefs"
 	"github.com/kernfsim/kernfsim/kernfsim"
 	"github.com/kernfsim/kernfsim/locking"
@@ -19,29 +22,29 @@ import (
 
 func TestSoakCheck(t *testing.T) {
 	lv := func(rss, g int64) ServerLevel { return ServerLevel{RSS: rss << 20, Goroutines: g} }
-	ok := SoakMode{Warm: lv(100, 10), End: lv(110, 11), Baseline: 4, Forgot: 4, Tolerance: 0.10,
-		Errors: []ErrorCount{{Errno: syscall.ENOENT, Churn: true, Count: 7}, {Errno: syscall.ENODEV, Churn: true, Count: 1}}}
+	ok := Mode{Warm: lv(100, 10), End: lv(110, 11), Baseline: 4, Forgot: 4, Tolerance: 0.10,
+		Errors: []loadgen.ErrorCount{{Errno: syscall.ENOENT, Churn: true, Count: 7}, {Errno: syscall.ENODEV, Churn: true, Count: 1}}}
 	tests := []struct {
 		name string
-		edit func(m *SoakMode)
+		edit func(m *Mode)
 		want []string // one per failure, in order
 	}{
-		{"ok at the limit", func(*SoakMode) {}, nil},
-		{"levels fell", func(m *SoakMode) { m.End = lv(50, 5) }, nil},
-		{"unexpected errno", func(m *SoakMode) {
-			m.Errors = append(m.Errors, ErrorCount{Errno: syscall.EIO, Count: 2, Path: "x/uevent"},
-				ErrorCount{Errno: syscall.ENOENT, Count: 1, Path: "y"}) // ENOENT off a churned device
+		{"ok at the limit", func(*Mode) {}, nil},
+		{"levels fell", func(m *Mode) { m.End = lv(50, 5) }, nil},
+		{"unexpected errno", func(m *Mode) {
+			m.Errors = append(m.Errors, loadgen.ErrorCount{Errno: syscall.EIO, Count: 2, Path: "x/uevent"},
+				loadgen.ErrorCount{Errno: syscall.ENOENT, Count: 1, Path: "y"}) // ENOENT off a churned device
 		}, []string{"3 unexpected errors (EIO x2 on x/uevent; ENOENT x1 on y)"}},
-		{"RSS grew", func(m *SoakMode) { m.End.RSS = 111 << 20 }, []string{"server RSS grew 11.0% after warm-up (100.0 MiB, then 111.0 MiB at the end; at most +10% allowed)"}},
-		{"RSS within the slack", func(m *SoakMode) { m.End.RSS, m.RSSSlack = 116<<20, 16<<20 }, nil},
-		{"RSS past the slack", func(m *SoakMode) { m.End.RSS, m.RSSSlack = 117<<20, 16<<20 }, []string{"server RSS grew 17.0% after warm-up (100.0 MiB, then 117.0 MiB at the end; at most +10% or +16.0 MiB allowed)"}},
-		{"goroutines grew", func(m *SoakMode) { m.End.Goroutines = 12 }, []string{"server goroutines grew 20.0% after warm-up (10, then 12"}},
-		{"nodeids", func(m *SoakMode) { m.Forgot = 9 }, []string{"nodeid table not back to baseline after drop_caches (9 nodeids, baseline 4)"}},
+		{"RSS grew", func(m *Mode) { m.End.RSS = 111 << 20 }, []string{"server RSS grew 11.0% after warm-up (100.0 MiB, then 111.0 MiB at the end; at most +10% allowed)"}},
+		{"RSS within the slack", func(m *Mode) { m.End.RSS, m.RSSSlack = 116<<20, 16<<20 }, nil},
+		{"RSS past the slack", func(m *Mode) { m.End.RSS, m.RSSSlack = 117<<20, 16<<20 }, []string{"server RSS grew 17.0% after warm-up (100.0 MiB, then 117.0 MiB at the end; at most +10% or +16.0 MiB allowed)"}},
+		{"goroutines grew", func(m *Mode) { m.End.Goroutines = 12 }, []string{"server goroutines grew 20.0% after warm-up (10, then 12"}},
+		{"nodeids", func(m *Mode) { m.Forgot = 9 }, []string{"nodeid table not back to baseline after drop_caches (9 nodeids, baseline 4)"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			m := ok
-			m.Errors = append([]ErrorCount(nil), ok.Errors...)
+			m.Errors = append([]loadgen.ErrorCount(nil), ok.Errors...)
 			tt.edit(&m)
 			got := m.check()
 			if len(got) != len(tt.want) {
@@ -57,40 +60,42 @@ func TestSoakCheck(t *testing.T) {
 }
 
 func TestSoakConfigErrors(t *testing.T) {
-	srv := &ServerConfig{Command: []string{"true"}}
+	srv := &loadgen.ServerConfig{Command: []string{"true"}}
+	limit, _ := loadgen.ThreadLimit()
 	tests := []struct {
 		name  string
-		c     SoakConfig
+		c     Config
 		field string
 	}{
-		{"too short", SoakConfig{Duration: 5 * time.Second, Server: srv}, "Duration"},
-		{"negative", SoakConfig{Duration: time.Minute, Interval: -1, Server: srv}, "Duration"},
-		{"warm-up too long", SoakConfig{Duration: 30 * time.Second, Warmup: 10 * time.Second, Server: srv}, "Warmup"},
-		{"lock", SoakConfig{Duration: time.Minute, Locks: []string{"spin"}, Server: srv}, "Lock"},
-		{"reader", SoakConfig{Duration: time.Minute, Readers: []string{"hwloc"}, Server: srv}, "Op"},
-		{"storm", SoakConfig{Duration: time.Minute, StormSize: 1000, Server: srv}, "StormSize"},
-		{"dir without its server", SoakConfig{Duration: time.Minute, Dir: "/tmp"}, "ServerPID"},
+		{"too short", Config{Duration: 5 * time.Second, Server: srv}, "Duration"},
+		{"negative", Config{Duration: time.Minute, Interval: -1, Server: srv}, "Duration"},
+		{"warm-up too long", Config{Duration: 30 * time.Second, Warmup: 10 * time.Second, Server: srv}, "Warmup"},
+		{"lock", Config{Duration: time.Minute, Locks: []string{"spin"}, Server: srv}, "Lock"},
+		{"reader", Config{Duration: time.Minute, Readers: []string{"hwloc"}, Server: srv}, "Op"},
+		{"storm", Config{Duration: time.Minute, StormSize: 1000, Server: srv}, "StormSize"},
+		{"dir without its server", Config{Duration: time.Minute, Dir: "/tmp"}, "ServerPID"},
+		{"more readers than threads", Config{PerOp: limit, Server: srv}, "PerOp"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := Soak(context.Background(), tt.c)
-			var ce *ConfigError
+			_, err := Run(context.Background(), tt.c)
+			var ce *loadgen.ConfigError
 			if !errors.As(err, &ce) || ce.Field != tt.field {
 				t.Errorf("got %v, want a *ConfigError for %s", err, tt.field)
 			}
 		})
 	}
-	if _, err := Soak(context.Background(), SoakConfig{Duration: time.Minute}); !errors.Is(err, ErrNoServer) {
+	if _, err := Run(context.Background(), Config{Duration: time.Minute}); !errors.Is(err, loadgen.ErrNoServer) {
 		t.Errorf("no server and no Dir: got %v, want ErrNoServer", err)
 	}
 }
 
 func TestWriteSoak(t *testing.T) {
 	var b bytes.Buffer
-	s := SoakSample{Lock: "rcu", Elapsed: 10 * time.Second, Warmup: true, OpsPerSec: 4123.4, P99: 150 * time.Microsecond,
-		Errors: []ErrorCount{{Errno: syscall.EIO, Count: 2}, {Errno: syscall.ENOENT, Churn: true, Count: 5}},
+	s := Sample{Lock: "rcu", Elapsed: 10 * time.Second, Warmup: true, OpsPerSec: 4123.4, P99: 150 * time.Microsecond,
+		Errors: []loadgen.ErrorCount{{Errno: syscall.EIO, Count: 2}, {Errno: syscall.ENOENT, Churn: true, Count: 5}},
 		Server: ServerLevel{RSS: 25 << 20, Goroutines: 9, Threads: 12, Nodeids: 40}, Changes: 1000, Storms: 4}
-	if err := WriteSoakSample(&b, s); err != nil {
+	if err := WriteSample(&b, s); err != nil {
 		t.Fatal(err)
 	}
 	want := "soak lock=rcu t=10s warm-up ops/s=4123 p99=150us errors=EIO:2,ENOENT:5(expected) rss=25.0MiB goroutines=9 threads=12 nodeids=40 changes=1000 storms=4\n"
@@ -98,11 +103,11 @@ func TestWriteSoak(t *testing.T) {
 		t.Errorf("sample line:\ngot  %q\nwant %q", b.String(), want)
 	}
 	b.Reset()
-	m := SoakMode{Lock: "rcu", Warm: ServerLevel{RSS: 20 << 20, Goroutines: 7}, End: ServerLevel{RSS: 24 << 20, Goroutines: 7},
+	m := Mode{Lock: "rcu", Warm: ServerLevel{RSS: 20 << 20, Goroutines: 7}, End: ServerLevel{RSS: 24 << 20, Goroutines: 7},
 		Baseline: 4, Forgot: 4, Tolerance: 0.10, RSSSlack: 2 << 20}
 	m.Failures = m.check()
-	WriteSoakMode(&b, m)
-	WriteSoakSummary(&b, SoakResult{Modes: []SoakMode{m}})
+	WriteMode(&b, m)
+	WriteSummary(&b, Result{Modes: []Mode{m}})
 	for _, w := range []string{"rss:         20.0 MiB after warm-up, 24.0 MiB at the end (+20.0%; at most +10% or +2.0 MiB)", "FAILED:      server RSS grew 20.0%",
 		"soak: FAILED: lock=rcu: server RSS grew 20.0%"} {
 		if !strings.Contains(b.String(), w) {
@@ -112,13 +117,13 @@ func TestWriteSoak(t *testing.T) {
 }
 
 // TestSoakMount soaks a kernfsim tree this process serves over FUSE
-// (SoakConfig.Dir), briefly: every reader, churn and storms run, samples
+// (Config.Dir), briefly: every reader, churn and storms run, samples
 // come, and the nodeid table returns to its baseline after drop_caches.
 // RSS and goroutines are this test process's (client and server), so
 // their tolerance is wide here; tests/soak_test.go checks them on a
 // real server.
 func TestSoakMount(t *testing.T) {
-	requireFUSE(t)
+	fusetest.RequireFUSE(t)
 	tr := kernfsim.New(soakMust(locking.New("rcu", locking.Options{})), kernfsim.Options{GP: kernfsim.GPNormal})
 	if err := sysfs.BuildSynthetic(tr, sysfs.SynthConfig{CPUs: 4, Sockets: 1, MemBlocks: 4}.WithDefaults()); err != nil {
 		t.Fatal(err)
@@ -132,11 +137,11 @@ func TestSoakMount(t *testing.T) {
 	}
 	defer m.Unmount()
 	stats.Bind(m.Server)
-	var samples []SoakSample
-	c := SoakConfig{Dir: m.Mountpoint, ServerPID: os.Getpid(), Duration: 3 * time.Second, Interval: 500 * time.Millisecond,
+	var samples []Sample
+	c := Config{Dir: m.Mountpoint, ServerPID: os.Getpid(), Duration: 3 * time.Second, Interval: 500 * time.Millisecond,
 		StormEvery: 200 * time.Millisecond, StormSize: 8, Churn: 200, Tolerance: 10,
-		OnSample: func(s SoakSample) { samples = append(samples, s) }}
-	res, err := Soak(t.Context(), c)
+		OnSample: func(s Sample) { samples = append(samples, s) }}
+	res, err := Run(t.Context(), c)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -151,20 +156,9 @@ func TestSoakMount(t *testing.T) {
 		t.Errorf("got %d samples (first %+v), want at least 4 with RSS and goroutines", len(samples), samples)
 	}
 	var b bytes.Buffer
-	WriteSoakSample(&b, samples[len(samples)-1])
+	WriteSample(&b, samples[len(samples)-1])
 	if !regexp.MustCompile(`^soak lock=rcu t=\d+s ops/s=\d+ p99=\S+ errors=\S+ rss=[\d.]+MiB goroutines=\d+ threads=\d+ nodeids=\d+ changes=\d+ storms=\d+\n$`).Match(b.Bytes()) {
 		t.Errorf("sample line %q", b.String())
-	}
-}
-
-// TestServerGone checks the error Run and Soak give for a mount whose
-// server went away: it says what happened and how to recover.
-func TestServerGone(t *testing.T) {
-	err := serverGone("/mnt/k", ErrorTally{{syscall.ENOTCONN, false}: {Count: 3}})
-	for _, w := range []string{"/mnt/k", "went away", "3 operations", "kernfsim mount /mnt/k --force", "umount -l /mnt/k"} {
-		if !strings.Contains(err.Error(), w) {
-			t.Errorf("%q lacks %q", err, w)
-		}
 	}
 }
 

@@ -1,0 +1,14 @@
+// Package soak runs a long soak of a kernfsim server (loadgen soak):
+// readers on every operation, device churn and teardown storms, under
+// each lock mode in turn, each on a server of its own, checking that no
+// unexpected errno appears, that the server's RSS and goroutines end
+// near their level after warm-up, and that the nodeid table returns to
+// its baseline once the kernel forgets. Run measures a Config and
+// returns a Result; WriteSample, WriteMode and WriteSummary report it.
+// It runs the benchmark's operations through loadgen (Dir, Worker).
+//
+// Lock ordering: each actor (a reader, the churner, the storms) has one
+// mutex, soakActor.mu, guarding its interval's histogram, operation count
+// and error tally; the sampler takes each in turn to drain it, never two
+// at once.
+package soak
