@@ -3,6 +3,7 @@ package loadgen
 import (
 	"context"
 	"fmt"
+	"os"
 	"runtime"
 	"slices"
 	"sync"
@@ -77,6 +78,10 @@ func (c SimCalibration) String() string {
 		c.Op, c.Dir, textout.Dur(c.Real), c.Lock, textout.Dur(c.Bare), textout.Dur(c.Cost))
 }
 
+// calibratable reports whether op is one system call-level operation, whose
+// cost CalibrateSimCost can derive per operation.
+func calibratable(op Op) bool { return op != OpHwloc && op != OpLstopo && op != OpColdplug }
+
 // calibrationRuns are c's single-thread runs against dir and on the bare
 // sim under lock.
 func calibrationRuns(c Config, dir, lock string) (onDir, bare Config) {
@@ -110,9 +115,13 @@ func CalibrateSimCost(ctx context.Context, c Config, dir, lock string) (SimCalib
 		c.Op = OpOpenReadClose
 	}
 	cal := SimCalibration{Dir: dir, Op: opLabel(c.Op, c.Missing), Lock: lock}
-	if c.Op == OpHwloc || c.Op == OpLstopo || c.Op == OpColdplug {
+	if !calibratable(c.Op) {
 		return cal, BadConfig("SimCost", "give a duration per system call instead of auto",
 			"%s makes many system calls per operation, so its cost cannot be calibrated per operation", c.Op)
+	}
+	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
+		return cal, BadConfig("Calibrate", "give the directory of a real sysfs, such as /sys",
+			"%s is not a directory to calibrate against", dir)
 	}
 	onDir, bare := calibrationRuns(c, dir, lock)
 	var dirs, bares []time.Duration

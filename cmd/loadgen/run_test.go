@@ -147,6 +147,8 @@ func TestBadInput(t *testing.T) {
 		{[]string{"--sim", "--calibrate", "/sys"}, "add --sim-cost auto"},
 		{[]string{"--sim", "--sim-cost", "auto", "--op", "hwloc"}, "--sim-cost: hwloc makes many system calls per operation"},
 		{[]string{"compare", "--targets", "sys", "--sim-cost", "auto"}, "apply to the sim"},
+		{[]string{"--sim", "--sim-cost", "auto", "--calibrate", "/does/not/exist"}, "--calibrate: /does/not/exist is not a directory"},
+		{[]string{"compare", "--sim", "--sim-cost", "auto", "--calibrate", "/does/not/exist"}, "--calibrate: /does/not/exist is not a directory"},
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
 			code, out, errOut := runArgs(context.Background(), tc.args...)
