@@ -10,7 +10,8 @@
 # then one of the bare sim, so the three interleave; medians per cell, and
 # |calibrated - sys| against the target of 0.1. Run it on a quiet machine:
 # uptime comes first so a loaded run shows. Raw benchmark lines are kept in
-# $OUT (default /tmp/sim-calibration.txt).
+# $OUT (default /tmp/sim-calibration.txt). /sys rows do 2000 operations per
+# worker, sim rows 10000 (a calibrated 48-thread sim cell is about a second).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 ROUNDS=${ROUNDS:-5}
@@ -20,7 +21,7 @@ uptime
 bin=$(mktemp -d)/loadgen
 go build -o "$bin" ./cmd/loadgen
 : >"$OUT"
-common=(--locks rwsem --threads "$THREADS" --ops files,missing --repeats 1 --format bench)
+common=(--locks rwsem --threads "$THREADS" --ops files,missing --times 2000 --sim-times 10000 --repeats 1 --format bench)
 for r in $(seq "$ROUNDS"); do
 	"$bin" compare --targets sim,sys --sim-cost auto "${common[@]}" |
 		grep '^Benchmark' | sed 's|/target=sim/|/target=sim-calibrated/|' >>"$OUT"
