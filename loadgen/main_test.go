@@ -96,17 +96,6 @@ func self(t *testing.T, cmd string) []string {
 	return []string{exe, cmd}
 }
 
-// requireFUSE skips t unless FUSE mounts work here.
-func requireFUSE(t *testing.T) {
-	t.Helper()
-	if _, err := os.Stat("/dev/fuse"); err != nil {
-		t.Skip("no /dev/fuse:", err)
-	}
-	if os.Geteuid() != 0 {
-		t.Skip("mounting needs root here")
-	}
-}
-
 // requireSys skips t unless /sys has CPU directories.
 func requireSys(t *testing.T) {
 	t.Helper()

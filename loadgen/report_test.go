@@ -3,45 +3,14 @@ package loadgen
 import (
 	"bytes"
 	"encoding/json"
-	"flag"
 	"io"
-	"os"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/kernfsim/kernfsim/internal/goldenfile"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
-
-// golden compares got with testdata/name, or rewrites it with -update.
-func golden(t *testing.T, name, got string) {
-	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -update to create it)", err)
-	}
-	if got != string(want) {
-		t.Errorf("output differs from %s (go test -update accepts it):\n%s", path, firstDiff(got, string(want)))
-	}
-}
-
-func firstDiff(got, want string) string {
-	g, w := strings.Split(got, "\n"), strings.Split(want, "\n")
-	for i := range min(len(g), len(w)) {
-		if g[i] != w[i] {
-			return "line " + itoa(i+1) + ":\n got  " + g[i] + "\n want " + w[i]
-		}
-	}
-	return "got " + itoa(len(g)) + " lines, want " + itoa(len(w))
-}
 
 // fixture is a Result with fixed figures: two workers on a 2-CPU machine,
 // the first reading slower, with churn.
@@ -73,7 +42,7 @@ func TestWriteSeedGolden(t *testing.T) {
 	if err := WriteSeed(&b, fixture()); err != nil {
 		t.Fatal(err)
 	}
-	golden(t, "seed.golden", b.String())
+	goldenfile.Check(t, "seed.golden", b.String())
 	// The first lines are exactly the original program's.
 	lines := strings.Split(b.String(), "\n")
 	for i, want := range []string{
@@ -93,7 +62,7 @@ func TestWriteJSONGolden(t *testing.T) {
 	if err := WriteJSON(&b, fixture()); err != nil {
 		t.Fatal(err)
 	}
-	golden(t, "run.json.golden", b.String())
+	goldenfile.Check(t, "run.json.golden", b.String())
 	var j JSONRun
 	if err := json.Unmarshal(b.Bytes(), &j); err != nil {
 		t.Fatal(err)
@@ -108,7 +77,7 @@ func TestWriteBenchGolden(t *testing.T) {
 	if err := WriteBench(&b, fixture()); err != nil {
 		t.Fatal(err)
 	}
-	golden(t, "bench.golden", b.String())
+	goldenfile.Check(t, "bench.golden", b.String())
 }
 
 func TestEfficiency(t *testing.T) {
@@ -160,7 +129,7 @@ func TestCompareReportsGolden(t *testing.T) {
 			if err := tc.write(&b, compareFixture()); err != nil {
 				t.Fatal(err)
 			}
-			golden(t, tc.name, b.String())
+			goldenfile.Check(t, tc.name, b.String())
 		})
 	}
 }

@@ -7,11 +7,13 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/kernfsim/kernfsim/internal/fusetest"
 )
 
 func fakeServer(t *testing.T) *ServerConfig {
 	t.Helper()
-	requireFUSE(t)
+	fusetest.RequireFUSE(t)
 	requireSys(t)
 	return &ServerConfig{Command: self(t, "__fakeserve")}
 }

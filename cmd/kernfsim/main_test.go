@@ -4,10 +4,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"flag"
-	"os"
-	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 
@@ -15,10 +11,9 @@ import (
 
 	"github.com/kernfsim/kernfsim/fusefs"
 	"github.com/kernfsim/kernfsim/internal/cli"
+	"github.com/kernfsim/kernfsim/internal/goldenfile"
 	"github.com/kernfsim/kernfsim/locking"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
 
 // runArgs runs the command line and returns its exit status and output.
 func runArgs(ctx context.Context, args ...string) (code int, stdout, stderr string) {
@@ -31,23 +26,8 @@ var smallTree = []string{"--cpus", "2", "--sockets", "1", "--threads-per-core", 
 	"--mem-blocks", "2", "--netdevs", "1", "--disks", "1"}
 
 func TestTreeGolden(t *testing.T) {
-	golden := filepath.Join("testdata", "tree_small.golden")
 	for _, lock := range locking.Names {
-		t.Run("lock="+lock, func(t *testing.T) {
-			out := treeUnder(t, lock)
-			if *update && lock == "rwsem" {
-				if err := os.WriteFile(golden, []byte(out), 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			want, err := os.ReadFile(golden)
-			if err != nil {
-				t.Fatalf("%v (run go test -update to create it)", err)
-			}
-			if out != string(want) {
-				t.Errorf("output differs from %s (run go test -update to accept it):\n%s", golden, firstDiff(out, string(want)))
-			}
-		})
+		t.Run("lock="+lock, func(t *testing.T) { goldenfile.Check(t, "tree_small.golden", treeUnder(t, lock)) })
 	}
 }
 
@@ -73,17 +53,6 @@ func treeUnder(t *testing.T, lock string) string {
 		t.Errorf("kernfsim tree differs from the rwsem tree (stderr %q)", errOut)
 	}
 	return out.String()
-}
-
-// firstDiff describes the first line where got and want differ.
-func firstDiff(got, want string) string {
-	g, w := strings.Split(got, "\n"), strings.Split(want, "\n")
-	for i := range min(len(g), len(w)) {
-		if g[i] != w[i] {
-			return "line " + strconv.Itoa(i+1) + ": got  " + g[i] + "\n          want " + w[i]
-		}
-	}
-	return "got " + strconv.Itoa(len(g)) + " lines, want " + strconv.Itoa(len(w))
 }
 
 func TestTreeLines(t *testing.T) {

@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"flag"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -12,9 +11,10 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-)
 
-var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
+	"github.com/kernfsim/kernfsim/internal/fusetest"
+	"github.com/kernfsim/kernfsim/internal/goldenfile"
+)
 
 // TestMain lets the test binary stand in for loadgen's own re-executions
 // (`loadgen __worker`, and `loadgen __serve`, which runs the real
@@ -74,34 +74,11 @@ func shape(s string) string {
 	return spaces.ReplaceAllString(numbers.ReplaceAllString(s, "#"), " ")
 }
 
-// golden compares the shape of got with testdata/name, or rewrites it with
-// -update.
+// golden compares the shape of got with testdata/name, or rewrites it
+// with -update.
 func golden(t *testing.T, name, got string) {
 	t.Helper()
-	path := filepath.Join("testdata", name)
-	got = shape(got)
-	if *update {
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -update to create it)", err)
-	}
-	if got != string(want) {
-		t.Errorf("output differs from %s (go test -update accepts it):\n%s", path, firstDiff(got, string(want)))
-	}
-}
-
-func firstDiff(got, want string) string {
-	g, w := strings.Split(got, "\n"), strings.Split(want, "\n")
-	for i := range min(len(g), len(w)) {
-		if g[i] != w[i] {
-			return "line " + strconv.Itoa(i+1) + ":\n got  " + g[i] + "\n want " + w[i]
-		}
-	}
-	return "got " + strconv.Itoa(len(g)) + " lines, want " + strconv.Itoa(len(w))
+	goldenfile.Check(t, name, shape(got))
 }
 
 // The original program's lines, exactly.
@@ -156,7 +133,5 @@ func requireSys(t *testing.T) {
 func requireFUSE(t *testing.T) {
 	t.Helper()
 	requireSys(t)
-	if _, err := os.Stat("/dev/fuse"); err != nil || os.Geteuid() != 0 {
-		t.Skip("FUSE mounts need /dev/fuse and root here")
-	}
+	fusetest.RequireFUSE(t)
 }
