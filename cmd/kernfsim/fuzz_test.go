@@ -4,11 +4,10 @@ import (
 	"bytes"
 	"context"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 
-	"github.com/kernfsim/kernfsim/internal/cli"
+	"github.com/kernfsim/kernfsim/internal/clitest"
 )
 
 // FuzzArgs runs kernfsim's command line with fuzzed arguments: it must
@@ -16,7 +15,7 @@ import (
 // print nothing on stdout. Only tree, cpuinfo and stats run, so nothing
 // is mounted (mount's own refusals are tests.TestMountErrors); arguments
 // naming another subcommand or a host mirror (--tree host reads a whole
-// /sys) are left out, and an input with a number above fuzzMaxNumber is
+// /sys) are left out, and an input with a number above clitest.MaxNumber is
 // skipped: a tree of a million CPUs is valid, only slow to build.
 func FuzzArgs(f *testing.F) {
 	for _, seed := range []struct {
@@ -51,19 +50,9 @@ func FuzzArgs(f *testing.F) {
 		}
 		var stdout, stderr bytes.Buffer
 		code := run(context.Background(), args, &stdout, &stderr)
-		switch {
-		case strings.Contains(stderr.String(), "internal error"):
-			t.Fatalf("kernfsim %q panicked:\n%s", args, stderr.String())
-		case code != cli.ExitOK && code != cli.ExitRuntime && code != cli.ExitUsage:
-			t.Fatalf("kernfsim %q: exit %d, want 0, 1 or 2", args, code)
-		case code == cli.ExitUsage && (stderr.Len() == 0 || stdout.Len() > 0):
-			t.Fatalf("kernfsim %q: exit 2 with stdout %q, stderr %q: want the message on stderr only", args, stdout.String(), stderr.String())
-		}
+		clitest.CheckExit(t, "kernfsim", args, code, stdout.String(), stderr.String())
 	})
 }
-
-// fuzzMaxNumber bounds every number in a fuzzed command line.
-const fuzzMaxNumber = 256
 
 // fuzzSubcommands are the subcommands FuzzArgs runs; sub picks one.
 var fuzzSubcommands = []string{"tree", "cpuinfo", "stats"}
@@ -71,7 +60,7 @@ var fuzzSubcommands = []string{"tree", "cpuinfo", "stats"}
 // fuzzArgs turns a fuzzed line (arguments separated by newlines) into a
 // command line for subcommand sub, leaving out arguments that name
 // another subcommand or a host mirror. It is not ok when a number in it
-// is above fuzzMaxNumber.
+// is above clitest.MaxNumber.
 func fuzzArgs(sub uint8, line string) ([]string, bool) {
 	args := []string{fuzzSubcommands[int(sub)%len(fuzzSubcommands)]}
 	if line == "" {
@@ -86,36 +75,11 @@ func fuzzArgs(sub uint8, line string) ([]string, bool) {
 	for _, a := range strings.Split(line, "\n") {
 		switch {
 		case slices.Contains(other, a) || strings.HasPrefix(a, "__") || strings.Contains(a, "host"):
-		case tooLarge(a):
+		case clitest.TooLarge(a):
 			return nil, false
 		default:
 			args = append(args, a)
 		}
 	}
 	return args, true
-}
-
-// tooLarge reports whether arg, or its value after '=', is an integer
-// (any base Go's parser takes, as pflag's) above fuzzMaxNumber, or holds
-// a run of more than three digits.
-func tooLarge(arg string) bool {
-	_, v, found := strings.Cut(arg, "=")
-	if !found {
-		v = arg
-	}
-	if n, err := strconv.ParseInt(strings.TrimSpace(v), 0, 64); err == nil && (n > fuzzMaxNumber || n < -fuzzMaxNumber) {
-		return true
-	}
-	digits := 0
-	for _, r := range arg {
-		if r >= '0' && r <= '9' {
-			digits++
-		} else {
-			digits = 0
-		}
-		if digits > 3 {
-			return true
-		}
-	}
-	return false
 }

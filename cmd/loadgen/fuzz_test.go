@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kernfsim/kernfsim/internal/clitest"
 	"github.com/kernfsim/kernfsim/loadgen"
 )
 
@@ -19,7 +20,7 @@ import (
 // parsed, validated and set up, then stops at once), no kernfsim server
 // can start (serveMain is nil), only the root command, compare and soak
 // run (see fuzzArgs for what else is left out), and an input with a number
-// above fuzzMaxNumber is skipped: a tree of a million CPUs is valid, only
+// above clitest.MaxNumber is skipped: a tree of a million CPUs is valid, only
 // slow to build.
 func FuzzArgs(f *testing.F) {
 	for _, seed := range []struct {
@@ -71,21 +72,10 @@ func FuzzArgs(f *testing.F) {
 		cancel()
 		var stdout, stderr bytes.Buffer
 		code := run(ctx, args, &stdout, &stderr)
-		switch {
-		case strings.Contains(stderr.String(), "internal error"):
-			t.Fatalf("loadgen %q panicked:\n%s", args, stderr.String())
-		case code != exitOK && code != exitRuntime && code != exitUsage:
-			t.Fatalf("loadgen %q: exit %d, want 0, 1 or 2", args, code)
-		case code == exitUsage && (stderr.Len() == 0 || stdout.Len() > 0):
-			t.Fatalf("loadgen %q: exit 2 with stdout %q, stderr %q: want the message on stderr only", args, stdout.String(), stderr.String())
-		}
+		clitest.CheckExit(t, "loadgen", args, code, stdout.String(), stderr.String())
 		noLeftovers(t)
 	})
 }
-
-// fuzzMaxNumber bounds the numbers in a fuzzed command line, except for
-// the flags of fuzzBounded.
-const fuzzMaxNumber = 256
 
 // fuzzBounded are the flags whose values loadgen bounds by what the
 // machine can give (threads, buffers, counts), each with a number above
@@ -106,7 +96,7 @@ var fuzzDropped = []string{"out", "plot", "path", "sys", "procs", "server-arg", 
 // fuzzArgs turns a fuzzed line (arguments separated by newlines) into a
 // command line for subcommand sub: arguments naming another subcommand
 // (one that mounts, unmounts or unshares) or a dropped flag are left out.
-// It is not ok when a number in it is above fuzzMaxNumber.
+// It is not ok when a number in it is above clitest.MaxNumber.
 func fuzzArgs(sub uint8, line string) ([]string, bool) {
 	other := map[string]bool{}
 	for _, c := range newRootCmd(io.Discard).Commands() {
@@ -130,7 +120,7 @@ func fuzzArgs(sub uint8, line string) ([]string, bool) {
 		switch {
 		case other[a] || strings.HasPrefix(a, "__"):
 		case strings.HasPrefix(a, "-") && slices.Contains(fuzzDropped, name):
-		case tooLarge(a) && !(fuzzBounded[flag] > 0 && refused(a, fuzzBounded[flag])):
+		case clitest.TooLarge(a) && !(fuzzBounded[flag] > 0 && refused(a, fuzzBounded[flag])):
 			return nil, false
 		default:
 			args = append(args, a)
@@ -143,7 +133,7 @@ func fuzzArgs(sub uint8, line string) ([]string, bool) {
 }
 
 // refused reports whether every number in arg (or its value after '=')
-// above fuzzMaxNumber is above ceiling too, so it is refused at once.
+// above clitest.MaxNumber is above ceiling too, so it is refused at once.
 func refused(arg string, ceiling float64) bool {
 	if _, v, found := strings.Cut(arg, "="); found {
 		arg = v
@@ -154,39 +144,9 @@ func refused(arg string, ceiling float64) bool {
 		if n, ierr := strconv.ParseInt(x, 0, 64); ierr == nil {
 			f, err = float64(n), nil
 		}
-		if err == nil && f > fuzzMaxNumber && f <= ceiling || err != nil && tooLarge(x) {
+		if err == nil && f > clitest.MaxNumber && f <= ceiling || err != nil && clitest.TooLarge(x) {
 			return false
 		}
 	}
 	return true
-}
-
-// tooLarge reports whether arg, or its value after '=', holds an integer
-// (any base Go's parser takes, as pflag's) above fuzzMaxNumber, alone or
-// in a comma-separated list, or a run of more than three digits.
-func tooLarge(arg string) bool {
-	_, v, found := strings.Cut(arg, "=")
-	if !found {
-		v = arg
-	}
-	for _, x := range strings.Split(v, ",") {
-		if n, err := strconv.ParseInt(strings.TrimSpace(x), 0, 64); err == nil && (n > fuzzMaxNumber || n < -fuzzMaxNumber) {
-			return true
-		}
-		if f, err := strconv.ParseFloat(strings.TrimSpace(x), 64); err == nil && f > fuzzMaxNumber*1000 {
-			return true
-		}
-	}
-	digits := 0
-	for _, r := range arg {
-		if r >= '0' && r <= '9' {
-			digits++
-		} else {
-			digits = 0
-		}
-		if digits > 3 {
-			return true
-		}
-	}
-	return false
 }
