@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/kernfsim/kernfsim/internal/cli"
 	"github.com/kernfsim/kernfsim/loadgen"
 	"github.com/kernfsim/kernfsim/locking"
 )
@@ -98,7 +99,7 @@ func (f *compareFlags) config(cmd *cobra.Command) (cc loadgen.CompareConfig, not
 	}
 	if f.sim {
 		if cmd.Flags().Changed("targets") {
-			return cc, nil, &usageError{errors.New("--sim is --targets sim: give one or the other")}
+			return cc, nil, &cli.UsageError{Err: errors.New("--sim is --targets sim: give one or the other")}
 		}
 		f.targets = []string{"sim"}
 	}
@@ -161,7 +162,7 @@ func (f *compareFlags) defaultTree(fs *pflag.FlagSet) (string, error) {
 		return "", nil // nothing to mirror, or nothing served from a tree
 	}
 	if err := fs.Set("tree", "host:"+f.sysDir); err != nil {
-		return "", &usageError{fmt.Errorf("--sys %s: %w", f.sysDir, err)}
+		return "", &cli.UsageError{Err: fmt.Errorf("--sys %s: %w", f.sysDir, err)}
 	}
 	return fmt.Sprintf("the kernfsim and sim rows serve a mirror of %s (--tree host:%s); --tree synthetic for kernfsim's synthetic tree",
 		f.sysDir, f.sysDir), nil
@@ -169,7 +170,7 @@ func (f *compareFlags) defaultTree(fs *pflag.FlagSet) (string, error) {
 
 func (f *compareFlags) validateLists() error {
 	bad := func(flag, v, valid string) error {
-		return &usageError{fmt.Errorf("--%s: %q is not one of %s", flag, v, valid)}
+		return &cli.UsageError{Err: fmt.Errorf("--%s: %q is not one of %s", flag, v, valid)}
 	}
 	for _, l := range f.locks {
 		if !slices.Contains(locking.Names, l) {
@@ -183,17 +184,17 @@ func (f *compareFlags) validateLists() error {
 	}
 	for _, th := range f.threads {
 		if th <= 0 {
-			return &usageError{fmt.Errorf("--threads: %d is not a positive thread count", th)}
+			return &cli.UsageError{Err: fmt.Errorf("--threads: %d is not a positive thread count", th)}
 		}
 	}
 	if _, ok := loadgen.PlotFormat(f.plot); f.plot != "" && !ok {
-		return &usageError{fmt.Errorf("--plot %s: the extension names the format: .%s", f.plot, strings.Join(loadgen.PlotFormats, ", ."))}
+		return &cli.UsageError{Err: fmt.Errorf("--plot %s: the extension names the format: .%s", f.plot, strings.Join(loadgen.PlotFormats, ", ."))}
 	}
 	switch f.format {
 	case "table", "json", "bench":
 		return nil
 	}
-	return &usageError{fmt.Errorf("--format %q: valid formats are table, json and bench", f.format)}
+	return &cli.UsageError{Err: fmt.Errorf("--format %q: valid formats are table, json and bench", f.format)}
 }
 
 // rows are the rows of one kind. A kind that cannot run here is skipped
@@ -218,7 +219,7 @@ func (f *compareFlags) rows(kind string, explicit bool) ([]loadgen.Row, string, 
 	case "sys":
 		if st, err := os.Stat(f.sysDir + "/devices/system/cpu"); err != nil || !st.IsDir() {
 			if explicit {
-				return nil, "", &usageError{fmt.Errorf("--sys %s: no devices/system/cpu there: %v", f.sysDir, err)}
+				return nil, "", &cli.UsageError{Err: fmt.Errorf("--sys %s: no devices/system/cpu there: %v", f.sysDir, err)}
 			}
 			return nil, fmt.Sprintf("skipping the sys rows: %s/devices/system/cpu is not readable", f.sysDir), nil
 		}
@@ -261,7 +262,7 @@ func (f *compareFlags) run(cmd *cobra.Command, stderr io.Writer) error {
 	err = errors.Join(err, closePlot(), closeOut())
 	if err == nil && res.Unexpected() > 0 {
 		fmt.Fprintf(stderr, "loadgen compare: %d operations failed unexpectedly\n", res.Unexpected())
-		return &exitError{exitRuntime}
+		return &exitError{cli.ExitRuntime}
 	}
 	return err
 }
@@ -276,11 +277,5 @@ func eta(done, total int64, elapsed time.Duration) string {
 }
 
 func (f *compareFlags) write(w io.Writer, res loadgen.CompareResult) error {
-	switch f.format {
-	case "json":
-		return loadgen.WriteCompareJSON(w, res)
-	case "bench":
-		return loadgen.WriteCompareBench(w, res)
-	}
-	return loadgen.WriteCompareTable(w, res)
+	return writerFor(f.format, loadgen.WriteCompareTable, loadgen.WriteCompareJSON, loadgen.WriteCompareBench)(w, res)
 }

@@ -131,7 +131,7 @@ func (f *treeFlags) String() string {
 func cliError(err error) error {
 	var ue *cli.UsageError
 	if errors.As(err, &ue) {
-		return &usageError{ue.Err}
+		return &cli.UsageError{Err: ue.Err}
 	}
 	return err
 }
@@ -157,7 +157,7 @@ func positive(fs *pflag.FlagSet, names ...string) error {
 			continue
 		}
 		if v, err := strconv.Atoi(fs.Lookup(n).Value.String()); err == nil && v <= 0 {
-			return &usageError{fmt.Errorf("--%s must be at least 1, got %d", n, v)}
+			return &cli.UsageError{Err: fmt.Errorf("--%s must be at least 1, got %d", n, v)}
 		}
 	}
 	return nil
@@ -170,7 +170,7 @@ func openOut(path string, stdout io.Writer) (w io.Writer, close func() error, er
 	}
 	f, err := os.Create(path)
 	if err != nil {
-		return nil, nil, &usageError{fmt.Errorf("--out: %w", err)}
+		return nil, nil, &cli.UsageError{Err: fmt.Errorf("--out: %w", err)}
 	}
 	return f, f.Close, nil
 }

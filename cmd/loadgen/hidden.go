@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/kernfsim/kernfsim/internal/cli"
 	"github.com/kernfsim/kernfsim/internal/mountcmd"
 	"github.com/kernfsim/kernfsim/loadgen"
 )
@@ -38,7 +39,7 @@ func newServeCmd() *cobra.Command {
 			if serveMain == nil {
 				return loadgen.ErrNoServer
 			}
-			if code := serveMain(cmd.Context(), args, cmd.OutOrStdout(), cmd.ErrOrStderr()); code != exitOK {
+			if code := serveMain(cmd.Context(), args, cmd.OutOrStdout(), cmd.ErrOrStderr()); code != cli.ExitOK {
 				return &exitError{code}
 			}
 			return nil

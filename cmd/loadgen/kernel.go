@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/kernfsim/kernfsim/internal/cli"
 	"github.com/kernfsim/kernfsim/kernelprobe"
 	"github.com/kernfsim/kernfsim/loadgen"
 )
@@ -96,13 +97,13 @@ func (f *kernelFlags) validate(cmd *cobra.Command) error {
 		return err
 	}
 	if f.cfg.Op == kernelprobe.Unshare && !slices.Contains(kernelprobe.UnshareNamespaces, f.cfg.NS) {
-		return &usageError{fmt.Errorf("--ns %q: valid namespaces are %s", f.cfg.NS, strings.Join(kernelprobe.UnshareNamespaces, ", "))}
+		return &cli.UsageError{Err: fmt.Errorf("--ns %q: valid namespaces are %s", f.cfg.NS, strings.Join(kernelprobe.UnshareNamespaces, ", "))}
 	}
 	switch f.format {
 	case "seed", "json", "bench":
 		return nil
 	}
-	return &usageError{fmt.Errorf("--format %q: valid formats are seed, json and bench", f.format)}
+	return &cli.UsageError{Err: fmt.Errorf("--format %q: valid formats are seed, json and bench", f.format)}
 }
 
 func (f *kernelFlags) run(cmd *cobra.Command) error {
@@ -125,11 +126,5 @@ func (f *kernelFlags) run(cmd *cobra.Command) error {
 }
 
 func (f *kernelFlags) write(w io.Writer, res kernelprobe.Result) error {
-	switch f.format {
-	case "json":
-		return kernelprobe.WriteJSON(w, res)
-	case "bench":
-		return kernelprobe.WriteBench(w, res)
-	}
-	return kernelprobe.Write(w, res)
+	return writerFor(f.format, kernelprobe.Write, kernelprobe.WriteJSON, kernelprobe.WriteBench)(w, res)
 }

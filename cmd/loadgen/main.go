@@ -27,13 +27,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kernfsim/kernfsim/internal/buildinfo"
+	"github.com/kernfsim/kernfsim/internal/cli"
 	"github.com/kernfsim/kernfsim/loadgen"
-)
-
-const (
-	exitOK      = 0
-	exitRuntime = 1
-	exitUsage   = 2
 )
 
 func main() {
@@ -49,7 +44,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (code int
 	defer func() {
 		if r := recover(); r != nil {
 			fmt.Fprintf(stderr, "loadgen: internal error: %v\n%s", r, debug.Stack())
-			code = exitRuntime
+			code = cli.ExitRuntime
 		}
 	}()
 	root := newRootCmd(stderr)
@@ -75,17 +70,11 @@ func newRootCmd(stderr io.Writer) *cobra.Command {
 	root.Version = buildinfo.Read().String()
 	root.SetVersionTemplate("loadgen {{.Version}}\n")
 	root.CompletionOptions = cobra.CompletionOptions{DisableDefaultCmd: true}
-	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{err} })
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &cli.UsageError{Err: err} })
 	root.AddCommand(newCompareCmd(stderr), newPlotCmd(), newSoakCmd(), newServeCmd(), newWorkerCmd())
 	root.AddCommand(newTeardownCmd(stderr), newUmountStormCmd(), newUnshareCmd(), newKernelChildCmd())
 	return root
 }
-
-// usageError is bad input: exit status 2.
-type usageError struct{ err error }
-
-func (e *usageError) Error() string { return e.err.Error() }
-func (e *usageError) Unwrap() error { return e.err }
 
 // exitError carries an exit status already reported.
 type exitError struct{ code int }
@@ -95,33 +84,33 @@ func (e *exitError) Error() string { return fmt.Sprintf("exit status %d", e.code
 // report prints err and returns the exit status for it.
 func report(cmd *cobra.Command, err error, stderr io.Writer) int {
 	var (
-		usage *usageError
+		usage *cli.UsageError
 		ce    *loadgen.ConfigError
 		exit  *exitError
 	)
 	switch {
 	case err == nil:
-		return exitOK
+		return cli.ExitOK
 	case errors.As(err, &exit):
 		return exit.code
 	case errors.Is(err, context.Canceled):
 		fmt.Fprintln(stderr, "loadgen: interrupted")
-		return exitRuntime
+		return cli.ExitRuntime
 	case errors.As(err, &ce):
 		fmt.Fprintf(stderr, "loadgen: %s\n", configMessage(ce))
-		return exitUsage
+		return cli.ExitUsage
 	case errors.As(err, &usage):
 		fmt.Fprintf(stderr, "loadgen: %v\n", err)
 		if cmd != nil {
 			fmt.Fprintf(stderr, "Run '%s --help' for usage.\n", cmd.CommandPath())
 		}
-		return exitUsage
+		return cli.ExitUsage
 	}
 	fmt.Fprintf(stderr, "loadgen: %v\n", err)
 	if isCobraUsage(err) {
-		return exitUsage
+		return cli.ExitUsage
 	}
-	return exitRuntime
+	return cli.ExitRuntime
 }
 
 // isCobraUsage reports errors cobra makes itself for a bad command line.

@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/kernfsim/kernfsim/internal/cli"
 	"github.com/kernfsim/kernfsim/loadgen"
 )
 
@@ -19,7 +20,7 @@ func runJSON(t *testing.T, args ...string) loadgen.JSONRun {
 	t.Helper()
 	code, out, errOut := runArgs(context.Background(), append(args, "--format", "json")...)
 	var j loadgen.JSONRun
-	if code != exitOK || json.Unmarshal([]byte(out), &j) != nil {
+	if code != cli.ExitOK || json.Unmarshal([]byte(out), &j) != nil {
 		t.Fatalf("%q: exit %d, stderr %q\n%s", args, code, errOut, out)
 	}
 	return j
@@ -102,7 +103,7 @@ func TestColdplugMounts(t *testing.T) {
 		t.Errorf("writer %+v, errors %+v, %d files per op", j.Churn, j.Errors, j.FilesPerOp)
 	}
 	code, out, errOut := runArgs(context.Background(), "--path", "/sys", "--op", "coldplug", "--threads", "2", "--times", "100")
-	if code != exitOK || !strings.Contains(out, "note:         no memory hot-add") || !strings.Contains(out, "errors:       none") {
+	if code != cli.ExitOK || !strings.Contains(out, "note:         no memory hot-add") || !strings.Contains(out, "errors:       none") {
 		t.Errorf("/sys: exit %d, stderr %q\n%s", code, errOut, out)
 	}
 	noLeftovers(t)
@@ -114,7 +115,7 @@ func TestCompareHwloc(t *testing.T) {
 	requireFUSE(t)
 	args := []string{"compare", "--op", "hwloc", "--locks", "rcu", "--threads", "2", "--repeats", "1"}
 	code, out, errOut := runArgs(context.Background(), append(args, "--format", "json")...)
-	if code != exitOK || !strings.Contains(errOut, "serve a mirror of /sys") {
+	if code != cli.ExitOK || !strings.Contains(errOut, "serve a mirror of /sys") {
 		t.Fatalf("exit %d, stderr %q", code, errOut)
 	}
 	var j loadgen.JSONCompare
@@ -129,12 +130,12 @@ func TestCompareHwloc(t *testing.T) {
 	}
 	code, out, _ = runArgs(context.Background(), append(args, "--targets", "sys")...)
 	for _, want := range []string{"1 discoveries per worker", "op=hwloc", "median/last time to done", "\nsys host"} {
-		if code != exitOK || !strings.Contains(spaces.ReplaceAllString(out, " "), want) {
+		if code != cli.ExitOK || !strings.Contains(spaces.ReplaceAllString(out, " "), want) {
 			t.Errorf("exit %d: table lacks %q:\n%s", code, want, out)
 		}
 	}
 	code, out, _ = runArgs(context.Background(), append(args, "--format", "bench", "--targets", "sys")...)
-	if code != exitOK || strings.Count(out, "done-ns") != 1 || !regexp.MustCompile(`op=hwloc/threads=2-\d+\t +2\t`).MatchString(out) {
+	if code != cli.ExitOK || strings.Count(out, "done-ns") != 1 || !regexp.MustCompile(`op=hwloc/threads=2-\d+\t +2\t`).MatchString(out) {
 		t.Errorf("bench: exit %d:\n%s", code, out)
 	}
 	noLeftovers(t)
@@ -144,7 +145,7 @@ func TestCompareColdplug(t *testing.T) {
 	requireSys(t)
 	code, out, errOut := runArgs(context.Background(), "compare", "--op", "coldplug", "--targets", "sim,sys", "--locks", "rwsem",
 		"--tree", "synthetic", "--cpus", "8", "--mem-blocks", "500", "--threads", "2", "--times", "50", "--repeats", "1")
-	if code != exitOK || errOut != "" {
+	if code != cli.ExitOK || errOut != "" {
 		t.Fatalf("exit %d, stderr %q", code, errOut)
 	}
 	for _, want := range []string{"op=coldplug", "coldplug: a 5th of that", "\nsim rwsem", "\nsys host", "sys: no memory hot-add"} {
@@ -168,7 +169,7 @@ func TestFieldOpsBadInput(t *testing.T) {
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
 			code, out, errOut := runArgs(context.Background(), tc.args...)
-			if code != exitUsage || !strings.Contains(errOut, tc.want) {
+			if code != cli.ExitUsage || !strings.Contains(errOut, tc.want) {
 				t.Errorf("exit %d, stderr %q (stdout %q): want exit 2 and %q", code, errOut, out, tc.want)
 			}
 		})

@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/kernfsim/kernfsim/internal/cli"
 	"github.com/kernfsim/kernfsim/loadgen"
 )
 
@@ -25,7 +26,7 @@ format follows the extension of -o: svg, png or pdf.`,
   loadgen plot result.json -o result.png`,
 		Args: func(_ *cobra.Command, args []string) error {
 			if len(args) != 1 {
-				return &usageError{fmt.Errorf("plot takes one RESULT.json, got %d arguments: e.g. loadgen plot result.json -o result.svg", len(args))}
+				return &cli.UsageError{Err: fmt.Errorf("plot takes one RESULT.json, got %d arguments: e.g. loadgen plot result.json -o result.svg", len(args))}
 			}
 			return nil
 		},
@@ -37,16 +38,16 @@ format follows the extension of -o: svg, png or pdf.`,
 
 func plot(in, out string) error {
 	if out == "" {
-		return &usageError{errors.New("-o FILE is missing: name the plot to write, e.g. -o result.svg")}
+		return &cli.UsageError{Err: errors.New("-o FILE is missing: name the plot to write, e.g. -o result.svg")}
 	}
 	f, err := os.Open(in)
 	if err != nil {
-		return &usageError{err}
+		return &cli.UsageError{Err: err}
 	}
 	defer f.Close()
 	res, err := loadgen.ReadCompareJSON(f)
 	if err != nil {
-		return &usageError{fmt.Errorf("%s: %w", in, err)}
+		return &cli.UsageError{Err: fmt.Errorf("%s: %w", in, err)}
 	}
 	w, format, closePlot, err := openPlot(out)
 	if err != nil {
@@ -64,12 +65,12 @@ func openPlot(path string) (w io.Writer, format string, close func() error, err 
 	}
 	format, ok := loadgen.PlotFormat(path)
 	if !ok {
-		return nil, "", nil, &usageError{fmt.Errorf("plot file %s: the extension names the format: .%s", path,
+		return nil, "", nil, &cli.UsageError{Err: fmt.Errorf("plot file %s: the extension names the format: .%s", path,
 			strings.Join(loadgen.PlotFormats, ", ."))}
 	}
 	file, err := os.Create(path)
 	if err != nil {
-		return nil, "", nil, &usageError{fmt.Errorf("plot file: %w", err)}
+		return nil, "", nil, &cli.UsageError{Err: fmt.Errorf("plot file: %w", err)}
 	}
 	return file, format, file.Close, nil
 }

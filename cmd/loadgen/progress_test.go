@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kernfsim/kernfsim/internal/cli"
 	"golang.org/x/sys/unix"
 )
 
@@ -41,7 +42,7 @@ func openPTY(t *testing.T) (ptmx, tty *os.File) {
 func TestProgressOnTerminalOnly(t *testing.T) {
 	long := append(smallSim[:len(smallSim):len(smallSim)], "--threads", "1", "--times", "100000000")
 	var out, errOut bytes.Buffer
-	if code := run(context.Background(), append(long, "--times", "20000"), &out, &errOut); code != exitOK || errOut.Len() != 0 {
+	if code := run(context.Background(), append(long, "--times", "20000"), &out, &errOut); code != cli.ExitOK || errOut.Len() != 0 {
 		t.Errorf("on a buffer: exit %d, stderr %q; want nothing", code, errOut.String())
 	}
 	ptmx, tty := openPTY(t)
@@ -66,7 +67,7 @@ func TestProgressOnTerminalOnly(t *testing.T) {
 	code := run(ctx, long, &out, tty)
 	tty.Close()
 	s := <-got
-	if code != exitRuntime || !strings.Contains(s, "\r\x1b[Kloadgen: ") || !strings.Contains(s, " ops, ") || !strings.Contains(s, "left") {
+	if code != cli.ExitRuntime || !strings.Contains(s, "\r\x1b[Kloadgen: ") || !strings.Contains(s, " ops, ") || !strings.Contains(s, "left") {
 		t.Errorf("on a terminal: exit %d (want 1, interrupted once the ETA showed), terminal got %.300q", code, s)
 	}
 }

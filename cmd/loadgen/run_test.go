@@ -9,12 +9,13 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kernfsim/kernfsim/internal/cli"
 	"github.com/kernfsim/kernfsim/loadgen"
 )
 
 func TestSeedGolden(t *testing.T) {
 	code, out, errOut := runArgs(context.Background(), smallSim...)
-	if code != exitOK || errOut != "" {
+	if code != cli.ExitOK || errOut != "" {
 		t.Fatalf("exit %d, stderr %q", code, errOut)
 	}
 	rest := checkSeed(t, out, 50, 3)
@@ -26,7 +27,7 @@ func TestSeedGolden(t *testing.T) {
 
 func TestJSONGolden(t *testing.T) {
 	code, out, errOut := runArgs(context.Background(), append(smallSim, "--format", "json", "--lock", "rcu")...)
-	if code != exitOK || errOut != "" {
+	if code != cli.ExitOK || errOut != "" {
 		t.Fatalf("exit %d, stderr %q", code, errOut)
 	}
 	var j loadgen.JSONRun
@@ -44,7 +45,7 @@ var benchLine = regexp.MustCompile(`^BenchmarkSysfs/target=sim/lock=mutex/op=mis
 
 func TestBenchGolden(t *testing.T) {
 	code, out, errOut := runArgs(context.Background(), append(smallSim, "--format", "bench", "--lock", "mutex", "--missing")...)
-	if code != exitOK || errOut != "" {
+	if code != cli.ExitOK || errOut != "" {
 		t.Fatalf("exit %d, stderr %q", code, errOut)
 	}
 	lines := strings.Split(strings.TrimSpace(out), "\n")
@@ -58,7 +59,7 @@ func TestOutFile(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "run.json")
 	code, out, _ := runArgs(context.Background(), append(smallSim, "--format", "json", "--out", path)...)
 	data, err := os.ReadFile(path)
-	if code != exitOK || out != "" || err != nil || !json.Valid(data) {
+	if code != cli.ExitOK || out != "" || err != nil || !json.Valid(data) {
 		t.Errorf("exit %d, stdout %q, file %v %q: want the JSON in the file only", code, out, err, data)
 	}
 }
@@ -73,7 +74,7 @@ func TestSysEndToEnd(t *testing.T) {
 				times = "2"
 			}
 			code, out, errOut := runArgs(context.Background(), "--path", "/sys", "--threads", "2", "--times", times, "--op", op)
-			if code != exitOK {
+			if code != cli.ExitOK {
 				t.Fatalf("exit %d, stderr %q", code, errOut)
 			}
 			rest := checkSeed(t, out, map[bool]int{true: 2, false: 100}[op == "hwloc"], 2)
@@ -83,7 +84,7 @@ func TestSysEndToEnd(t *testing.T) {
 		})
 	}
 	code, out, _ := runArgs(context.Background(), "--path", "/sys", "--threads", "2", "--times", "100", "--missing")
-	if code != exitOK || !strings.Contains(out, "of a missing path") {
+	if code != cli.ExitOK || !strings.Contains(out, "of a missing path") {
 		t.Errorf("--missing: exit %d:\n%s", code, out)
 	}
 }
@@ -91,7 +92,7 @@ func TestSysEndToEnd(t *testing.T) {
 func TestProcsEndToEnd(t *testing.T) {
 	requireSys(t)
 	code, out, errOut := runArgs(context.Background(), "--path", "/sys", "--procs", "--threads", "3", "--times", "100")
-	if code != exitOK {
+	if code != cli.ExitOK {
 		t.Fatalf("exit %d, stderr %q", code, errOut)
 	}
 	if rest := checkSeed(t, out, 100, 3); !strings.Contains(rest, "workers are processes") {
@@ -101,7 +102,7 @@ func TestProcsEndToEnd(t *testing.T) {
 
 func TestChurnSim(t *testing.T) {
 	code, out, errOut := runArgs(context.Background(), "--sim", "--lock", "rwsem", "--churn", "5000", "--threads", "2", "--times", "3000", "--cpus", "8")
-	if code != exitOK {
+	if code != cli.ExitOK {
 		t.Fatalf("exit %d, stderr %q\n%s", code, errOut, out)
 	}
 	if !strings.Contains(out, "churn:        5000 changes/s asked") || strings.Contains(out, "unexpected") {
@@ -152,7 +153,7 @@ func TestBadInput(t *testing.T) {
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
 			code, out, errOut := runArgs(context.Background(), tc.args...)
-			if code != exitUsage || !strings.Contains(errOut, tc.want) {
+			if code != cli.ExitUsage || !strings.Contains(errOut, tc.want) {
 				t.Errorf("exit %d, stderr %q (stdout %q): want exit 2 and %q", code, errOut, out, tc.want)
 			}
 		})
@@ -162,7 +163,7 @@ func TestBadInput(t *testing.T) {
 func TestHelp(t *testing.T) {
 	code, out, _ := runArgs(context.Background(), "--help")
 	for _, want := range []string{"--sim", "--path", "--missing", "--procs", "--churn", "--cpus", "--sim-cost", "--calibrate", "compare"} {
-		if code != exitOK || !strings.Contains(out, want) {
+		if code != cli.ExitOK || !strings.Contains(out, want) {
 			t.Errorf("exit %d, help lacks %q", code, want)
 		}
 	}
@@ -173,7 +174,7 @@ func TestHelp(t *testing.T) {
 
 func TestVersion(t *testing.T) {
 	code, out, _ := runArgs(context.Background(), "--version")
-	if code != exitOK || !regexp.MustCompile(`^loadgen \S+ \((rev [0-9a-f]+(\+dirty)?|revision unknown: [^,]+), go1\.[^)]+\)\n$`).MatchString(out) {
+	if code != cli.ExitOK || !regexp.MustCompile(`^loadgen \S+ \((rev [0-9a-f]+(\+dirty)?|revision unknown: [^,]+), go1\.[^)]+\)\n$`).MatchString(out) {
 		t.Errorf("exit %d, %q", code, out)
 	}
 }
@@ -186,13 +187,13 @@ func TestSimCostFlag(t *testing.T) {
 		{"bench", "/simcost=2000ns/"},
 	} {
 		code, out, errOut := runArgs(context.Background(), append(smallSim, "--sim-cost", "2us", "--format", tc.format)...)
-		if code != exitOK || !strings.Contains(out, tc.want) {
+		if code != cli.ExitOK || !strings.Contains(out, tc.want) {
 			t.Errorf("--format %s: exit %d, stderr %q: want exit 0 and %q in:\n%s", tc.format, code, errOut, tc.want, out)
 		}
 	}
 	code, out, errOut := runArgs(context.Background(), "compare", "--sim", "--locks", "rwsem", "--threads", "1,2",
 		"--sim-times", "50", "--repeats", "1", "--ops", "files", "--sim-cost", "2us")
-	if want := "sim=fixed (+2.00us of work outside the lock per op)"; code != exitOK || !strings.Contains(out, want) {
+	if want := "sim=fixed (+2.00us of work outside the lock per op)"; code != cli.ExitOK || !strings.Contains(out, want) {
 		t.Errorf("compare: exit %d, stderr %q: want exit 0 and %q in:\n%s", code, errOut, want, out)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/kernfsim/kernfsim/internal/cli"
 	"github.com/kernfsim/kernfsim/loadgen"
 )
 
@@ -112,7 +113,7 @@ func (f *runFlags) config(cmd *cobra.Command) (loadgen.Config, error) {
 	switch f.format {
 	case "seed", "json", "bench":
 	default:
-		return loadgen.Config{}, &usageError{fmt.Errorf("--format %q: valid formats are seed, json and bench", f.format)}
+		return loadgen.Config{}, &cli.UsageError{Err: fmt.Errorf("--format %q: valid formats are seed, json and bench", f.format)}
 	}
 	t, err := f.target(cmd)
 	if err != nil {
@@ -131,9 +132,9 @@ func (f *runFlags) target(cmd *cobra.Command) (loadgen.Target, error) {
 	fs := cmd.Flags()
 	switch {
 	case f.sim && f.path != "":
-		return loadgen.Target{}, &usageError{errors.New("--sim and --path exclude each other: choose one target")}
+		return loadgen.Target{}, &cli.UsageError{Err: errors.New("--sim and --path exclude each other: choose one target")}
 	case f.path != "" && fs.Changed("lock"):
-		return loadgen.Target{}, &usageError{errors.New("--lock applies to --sim and to the server loadgen starts; the mount at --path has its own")}
+		return loadgen.Target{}, &cli.UsageError{Err: errors.New("--lock applies to --sim and to the server loadgen starts; the mount at --path has its own")}
 	case f.path != "":
 		return loadgen.Target{Kind: loadgen.TargetPath, Dir: f.path}, nil
 	case f.sim:
@@ -154,41 +155,21 @@ func (f *runFlags) run(cmd *cobra.Command, stderr io.Writer) error {
 	if err := f.simCost.apply(cmd, &cfg, stderr); err != nil {
 		return err
 	}
-	w, closeOut, err := openOut(f.out, cmd.OutOrStdout())
-	if err != nil {
-		return err
-	}
-	prog := newProgressLine(stderr)
-	cfg.Progress = func(p loadgen.Progress) {
-		if p.Total > 0 && p.Done > 0 {
-			prog.set("loadgen: %s %d/%d ops, %v%s", p.Phase, p.Done, p.Total, roundDur(p.Elapsed), eta(p.Done, p.Total, p.Elapsed))
-		} else {
-			prog.set("loadgen: %s running, %v", p.Phase, roundDur(p.Elapsed))
+	res, err := measure(cmd, stderr, f.out, func(prog *progressLine) (loadgen.Result, error) {
+		cfg.Progress = func(p loadgen.Progress) {
+			if p.Total > 0 && p.Done > 0 {
+				prog.set("loadgen: %s %d/%d ops, %v%s", p.Phase, p.Done, p.Total, roundDur(p.Elapsed), eta(p.Done, p.Total, p.Elapsed))
+			} else {
+				prog.set("loadgen: %s running, %v", p.Phase, roundDur(p.Elapsed))
+			}
 		}
-	}
-	res, err := loadgen.Run(cmd.Context(), cfg)
-	prog.clear()
-	if res.Single.Ran {
-		err = errors.Join(err, f.write(w, res))
-	}
-	if cerr := closeOut(); cerr != nil {
-		err = errors.Join(err, cerr)
-	}
+		return loadgen.Run(cmd.Context(), cfg)
+	}, func(r loadgen.Result) bool { return r.Single.Ran }, writerFor(f.format, loadgen.WriteSeed, loadgen.WriteJSON, loadgen.WriteBench))
 	if err == nil && res.Unexpected() > 0 {
 		fmt.Fprintf(stderr, "loadgen: %d operations failed unexpectedly (see errors: in the output)\n", res.Unexpected())
-		return &exitError{exitRuntime}
+		return &exitError{cli.ExitRuntime}
 	}
 	return err
-}
-
-func (f *runFlags) write(w io.Writer, res loadgen.Result) error {
-	switch f.format {
-	case "json":
-		return loadgen.WriteJSON(w, res)
-	case "bench":
-		return loadgen.WriteBench(w, res)
-	}
-	return loadgen.WriteSeed(w, res)
 }
 
 // selfCommand is this program run with a hidden subcommand, or nil if its

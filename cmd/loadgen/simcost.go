@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/kernfsim/kernfsim/internal/cli"
 	"github.com/kernfsim/kernfsim/loadgen"
 )
 
@@ -61,9 +62,9 @@ func (f *simCostFlags) check(cmd *cobra.Command, sim bool) error {
 	fs := cmd.Flags()
 	switch {
 	case !sim && (fs.Changed("sim-cost") || fs.Changed("calibrate")):
-		return &usageError{errors.New("--sim-cost and --calibrate apply to the sim (--sim, or --targets with sim)")}
+		return &cli.UsageError{Err: errors.New("--sim-cost and --calibrate apply to the sim (--sim, or --targets with sim)")}
 	case fs.Changed("calibrate") && !f.cost.auto:
-		return &usageError{errors.New("--calibrate is what --sim-cost auto measures: add --sim-cost auto")}
+		return &cli.UsageError{Err: errors.New("--calibrate is what --sim-cost auto measures: add --sim-cost auto")}
 	}
 	return nil
 }

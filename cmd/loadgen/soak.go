@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/kernfsim/kernfsim/internal/cli"
 	"github.com/kernfsim/kernfsim/loadgen"
 	"github.com/kernfsim/kernfsim/soak"
 )
@@ -93,24 +94,24 @@ func (f *soakFlags) config(fs *pflag.FlagSet) (soak.Config, error) {
 		v    time.Duration
 	}{{"duration", f.duration}, {"interval", f.interval}, {"storm-every", f.stormEvery}} {
 		if d.v <= 0 {
-			return soak.Config{}, &usageError{fmt.Errorf("--%s must be positive, got %v", d.name, d.v)}
+			return soak.Config{}, &cli.UsageError{Err: fmt.Errorf("--%s must be positive, got %v", d.name, d.v)}
 		}
 	}
 	switch {
 	case f.warmup < 0:
-		return soak.Config{}, &usageError{fmt.Errorf("--warmup must be 0 or more, got %v", f.warmup)}
+		return soak.Config{}, &cli.UsageError{Err: fmt.Errorf("--warmup must be 0 or more, got %v", f.warmup)}
 	case f.churn <= 0 || f.churn > 100000:
-		return soak.Config{}, &usageError{fmt.Errorf("--churn must be above 0 and at most 100000 per second, got %g", f.churn)}
+		return soak.Config{}, &cli.UsageError{Err: fmt.Errorf("--churn must be above 0 and at most 100000 per second, got %g", f.churn)}
 	case f.tolerance <= 0:
-		return soak.Config{}, &usageError{fmt.Errorf("--tolerance must be positive, got %g", f.tolerance)}
+		return soak.Config{}, &cli.UsageError{Err: fmt.Errorf("--tolerance must be positive, got %g", f.tolerance)}
 	case f.rssSlackMiB < 0:
-		return soak.Config{}, &usageError{fmt.Errorf("--rss-slack-mib must be 0 or more, got %d", f.rssSlackMiB)}
+		return soak.Config{}, &cli.UsageError{Err: fmt.Errorf("--rss-slack-mib must be 0 or more, got %d", f.rssSlackMiB)}
 	case f.path != "" && (fs.Changed("locks") || len(f.serverArgs) > 0 || len(f.tree.serverArgs()) > 0):
-		return soak.Config{}, &usageError{errors.New("--locks, --server-arg and tree flags apply to the servers loadgen starts; the mount at --path has its own")}
+		return soak.Config{}, &cli.UsageError{Err: errors.New("--locks, --server-arg and tree flags apply to the servers loadgen starts; the mount at --path has its own")}
 	case (f.path == "") != (f.serverPID == 0):
-		return soak.Config{}, &usageError{errors.New("--path and --server-pid go together: the mount, and its server's process (pidof kernfsim)")}
+		return soak.Config{}, &cli.UsageError{Err: errors.New("--path and --server-pid go together: the mount, and its server's process (pidof kernfsim)")}
 	case len(f.locks) == 0 || len(f.readers) == 0:
-		return soak.Config{}, &usageError{errors.New("--locks and --readers need at least one name each")}
+		return soak.Config{}, &cli.UsageError{Err: errors.New("--locks and --readers need at least one name each")}
 	}
 	return soak.Config{Duration: f.duration, Interval: f.interval, Warmup: f.warmup, Locks: f.locks,
 		Dir: f.path, ServerPID: f.serverPID, Readers: f.readers, PerOp: f.perOp, Churn: f.churn,
@@ -136,7 +137,7 @@ func (f *soakFlags) run(cmd *cobra.Command) error {
 	}
 	if fails := res.Failures(); len(fails) > 0 {
 		fmt.Fprintf(cmd.ErrOrStderr(), "loadgen: soak failed: %s\n", strings.Join(fails, "; "))
-		return &exitError{exitRuntime}
+		return &exitError{cli.ExitRuntime}
 	}
 	return nil
 }

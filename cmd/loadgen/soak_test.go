@@ -5,6 +5,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/kernfsim/kernfsim/internal/cli"
 )
 
 func TestSoakFlagErrors(t *testing.T) {
@@ -32,7 +34,7 @@ func TestSoakFlagErrors(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			code, out, errOut := runArgs(context.Background(), append([]string{"soak"}, tt.args...)...)
-			if code != exitUsage || out != "" {
+			if code != cli.ExitUsage || out != "" {
 				t.Errorf("exit %d, stdout %q: want 2 and nothing", code, out)
 			}
 			for _, w := range tt.want {
@@ -48,7 +50,7 @@ func TestSoakFlagErrors(t *testing.T) {
 // input, exit 2.
 func TestSoakNotKernfsim(t *testing.T) {
 	code, _, errOut := runArgs(context.Background(), "soak", "--path", t.TempDir(), "--server-pid", "1", "--duration", "2s")
-	if code != exitUsage || !strings.Contains(errOut, "kernfsim") {
+	if code != cli.ExitUsage || !strings.Contains(errOut, "kernfsim") {
 		t.Errorf("exit %d, stderr %q: want 2 and a message saying it is no kernfsim mount", code, errOut)
 	}
 }
@@ -66,7 +68,7 @@ func TestSoakServer(t *testing.T) {
 	requireFUSE(t)
 	code, out, errOut := runArgs(context.Background(), "soak", "--locks", "rwsem", "--duration", "3s", "--interval", "1s",
 		"--storm-every", "300ms", "--storm-size", "8", "--tolerance", "10", "--cpus", "4", "--sockets", "1", "--mem-blocks", "4")
-	if code != exitOK || errOut != "" {
+	if code != cli.ExitOK || errOut != "" {
 		t.Fatalf("exit %d, stderr %q, stdout:\n%s", code, errOut, out)
 	}
 	if n := len(soakSampleLine.FindAllString(out, -1)); n < 3 {

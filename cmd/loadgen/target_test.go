@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/kernfsim/kernfsim/client"
+	"github.com/kernfsim/kernfsim/internal/cli"
 	"github.com/kernfsim/kernfsim/loadgen"
 )
 
@@ -32,7 +33,7 @@ func TestDefaultTarget(t *testing.T) {
 			}
 			code, out, errOut := runArgs(context.Background(), append([]string{"--threads", "2", "--times", strconv.Itoa(times),
 				"--lock", "rcu", "--op", op}, tree...)...)
-			if code != exitOK {
+			if code != cli.ExitOK {
 				t.Fatalf("exit %d, stderr %q", code, errOut)
 			}
 			if rest := checkSeed(t, out, times, 2); !strings.Contains(rest, "target:       kernfsim: FUSE mount at ") ||
@@ -51,7 +52,7 @@ func TestDefaultTargetChurn(t *testing.T) {
 	code, out, errOut := runArgs(context.Background(), append([]string{"--threads", "2", "--times", "300", "--churn", "1000",
 		"--format", "json"}, smallTree...)...)
 	var j loadgen.JSONRun
-	if code != exitOK || json.Unmarshal([]byte(out), &j) != nil {
+	if code != cli.ExitOK || json.Unmarshal([]byte(out), &j) != nil {
 		t.Fatalf("exit %d, stderr %q\n%s", code, errOut, out)
 	}
 	if j.Churn == nil || j.Churn.Adds == 0 || j.Unexpected != 0 {
@@ -68,7 +69,7 @@ func TestDefaultTargetChurn(t *testing.T) {
 func TestProcsDefaultTarget(t *testing.T) {
 	requireFUSE(t)
 	code, out, errOut := runArgs(context.Background(), append([]string{"--procs", "--threads", "2", "--times", "100", "--missing"}, smallTree...)...)
-	if code != exitOK {
+	if code != cli.ExitOK {
 		t.Fatalf("exit %d, stderr %q", code, errOut)
 	}
 	checkSeed(t, out, 100, 2)
@@ -86,7 +87,7 @@ func TestDefaultTargetInterrupted(t *testing.T) {
 		waitForWorkload(ctx, 100)
 	}()
 	code, out, errOut := runArgs(ctx, append([]string{"--threads", "2", "--times", "100000000"}, smallTree...)...)
-	if code != exitRuntime || !strings.Contains(errOut, "interrupted") {
+	if code != cli.ExitRuntime || !strings.Contains(errOut, "interrupted") {
 		t.Errorf("exit %d, stderr %q: want 1 and interrupted", code, errOut)
 	}
 	if !singleLine.MatchString(strings.SplitN(out, "\n", 2)[0]) || !strings.Contains(out, "interrupted:  partial results") {
@@ -99,11 +100,11 @@ func TestDefaultTargetUnavailable(t *testing.T) {
 	defer func(s func(context.Context, []string, io.Writer, io.Writer) int) { serveMain = s }(serveMain)
 	serveMain = nil
 	code, _, errOut := runArgs(context.Background(), "--threads", "1", "--times", "10")
-	if code != exitRuntime || !strings.Contains(errOut, "kernfsim server not available yet") {
+	if code != cli.ExitRuntime || !strings.Contains(errOut, "kernfsim server not available yet") {
 		t.Errorf("exit %d, stderr %q", code, errOut)
 	}
 	code, _, errOut = runArgs(context.Background(), "compare", "--targets", "kernfsim")
-	if code != exitRuntime || !strings.Contains(errOut, "kernfsim server not available yet") {
+	if code != cli.ExitRuntime || !strings.Contains(errOut, "kernfsim server not available yet") {
 		t.Errorf("compare --targets kernfsim: exit %d, stderr %q", code, errOut)
 	}
 }
@@ -114,7 +115,7 @@ var compareArgs = []string{"compare", "--sim", "--locks", "mutex,rcu", "--thread
 func TestCompareGolden(t *testing.T) {
 	svg := filepath.Join(t.TempDir(), "c.svg")
 	code, out, errOut := runArgs(context.Background(), append(compareArgs, "--plot", svg)...)
-	if code != exitOK || errOut != "" {
+	if code != cli.ExitOK || errOut != "" {
 		t.Fatalf("exit %d, stderr %q", code, errOut)
 	}
 	golden(t, "compare_sim.golden", out)
@@ -126,11 +127,11 @@ func TestCompareGolden(t *testing.T) {
 func TestCompareFormats(t *testing.T) {
 	code, out, errOut := runArgs(context.Background(), append(compareArgs, "--format", "json")...)
 	var j loadgen.JSONCompare
-	if code != exitOK || json.Unmarshal([]byte(out), &j) != nil || len(j.Cells) != 2*2*2 || j.Schema != loadgen.SchemaCompare {
+	if code != cli.ExitOK || json.Unmarshal([]byte(out), &j) != nil || len(j.Cells) != 2*2*2 || j.Schema != loadgen.SchemaCompare {
 		t.Errorf("json: exit %d, stderr %q, %d cells", code, errOut, len(j.Cells))
 	}
 	code, out, _ = runArgs(context.Background(), append(compareArgs, "--format", "bench")...)
-	if n := strings.Count(out, "\nBenchmarkSysfs/target=sim/lock="); code != exitOK || n != 8 {
+	if n := strings.Count(out, "\nBenchmarkSysfs/target=sim/lock="); code != cli.ExitOK || n != 8 {
 		t.Errorf("bench: exit %d, %d lines, want 8:\n%s", code, n, out)
 	}
 	golden(t, "compare_sim_bench.golden", out)
@@ -141,7 +142,7 @@ func TestCompareAllTargets(t *testing.T) {
 	requireFUSE(t)
 	code, out, errOut := runArgs(context.Background(), append([]string{"compare", "--locks", "rwsem", "--threads", "2", "--times", "20",
 		"--sim-times", "50", "--repeats", "1", "--ops", "files"}, smallTree...)...)
-	if code != exitOK || errOut != "" {
+	if code != cli.ExitOK || errOut != "" {
 		t.Fatalf("exit %d, stderr %q", code, errOut)
 	}
 	for _, row := range []string{"\nkernfsim   rwsem", "\nsim        rwsem", "\nsys        host"} {
@@ -172,7 +173,7 @@ func TestDeadMount(t *testing.T) {
 		time.Sleep(5 * time.Millisecond)
 	}
 	code, _, errOut := runArgs(context.Background(), "--path", s.Mountpoint(), "--threads", "1", "--times", "10")
-	if code != exitUsage || !strings.Contains(errOut, "transport endpoint is not connected") || !strings.Contains(errOut, "umount -l") {
+	if code != cli.ExitUsage || !strings.Contains(errOut, "transport endpoint is not connected") || !strings.Contains(errOut, "umount -l") {
 		t.Errorf("exit %d, stderr %q: want 2, the dead server and how to recover", code, errOut)
 	}
 }
@@ -198,14 +199,14 @@ func serverPid(t *testing.T, mnt string) int {
 func TestPlotSaved(t *testing.T) {
 	dir := t.TempDir()
 	saved := filepath.Join(dir, "c.json")
-	if code, _, errOut := runArgs(context.Background(), append(compareArgs, "--format", "json", "--out", saved)...); code != exitOK {
+	if code, _, errOut := runArgs(context.Background(), append(compareArgs, "--format", "json", "--out", saved)...); code != cli.ExitOK {
 		t.Fatalf("compare: exit %d, %s", code, errOut)
 	}
 	for ext, magic := range map[string]string{"svg": "<?xml", "png": "\x89PNG", "pdf": "%PDF"} {
 		out := filepath.Join(dir, "c."+ext)
 		code, _, errOut := runArgs(context.Background(), "plot", saved, "-o", out)
 		data, _ := os.ReadFile(out)
-		if code != exitOK || !strings.HasPrefix(string(data), magic) {
+		if code != cli.ExitOK || !strings.HasPrefix(string(data), magic) {
 			t.Errorf("%s: exit %d, stderr %q, starts %.8q", ext, code, errOut, data)
 		}
 	}
@@ -222,7 +223,7 @@ func TestPlotSaved(t *testing.T) {
 		{[]string{"plot"}, "plot takes one RESULT.json"},
 		{append(append([]string{}, compareArgs...), "--plot", filepath.Join(dir, "c.gif")), "--plot"},
 	} {
-		if code, _, errOut := runArgs(context.Background(), tc.args...); code != exitUsage || !strings.Contains(errOut, tc.want) {
+		if code, _, errOut := runArgs(context.Background(), tc.args...); code != cli.ExitUsage || !strings.Contains(errOut, tc.want) {
 			t.Errorf("%q: exit %d, stderr %q; want 2 and %q", tc.args, code, errOut, tc.want)
 		}
 	}

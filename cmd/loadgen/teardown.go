@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/kernfsim/kernfsim/internal/cli"
 	"github.com/kernfsim/kernfsim/kernfsim"
 	"github.com/kernfsim/kernfsim/loadgen"
 	"github.com/kernfsim/kernfsim/locking"
@@ -124,17 +125,17 @@ func (f *teardownFlags) config(cmd *cobra.Command) (teardown.Config, error) {
 	c.Grace, c.CompleteTimeout = f.grace, f.completeTimeout
 	switch {
 	case f.sim && f.path != "":
-		return c, &usageError{errors.New("--sim and --path exclude each other: choose one target")}
+		return c, &cli.UsageError{Err: errors.New("--sim and --path exclude each other: choose one target")}
 	case f.path != "":
 		for _, n := range []string{"locks", "lock", "gps", "gp", "gp-tick", "expedite-cost", "rcu-normal"} {
 			if fs.Changed(n) {
-				return c, &usageError{fmt.Errorf("--%s applies to --sim and to the servers loadgen starts; the mount at --path has its own", n)}
+				return c, &cli.UsageError{Err: fmt.Errorf("--%s applies to --sim and to the servers loadgen starts; the mount at --path has its own", n)}
 			}
 		}
 		c.Target = loadgen.Target{Kind: loadgen.TargetPath, Dir: f.path}
 	case f.sim:
 		if _, host := f.tree.HostDir(); host {
-			return c, &usageError{errors.New("--tree host applies to the servers loadgen starts; teardown --sim builds a synthetic tree (its size does not change a removal)")}
+			return c, &cli.UsageError{Err: errors.New("--tree host applies to the servers loadgen starts; teardown --sim builds a synthetic tree (its size does not change a removal)")}
 		}
 		c.Target = loadgen.Target{Kind: loadgen.TargetSim, Tree: f.tree.config()}
 	default:
@@ -151,25 +152,25 @@ var writerLocks = locking.NamesWhere(func(t locking.Traits) bool { return t.Acce
 func (f *teardownFlags) validateLists() error {
 	for _, l := range f.locks {
 		if !slices.Contains(writerLocks, l) {
-			return &usageError{fmt.Errorf("--locks: %q cannot remove devices: use %s", l, strings.Join(writerLocks, ", "))}
+			return &cli.UsageError{Err: fmt.Errorf("--locks: %q cannot remove devices: use %s", l, strings.Join(writerLocks, ", "))}
 		}
 	}
 	for _, g := range f.gps {
 		if _, err := kernfsim.ParseGPPolicy(g); err != nil {
-			return &usageError{fmt.Errorf("--gps: %v", err)}
+			return &cli.UsageError{Err: fmt.Errorf("--gps: %v", err)}
 		}
 	}
 	switch {
 	case f.readers < 0 || f.attrs < 0:
-		return &usageError{fmt.Errorf("--readers %d and --attrs %d must be 0 or more", f.readers, f.attrs)}
+		return &cli.UsageError{Err: fmt.Errorf("--readers %d and --attrs %d must be 0 or more", f.readers, f.attrs)}
 	case f.grace.Tick <= 0 || f.grace.ExpediteCost < 0:
-		return &usageError{fmt.Errorf("--gp-tick %v must be positive and --expedite-cost %v 0 or more", f.grace.Tick, f.grace.ExpediteCost)}
+		return &cli.UsageError{Err: fmt.Errorf("--gp-tick %v must be positive and --expedite-cost %v 0 or more", f.grace.Tick, f.grace.ExpediteCost)}
 	}
 	switch f.format {
 	case "seed", "json", "bench":
 		return nil
 	}
-	return &usageError{fmt.Errorf("--format %q: valid formats are seed, json and bench", f.format)}
+	return &cli.UsageError{Err: fmt.Errorf("--format %q: valid formats are seed, json and bench", f.format)}
 }
 
 // tdFlags names the flag behind each teardown.Config field.
@@ -186,7 +187,7 @@ func tdUsage(err error) error {
 	if ce.Hint != "" {
 		msg += "; " + ce.Hint
 	}
-	return &usageError{errors.New(msg)}
+	return &cli.UsageError{Err: errors.New(msg)}
 }
 
 func (f *teardownFlags) run(cmd *cobra.Command, stderr io.Writer) error {
@@ -194,28 +195,18 @@ func (f *teardownFlags) run(cmd *cobra.Command, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	w, closeOut, err := openOut(f.out, cmd.OutOrStdout())
-	if err != nil {
-		return err
-	}
-	prog := newProgressLine(stderr)
-	cfg.Progress = func(p teardown.Progress) {
-		prog.set("loadgen teardown: lock %s gp %s: %s %d/%d devices, %v%s", p.Lock, p.GP, p.Phase, p.Done, p.Total,
-			roundDur(p.Elapsed), eta(int64(p.Done), int64(p.Total), p.Elapsed))
-	}
-	res, err := teardown.Run(cmd.Context(), cfg)
-	prog.clear()
-	err = tdUsage(err)
-	if len(res.Runs) > 0 {
-		err = errors.Join(err, f.write(w, res))
-	}
-	if cerr := closeOut(); cerr != nil {
-		err = errors.Join(err, cerr)
-	}
+	res, err := measure(cmd, stderr, f.out, func(prog *progressLine) (teardown.Result, error) {
+		cfg.Progress = func(p teardown.Progress) {
+			prog.set("loadgen teardown: lock %s gp %s: %s %d/%d devices, %v%s", p.Lock, p.GP, p.Phase, p.Done, p.Total,
+				roundDur(p.Elapsed), eta(int64(p.Done), int64(p.Total), p.Elapsed))
+		}
+		res, err := teardown.Run(cmd.Context(), cfg)
+		return res, tdUsage(err)
+	}, func(r teardown.Result) bool { return len(r.Runs) > 0 }, writerFor(f.format, teardown.Write, teardown.WriteJSON, teardown.WriteBench))
 	if err == nil {
 		if bad := incomplete(res); bad != "" {
 			fmt.Fprintf(stderr, "loadgen teardown: %s\n", bad)
-			return &exitError{exitRuntime}
+			return &exitError{cli.ExitRuntime}
 		}
 	}
 	return err
@@ -231,14 +222,4 @@ func incomplete(res teardown.Result) string {
 		}
 	}
 	return strings.Join(bad, "; ")
-}
-
-func (f *teardownFlags) write(w io.Writer, res teardown.Result) error {
-	switch f.format {
-	case "json":
-		return teardown.WriteJSON(w, res)
-	case "bench":
-		return teardown.WriteBench(w, res)
-	}
-	return teardown.Write(w, res)
 }

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kernfsim/kernfsim/internal/cli"
 	"github.com/kernfsim/kernfsim/kernelprobe"
 	"github.com/kernfsim/kernfsim/loadgen"
 	"github.com/kernfsim/kernfsim/teardown"
@@ -24,12 +25,12 @@ var smallTeardown = []string{"teardown", "--count", "30", "--cpus", "8", "--mem-
 
 func TestTeardownSimGolden(t *testing.T) {
 	code, out, errOut := runArgs(context.Background(), append(smallTeardown, "--sim", "--locks", "rcu,mutex")...)
-	if code != exitOK {
+	if code != cli.ExitOK {
 		t.Fatalf("exit %d, stderr %q", code, errOut)
 	}
 	golden(t, "teardown_sim.golden", out)
 	code, out, errOut = runArgs(context.Background(), append(smallTeardown, "--sim", "--readers", "1", "--gps", "deferred", "--format", "bench")...)
-	if code != exitOK {
+	if code != cli.ExitOK {
 		t.Fatalf("exit %d, stderr %q", code, errOut)
 	}
 	golden(t, "teardown_sim_bench.golden", out)
@@ -44,7 +45,7 @@ func teardownJSON(t *testing.T, args ...string) (doc struct {
 }) {
 	t.Helper()
 	code, out, errOut := runArgs(context.Background(), append(args, "--format", "json")...)
-	if code != exitOK {
+	if code != cli.ExitOK {
 		t.Fatalf("exit %d, stderr %q", code, errOut)
 	}
 	if err := json.Unmarshal([]byte(out), &doc); err != nil || doc.Schema != teardown.Schema {
@@ -126,7 +127,7 @@ func TestTeardownBadInput(t *testing.T) {
 		{"--sim", "--gp-tick", "0s"},
 	} {
 		code, _, errOut := runArgs(context.Background(), append([]string{"teardown", "--count", "30"}, args...)...)
-		if code != exitUsage || !strings.HasPrefix(errOut, "loadgen: ") {
+		if code != cli.ExitUsage || !strings.HasPrefix(errOut, "loadgen: ") {
 			t.Errorf("%q: exit %d, stderr %q; want 2 and a message", args, code, errOut)
 		}
 	}
@@ -159,7 +160,7 @@ func hostStorm(t *testing.T) []string {
 func TestUmountStorm(t *testing.T) {
 	requireRootForKernel(t)
 	code, out, errOut := runArgs(context.Background(), "umount-storm", "--count", "50")
-	if code != exitOK {
+	if code != cli.ExitOK {
 		t.Fatalf("exit %d, stderr %q", code, errOut)
 	}
 	for _, want := range []string{"kernel:       ", "rcupdate:     rcu_expedited=", " rcu_normal_after_boot=",
@@ -170,7 +171,7 @@ func TestUmountStorm(t *testing.T) {
 	}
 	code, out, errOut = runArgs(context.Background(), "umount-storm", "--count", "50", "--lazy", "--format", "json")
 	var j kernelprobe.JSONResult
-	if code != exitOK || json.Unmarshal([]byte(out), &j) != nil {
+	if code != cli.ExitOK || json.Unmarshal([]byte(out), &j) != nil {
 		t.Fatalf("exit %d, stderr %q\n%s", code, errOut, out)
 	}
 	if j.Schema != kernelprobe.SchemaUmountStorm || j.Mount.Calls != 50 || j.Umount.Calls != 50 || j.Lazy == nil || !*j.Lazy ||
@@ -187,7 +188,7 @@ func TestUnshare(t *testing.T) {
 	for _, ns := range []string{"ipc", "mnt", "net"} { // uts in process in loadgen's tests; pid below
 		code, out, errOut := runArgs(context.Background(), "unshare", "--ns", ns, "--count", "3", "--format", "json")
 		var j kernelprobe.JSONResult
-		if code != exitOK || json.Unmarshal([]byte(out), &j) != nil {
+		if code != cli.ExitOK || json.Unmarshal([]byte(out), &j) != nil {
 			t.Fatalf("%s: exit %d, stderr %q\n%s", ns, code, errOut, out)
 		}
 		if j.Schema != kernelprobe.SchemaUnshare || j.NS != ns || j.Unshare == nil || j.Unshare.Calls != 3 ||
@@ -197,7 +198,7 @@ func TestUnshare(t *testing.T) {
 	}
 	code, out, _ := runArgs(context.Background(), "unshare", "--ns", "pid", "--count", "2")
 	for _, want := range []string{"clone(CLONE_NEWPID)", "a fork per iteration", "\nbaseline:     ", "\nnamespace:    ", "seed 004"} {
-		if code != exitOK || !strings.Contains(out, want) {
+		if code != cli.ExitOK || !strings.Contains(out, want) {
 			t.Errorf("exit %d, no %q in:\n%s", code, want, out)
 		}
 	}
@@ -238,7 +239,7 @@ func kernelNonRoot(t *testing.T, bin string) {
 		var stderr bytes.Buffer
 		cmd.Stderr = &stderr
 		err := cmd.Run()
-		if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != exitUsage || !strings.Contains(stderr.String(), "needs root") {
+		if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != cli.ExitUsage || !strings.Contains(stderr.String(), "needs root") {
 			t.Errorf("%q as uid 1000: %v, stderr %q; want exit 2 saying it needs root", args, err, stderr.String())
 		}
 	}
@@ -318,7 +319,7 @@ func stormSIGKILL(t *testing.T, bin string) {
 // on stderr.
 func TestTeardownOldFlagNames(t *testing.T) {
 	code, out, errOut := runArgs(context.Background(), append(smallTeardown, "--sim", "--lock", "rwsem", "--gp", "normal")...)
-	if code != exitOK || !strings.Contains(out, "\nrwsem ") || !strings.Contains(errOut, "--lock is now --locks") {
+	if code != cli.ExitOK || !strings.Contains(out, "\nrwsem ") || !strings.Contains(errOut, "--lock is now --locks") {
 		t.Errorf("exit %d, stderr %q", code, errOut)
 	}
 	_, help, _ := runArgs(context.Background(), "teardown", "--help")
