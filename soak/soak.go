@@ -1,6 +1,7 @@
 package soak
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -165,21 +166,12 @@ func (c Config) withDefaults() Config {
 	if c.Readers == nil {
 		c.Readers = DefaultReaders
 	}
-	c.PerOp = cmpOr(c.PerOp, DefaultPerOp)
-	c.Churn = cmpOr(c.Churn, DefaultChurn)
-	c.StormSize = cmpOr(c.StormSize, DefaultStormSize)
-	c.Tolerance = cmpOr(c.Tolerance, DefaultTolerance)
-	c.RSSSlack = max(cmpOr(c.RSSSlack, DefaultRSSSlack), 0)
+	c.PerOp = cmp.Or(c.PerOp, DefaultPerOp)
+	c.Churn = cmp.Or(c.Churn, DefaultChurn)
+	c.StormSize = cmp.Or(c.StormSize, DefaultStormSize)
+	c.Tolerance = cmp.Or(c.Tolerance, DefaultTolerance)
+	c.RSSSlack = max(cmp.Or(c.RSSSlack, DefaultRSSSlack), 0)
 	return c
-}
-
-// cmpOr is v, or d when v is its type's zero value.
-func cmpOr[T comparable](v, d T) T {
-	var zero T
-	if v == zero {
-		return d
-	}
-	return v
 }
 
 func (c Config) validate() error {
@@ -263,7 +255,7 @@ func soakMode(ctx context.Context, c Config, lock string, d time.Duration) (m Mo
 	if err != nil {
 		return m, err
 	}
-	warm := cmpOr(c.Warmup, d/4)
+	warm := cmp.Or(c.Warmup, d/4)
 	s := &soakSampler{c: c, p: p, l: l, lock: m.Lock, t0: time.Now(), warmEnd: warm}
 	if m.Warm, err = s.segment(ctx, warm); err == nil {
 		m.End, err = s.segment(ctx, d-warm)

@@ -1,6 +1,7 @@
 package teardown
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -164,7 +165,7 @@ func (c Config) withDefaults() Config {
 	if len(c.GPs) == 0 {
 		c.GPs = slices.Clone(kernfsim.GPPolicies)
 	}
-	c.Count, c.Batch = cmpOrInt(c.Count, DefaultCount), cmpOrInt(c.Batch, 1)
+	c.Count, c.Batch = cmp.Or(c.Count, DefaultCount), cmp.Or(c.Batch, 1)
 	if c.CompleteTimeout <= 0 {
 		c.CompleteTimeout = DefaultCompleteTimeout
 	}
@@ -172,13 +173,6 @@ func (c Config) withDefaults() Config {
 		c.Target.Kind = loadgen.TargetPath
 	}
 	return c
-}
-
-func cmpOrInt(v, d int) int {
-	if v == 0 {
-		return d
-	}
-	return v
 }
 
 func (c Config) validate() error {
