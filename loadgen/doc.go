@@ -17,6 +17,13 @@
 // the monotonic clock, one clock read per operation, recording each
 // operation's latency in a per-worker HdrHistogram.
 //
+// The tools beside the benchmark live in packages of their own, built on
+// what this package exports for them (Dir, Worker, ErrorTally, the latency
+// histogram helpers, Server): soak (a long soak of a server), teardown
+// (teardown storms) and kernelprobe (the real kernel's umount storm and
+// unshare). The control-file protocol and the stats file's parser are
+// package client's.
+//
 // Targets: the in-process kernfsim walker (TargetSim), real system calls
 // against any directory (TargetPath: /sys, tmpfs, a kernfsim mount), or a
 // kernfsim FUSE server that Run starts in a separate process on a
