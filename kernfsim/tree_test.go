@@ -370,13 +370,14 @@ func checkNlink(t *testing.T, tr *Tree) {
 	}
 }
 
+// errnoName is "ok" for nil, the errno's name for an errno, else the error.
 func errnoName(err error) string {
 	var e syscall.Errno
 	switch {
 	case err == nil:
 		return "ok"
 	case errors.As(err, &e):
-		return map[syscall.Errno]string{syscall.ENOENT: "ENOENT", syscall.ENOTDIR: "ENOTDIR"}[e]
+		return ErrnoName(e)
 	}
 	return err.Error()
 }
