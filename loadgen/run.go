@@ -321,3 +321,21 @@ func (e *env) report(phase string, t0 time.Time, n int, done int64) {
 		e.cfg.Progress(Progress{Phase: phase, Done: done, Total: int64(n) * int64(e.cfg.Times), Elapsed: time.Since(t0)})
 	}
 }
+
+// RunEach runs one for each item in turn, for a tool that measures
+// several configurations, and hands every outcome to keep. It stops at
+// the first error; when ctx ends it stops and returns ctx's error with
+// interrupted set, so the caller reports what was kept as partial.
+func RunEach[T, R any](ctx context.Context, items []T, one func(T) (R, error), keep func(R, error)) (interrupted bool, err error) {
+	for _, it := range items {
+		r, err := one(it)
+		keep(r, err)
+		if ctx.Err() != nil {
+			return true, ctx.Err()
+		}
+		if err != nil {
+			return false, err
+		}
+	}
+	return false, nil
+}

@@ -209,7 +209,7 @@ func (c Config) validate() error {
 	return nil
 }
 
-// Soak runs the soak c describes, mode after mode, and returns what each
+// Run runs the soak c describes, mode after mode, and returns what each
 // found. A mode's failed conditions are in the result (Failures), not the
 // error; the error is bad input (*ConfigError), a server that could not
 // start or died (saying how to recover a --path mount), or ctx's end
@@ -221,23 +221,17 @@ func Run(ctx context.Context, c Config) (Result, error) {
 	}
 	var res Result
 	per := c.Duration / time.Duration(len(c.Locks))
-	for _, lock := range c.Locks {
-		m, err := soakMode(ctx, c, lock, per)
-		if m.Lock != "" {
-			res.Modes = append(res.Modes, m)
-			if c.OnMode != nil && err == nil {
-				c.OnMode(m)
+	var err error
+	res.Interrupted, err = loadgen.RunEach(ctx, c.Locks, func(lock string) (Mode, error) { return soakMode(ctx, c, lock, per) },
+		func(m Mode, err error) {
+			if m.Lock != "" {
+				res.Modes = append(res.Modes, m)
+				if c.OnMode != nil && err == nil {
+					c.OnMode(m)
+				}
 			}
-		}
-		if ctx.Err() != nil {
-			res.Interrupted = true
-			return res, ctx.Err()
-		}
-		if err != nil {
-			return res, err
-		}
-	}
-	return res, nil
+		})
+	return res, err
 }
 
 // soakMode runs one mode for d on a server of its own (or on c.Dir).

@@ -242,7 +242,7 @@ func (c Config) specs() []teardownSpec {
 // tdName is device i's name.
 func tdName(i int) string { return teardownPrefix + strconv.Itoa(i) }
 
-// Teardown runs a storm per (lock, gp) and returns them all. A
+// Run runs a storm per (lock, gp) and returns them all. A
 // *ConfigError means bad input. When ctx is cancelled it stops the storm
 // in progress and returns what was measured, with Interrupted set and
 // ctx's error; servers it started are stopped (each runs a barrier before
@@ -254,20 +254,14 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	if err := cfg.validate(); err != nil {
 		return res, err
 	}
-	for _, sp := range cfg.specs() {
-		run, err := teardownOne(ctx, cfg, sp)
-		if run.Calls > 0 {
-			res.Runs = append(res.Runs, run)
-		}
-		if ctx.Err() != nil {
-			res.Interrupted = true
-			return res, ctx.Err()
-		}
-		if err != nil {
-			return res, err
-		}
-	}
-	return res, nil
+	var err error
+	res.Interrupted, err = loadgen.RunEach(ctx, cfg.specs(), func(sp teardownSpec) (Storm, error) { return teardownOne(ctx, cfg, sp) },
+		func(run Storm, _ error) {
+			if run.Calls > 0 {
+				res.Runs = append(res.Runs, run)
+			}
+		})
+	return res, err
 }
 
 // teardownOne sets up a target, creates the devices, runs the storm and
