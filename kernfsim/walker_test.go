@@ -160,7 +160,7 @@ func TestWalkerNoAllocs(t *testing.T) {
 				t.Fatalf("got errnos %v, %v, %v, want ENOENT, ENOENT, 0", e1, e2, e3)
 			}
 		})
-		if allocs != 0 {
+		if allocs != 0 && !raceBuild { // the race detector's sync.Pool drops files put back
 			t.Fatalf("errno walks of a missing and an existing path: got %v allocations, want 0", allocs)
 		}
 	})
