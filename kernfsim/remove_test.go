@@ -27,17 +27,9 @@ func TestTeardownWaitsForReaders(t *testing.T) {
 			tr := newGPTree(t, gp)
 			var told []string
 			defer tr.Subscribe(func(ev Event) { told = append(told, ev.Op.String()+" "+ev.Name) })()
-			src := &blockingSource{entered: make(chan struct{}), release: make(chan struct{})}
-			n := must(tr.AddAttr(tr.Root(), "slow", 0o444, src))(t)
-			f := must(tr.Open(n, os.O_RDONLY, RootCred))(t)
-			defer f.Release()
-			readDone := make(chan error, 1)
-			go func() { _, err := f.Read(make([]byte, 64), 0); readDone <- err }()
-			<-src.entered
-			removed := make(chan error, 1)
-			go func() { removed <- tr.Remove(context.Background(), n) }()
+			b := startBlockedRemoval(t, tr)
 			if gp == GPDeferred {
-				noErr(t, <-removed) // returns at once: the teardown is queued
+				noErr(t, <-b.removed) // returns at once: the teardown is queued
 				if _, err := tr.Lookup(tr.Root(), "slow"); err == nil {
 					t.Fatal("a removed node is still found after deferred Remove returned")
 				}
@@ -46,10 +38,9 @@ func TestTeardownWaitsForReaders(t *testing.T) {
 			if got := tr.Teardowns().Completed; got != 0 {
 				t.Fatalf("teardown completed while a reader was inside Show (completed %d)", got)
 			}
-			close(src.release)
-			noErr(t, <-readDone)
+			b.release(t)
 			if gp != GPDeferred {
-				noErr(t, <-removed)
+				noErr(t, <-b.removed)
 			}
 			tr.Barrier()
 			if st := tr.Teardowns(); st.Completed != 1 || len(told) != 2 || told[1] != "remove slow" {
@@ -98,15 +89,7 @@ func TestRemoveAllIsAllOrNothing(t *testing.T) {
 func TestRemoveDrainsInFlightUsers(t *testing.T) {
 	forEachLock(t, locking.Names, func(t *testing.T, lock string) {
 		tr := newTestTree(t, lock)
-		src := &blockingSource{entered: make(chan struct{}), release: make(chan struct{})}
-		n := must(tr.AddAttr(tr.Root(), "slow", 0o444, src))(t)
-		f := must(tr.Open(n, os.O_RDONLY, RootCred))(t)
-		defer f.Release()
-		readDone := make(chan error, 1)
-		go func() { _, err := f.Read(make([]byte, 64), 0); readDone <- err }()
-		<-src.entered
-		removed := make(chan error, 1)
-		go func() { removed <- tr.Remove(context.Background(), n) }()
+		b := startBlockedRemoval(t, tr)
 		waitDraining(t, tr, 1)
 		if !tr.Strategy().Traits().AcceptsWriters {
 			tr.Seal()
@@ -114,14 +97,43 @@ func TestRemoveDrainsInFlightUsers(t *testing.T) {
 		if got := tr.Teardowns().Completed; got != 0 {
 			t.Fatalf("teardown completed while a reader was inside Show (completed %d)", got)
 		}
-		close(src.release)
-		noErr(t, <-readDone)
-		noErr(t, <-removed)
+		b.release(t)
+		noErr(t, <-b.removed)
 		tr.Barrier()
 		if _, err := tr.Lookup(tr.Root(), "slow"); err == nil || tr.Nodes() != 1 || tr.Teardowns().Completed != 1 {
 			t.Fatalf("after the removal: lookup %v, %d nodes, %+v; want ENOENT, 1 node, 1 teardown", err, tr.Nodes(), tr.Teardowns())
 		}
 	})
+}
+
+// blockedRemoval is a removal of attribute "slow" started while a read of
+// it is inside Show.
+type blockedRemoval struct {
+	src               *blockingSource
+	readDone, removed chan error
+}
+
+// startBlockedRemoval adds "slow" to tr, starts a read that blocks in its
+// Show, then starts removing it. release lets the read finish; the file
+// is released when the test ends.
+func startBlockedRemoval(t *testing.T, tr *Tree) *blockedRemoval {
+	t.Helper()
+	b := &blockedRemoval{src: &blockingSource{entered: make(chan struct{}), release: make(chan struct{})},
+		readDone: make(chan error, 1), removed: make(chan error, 1)}
+	n := must(tr.AddAttr(tr.Root(), "slow", 0o444, b.src))(t)
+	f := must(tr.Open(n, os.O_RDONLY, RootCred))(t)
+	t.Cleanup(f.Release)
+	go func() { _, err := f.Read(make([]byte, 64), 0); b.readDone <- err }()
+	<-b.src.entered
+	go func() { b.removed <- tr.Remove(context.Background(), n) }()
+	return b
+}
+
+// release lets the read finish and checks it.
+func (b *blockedRemoval) release(t *testing.T) {
+	t.Helper()
+	close(b.src.release)
+	noErr(t, <-b.readDone)
 }
 
 // waitDraining polls, with a deadline, until want removed nodes wait for

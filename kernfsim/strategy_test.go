@@ -1,8 +1,6 @@
 package kernfsim
 
 import (
-	"context"
-	"os"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -76,15 +74,7 @@ func checkWalkRouting(t *testing.T, s *fifth) {
 
 func checkRemoveRouting(t *testing.T, s *fifth) {
 	tree := New(s, Options{})
-	src := &blockingSource{entered: make(chan struct{}), release: make(chan struct{})}
-	n := must(tree.AddAttr(tree.Root(), "slow", 0o444, src))(t)
-	f := must(tree.Open(n, os.O_RDONLY, RootCred))(t)
-	defer f.Release()
-	readDone := make(chan error, 1)
-	go func() { _, err := f.Read(make([]byte, 64), 0); readDone <- err }()
-	<-src.entered
-	removed := make(chan error, 1)
-	go func() { removed <- tree.Remove(context.Background(), n) }()
+	b := startBlockedRemoval(t, tree)
 	waitDraining(t, tree, 1)
 	wantNodes := int64(1) // unlinked with the deactivation
 	if s.traits.DrainBeforeUnlink {
@@ -93,9 +83,8 @@ func checkRemoveRouting(t *testing.T, s *fifth) {
 	if got := tree.Nodes(); got != wantNodes {
 		t.Errorf("nodes while the removal drains: got %d, want %d (traits %+v)", got, wantNodes, s.traits)
 	}
-	close(src.release)
-	noErr(t, <-readDone)
-	noErr(t, <-removed)
+	b.release(t)
+	noErr(t, <-b.removed)
 	if tree.Nodes() != 1 {
 		t.Errorf("after the removal: %d nodes, want 1", tree.Nodes())
 	}
