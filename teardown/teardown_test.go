@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/kernfsim/kernfsim/loadgen"
+	"github.com/kernfsim/kernfsim/locking"
 
 	"github.com/kernfsim/kernfsim/kernfsim"
 	"github.com/kernfsim/kernfsim/sysfs"
@@ -113,6 +114,7 @@ func TestTeardownReaders(t *testing.T) {
 
 func TestTeardownConfigErrors(t *testing.T) {
 	mount := loadgen.Target{Kind: loadgen.TargetPath, Dir: "/nonexistent"}
+	readOnly := locking.NamesWhere(func(t locking.Traits) bool { return !t.AcceptsWriters })
 	tiny := loadgen.Target{Kind: loadgen.TargetSim, Tree: sysfs.SynthConfig{CPUs: 4, Sockets: 1, MemBlocks: 4}}
 	limit, _ := loadgen.ThreadLimit()
 	for _, c := range []struct {
@@ -120,7 +122,7 @@ func TestTeardownConfigErrors(t *testing.T) {
 		cfg   Config
 		field string
 	}{
-		{"lock none", Config{Target: loadgen.Target{Kind: loadgen.TargetSim}, Locks: []string{"none"}}, "Lock"},
+		{"lock refusing writers", Config{Target: loadgen.Target{Kind: loadgen.TargetSim}, Locks: readOnly}, "Lock"},
 		{"batch over count", Config{Target: loadgen.Target{Kind: loadgen.TargetSim}, Count: 5, Batch: 6}, "Batch"},
 		{"negative readers", Config{Target: loadgen.Target{Kind: loadgen.TargetSim}, Readers: -1}, "Count"},
 		{"too many attrs", Config{Target: loadgen.Target{Kind: loadgen.TargetSim}, Attrs: 1000}, "Attrs"},
