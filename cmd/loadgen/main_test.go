@@ -62,7 +62,7 @@ var (
 
 // warnings are what a run says of its own figures: they come and go with
 // the machine's load.
-var warnings = regexp.MustCompile(`(?m)^(# )?warning:.*\n|(?s)\nwarnings:\n.*?\(raise --times[^\n]*\n|` +
+var warnings = regexp.MustCompile(`(?m)^(# )?warning:.*\n|(?s)\nwarnings[^\n]*:\n.*?\(raise --times[^\n]*\n|` +
 	`(?m)^\s*"warnings": \[\n(?:.*\n)*?\s*\],\n|!`)
 
 // shape replaces every figure with #, the build and machine with *, and

@@ -197,3 +197,12 @@ func TestSimCostFlag(t *testing.T) {
 		t.Errorf("compare: exit %d, stderr %q: want exit 0 and %q in:\n%s", code, errOut, want, out)
 	}
 }
+
+// Goldens keep the output's shape without the warnings, which come and go
+// with the machine's load.
+func TestShapeDropsWarnings(t *testing.T) {
+	with := "x\n\nwarnings (runs that may mislead; each run's own in --format json):\n  sim op=files threads=1: efficiency\n  (raise --times, or more)\ny e0.50!\n# warning: a\nwarning:      b\n"
+	if got, want := shape(with), shape("x\ny e0.50\n"); got != want {
+		t.Errorf("got %q, want %q", got, want)
+	}
+}
