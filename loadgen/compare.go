@@ -57,6 +57,10 @@ type CompareConfig struct {
 	// SimTimes is Times for sim rows, whose operations are 10-1000 times
 	// cheaper; 0 means 20 x Times.
 	SimTimes int
+	// SysTimes is Times for the path (sys) rows' plain ops, which cost a
+	// few microseconds, 30-100 times less than a FUSE one: at Times each
+	// worker's loop would end within a scheduler tick. 0 means 10 x Times.
+	SysTimes int
 	// HwlocTimes is Times for hwloc and lstopo cells, whose operation is a
 	// whole discovery (sim rows: SimTimes/Times times that); 0 means
 	// DefaultCompareHwlocTimes.
@@ -93,6 +97,7 @@ type CompareResult struct {
 	Threads     []int
 	Times       int
 	SimTimes    int
+	SysTimes    int
 	HwlocTimes  int
 	Repeats     int
 	CPUs        int
@@ -264,6 +269,9 @@ func (c CompareConfig) withDefaults() CompareConfig {
 	if c.SimTimes == 0 {
 		c.SimTimes = 20 * c.Times
 	}
+	if c.SysTimes == 0 {
+		c.SysTimes = 10 * c.Times
+	}
 	if c.HwlocTimes == 0 {
 		c.HwlocTimes = DefaultCompareHwlocTimes
 	}
@@ -282,7 +290,7 @@ func (c CompareConfig) validate() error {
 		return BadConfig("Rows", "name at least one target", "nothing to compare")
 	case c.SimCost < 0 || c.SimCost > time.Second:
 		return BadConfig("SimCost", "give the kernel's work per operation, 0 to a few microseconds", "%v", c.SimCost)
-	case c.Times <= 0 || c.SimTimes <= 0 || c.HwlocTimes <= 0 || c.Repeats <= 0:
+	case c.Times <= 0 || c.SimTimes <= 0 || c.SysTimes <= 0 || c.HwlocTimes <= 0 || c.Repeats <= 0:
 		return BadConfig("Times", "give positive numbers", "times %d, sim times %d, hwloc times %d, repeats %d",
 			c.Times, c.SimTimes, c.HwlocTimes, c.Repeats)
 	}
@@ -326,7 +334,7 @@ func Compare(ctx context.Context, cc CompareConfig) (res CompareResult, err erro
 	if err := cc.validate(); err != nil {
 		return CompareResult{}, err
 	}
-	res = CompareResult{Provenance: CaptureProvenance(cc.Args), Ops: cc.Ops, Threads: cc.Threads, Times: cc.Times, SimTimes: cc.SimTimes,
+	res = CompareResult{Provenance: CaptureProvenance(cc.Args), Ops: cc.Ops, Threads: cc.Threads, Times: cc.Times, SimTimes: cc.SimTimes, SysTimes: cc.SysTimes,
 		HwlocTimes: cc.HwlocTimes, Repeats: cc.Repeats,
 		CPUs: len(AllowedCPUs()), Pinned: !cc.NoPin, Rows: slices.Clone(cc.Rows)}
 	stop, err := startServers(ctx, res.Rows, cc.Server)
@@ -446,7 +454,7 @@ func runCell(ctx context.Context, cc CompareConfig, c *Cell, res *CompareResult)
 // is coldplugFiles lookups, so its cells do that many times fewer, and
 // cost what a files cell does. Sim rows do SimTimes/Times times more
 // discoveries than HwlocTimes: one takes ~0.3 ms in process, less than a
-// scheduler tick.
+// scheduler tick. Path rows do SysTimes of a plain op.
 func (cc CompareConfig) times(c *Cell) int {
 	sim := c.Row.Target.Kind == TargetSim
 	switch {
@@ -460,6 +468,8 @@ func (cc CompareConfig) times(c *Cell) int {
 		return max(1, cc.Times/coldplugFiles)
 	case sim:
 		return cc.SimTimes
+	case c.Row.Target.Kind == TargetPath:
+		return cc.SysTimes
 	}
 	return cc.Times
 }

@@ -206,3 +206,27 @@ func TestCompareWarningsSummary(t *testing.T) {
 		t.Errorf("want one line %q and a flagged cell:\n%s", want, b.String())
 	}
 }
+
+// The sys rows' plain ops run SysTimes (default 10 x Times): /sys is fast
+// enough that Times would end each worker's loop within a tick.
+func TestSysTimes(t *testing.T) {
+	cc := CompareConfig{Times: 500}.withDefaults()
+	sys := Row{Target: Target{Kind: TargetPath, Dir: "/sys"}}
+	for _, tc := range []struct {
+		row  Row
+		op   string
+		want int
+	}{{sys, "files", 5000}, {sys, "missing", 5000}, {sys, "hwloc", cc.HwlocTimes}, {sys, "coldplug", 100},
+		{Row{Target: Target{Kind: TargetKernfsim}}, "files", 500}, {Row{Target: Target{Kind: TargetSim}}, "files", 10000}} {
+		if got := cc.times(&Cell{Row: tc.row, Op: tc.op}); got != tc.want {
+			t.Errorf("%s %s: %d ops per worker, want %d", tc.row.Label(), tc.op, got, tc.want)
+		}
+	}
+	r := compareFixture()
+	r.SysTimes = 20000
+	var b bytes.Buffer
+	WriteCompareTable(&b, r)
+	if !strings.Contains(b.String(), "(sim: 20000, sys: 20000)") {
+		t.Errorf("header lacks the sys rows' ops:\n%.200s", b.String())
+	}
+}

@@ -31,7 +31,7 @@ func ReadCompareJSON(r io.Reader) (CompareResult, error) {
 		return CompareResult{}, fmt.Errorf("a %s document that does not parse: %w", SchemaCompare, err)
 	}
 	res := CompareResult{Provenance: j.Provenance.ToProvenance(), Ops: j.Ops, Threads: j.Threads, Times: j.Times,
-		SimTimes: j.SimTimes, HwlocTimes: j.HwlocTimes, Repeats: j.Repeats, CPUs: j.CPUs, Pinned: j.Pinned,
+		SimTimes: j.SimTimes, SysTimes: j.SysTimes, HwlocTimes: j.HwlocTimes, Repeats: j.Repeats, CPUs: j.CPUs, Pinned: j.Pinned,
 		Elapsed: time.Duration(j.ElapsedNs), Interrupted: j.Interrupted, Notes: j.Notes}
 	for op, ns := range j.SimCostsNs {
 		if res.SimCosts == nil {

@@ -93,11 +93,14 @@ func (r CompareResult) cellTarget(c Cell) Target {
 
 // workPerRun says how many operations each worker of a run does.
 func workPerRun(r CompareResult) string {
-	cc := CompareConfig{Times: r.Times, SimTimes: r.SimTimes, HwlocTimes: r.HwlocTimes}
+	cc := CompareConfig{Times: r.Times, SimTimes: r.SimTimes, SysTimes: r.SysTimes, HwlocTimes: r.HwlocTimes}
 	if !slices.ContainsFunc(r.Ops, func(op string) bool { return !fieldOp(op) }) {
 		return fmt.Sprintf("%d discoveries per worker (sim: %d)", r.HwlocTimes, cc.simHwlocTimes())
 	}
 	s := fmt.Sprintf("%d ops per worker (sim: %d", r.Times, r.SimTimes)
+	if r.SysTimes > 0 && slices.ContainsFunc(r.Rows, func(row Row) bool { return row.Target.Kind == TargetPath }) {
+		s += fmt.Sprintf(", sys: %d", r.SysTimes)
+	}
 	if slices.Contains(r.Ops, string(OpColdplug)) {
 		s += fmt.Sprintf("; coldplug: a %dth of that", coldplugFiles)
 	}
@@ -230,6 +233,7 @@ type JSONCompare struct {
 	Threads     []int          `json:"threads"`
 	Times       int            `json:"times"`
 	SimTimes    int            `json:"sim_times"`
+	SysTimes    int            `json:"sys_times,omitempty"`   // per worker in the path rows' plain ops
 	HwlocTimes  int            `json:"hwloc_times,omitempty"` // per worker in hwloc and lstopo cells
 	Repeats     int            `json:"repeats"`
 	CPUs        int            `json:"cpus"`
@@ -291,7 +295,7 @@ type JSONCellRun struct {
 
 // WriteCompareJSON writes r as one indented JSON document (JSONCompare).
 func WriteCompareJSON(w io.Writer, r CompareResult) error {
-	j := JSONCompare{Schema: SchemaCompare, Provenance: jsonProvenance(r.Provenance), Ops: r.Ops, Threads: r.Threads, Times: r.Times, SimTimes: r.SimTimes,
+	j := JSONCompare{Schema: SchemaCompare, Provenance: jsonProvenance(r.Provenance), Ops: r.Ops, Threads: r.Threads, Times: r.Times, SimTimes: r.SimTimes, SysTimes: r.SysTimes,
 		HwlocTimes: r.HwlocTimes, Repeats: r.Repeats, CPUs: r.CPUs, Pinned: r.Pinned, ElapsedNs: int64(r.Elapsed),
 		Interrupted: r.Interrupted, Notes: r.Notes, SimMode: r.SimMode(), Cells: []JSONCell{}}
 	for op, cost := range r.SimCosts {

@@ -23,6 +23,7 @@ type compareFlags struct {
 	threads    []int
 	times      int
 	simTimes   int
+	sysTimes   int
 	hwlocTimes int
 	repeats    int
 	ops        []string
@@ -73,6 +74,7 @@ at once).`,
 	fs.IntSliceVar(&f.threads, "threads", nil, "thread counts (default 1, ncpus, 4 x ncpus, 48)")
 	fs.IntVar(&f.times, "times", loadgen.DefaultCompareTimes, "operations per worker in each run")
 	fs.IntVar(&f.simTimes, "sim-times", 0, "operations per worker in each sim run (default 20 x --times: sim operations are 10-50 times cheaper)")
+	fs.IntVar(&f.sysTimes, "sys-times", 0, "operations per worker in each sys run of files, missing and the like (default 10 x --times: /sys is 30-100 times faster than FUSE)")
 	fs.IntVar(&f.hwlocTimes, "hwloc-times", loadgen.DefaultCompareHwlocTimes, "discoveries per worker in hwloc and lstopo runs (an MPI rank does one)")
 	fs.IntVar(&f.repeats, "repeats", loadgen.DefaultCompareRepeats, "runs of each configuration (the table shows medians)")
 	fs.StringSliceVar(&f.ops, "ops", loadgen.DefaultCompareOps, "ops: files, missing, stat-missing, or an operation ("+opList()+")")
@@ -94,7 +96,7 @@ at once).`,
 // config turns the flags into a loadgen.CompareConfig; notes are rows
 // skipped, for stderr.
 func (f *compareFlags) config(cmd *cobra.Command) (cc loadgen.CompareConfig, notes []string, err error) {
-	if err := positive(cmd.Flags(), "times", "sim-times", "hwloc-times", "repeats"); err != nil {
+	if err := positive(cmd.Flags(), "times", "sim-times", "sys-times", "hwloc-times", "repeats"); err != nil {
 		return cc, nil, err
 	}
 	if f.sim {
@@ -129,6 +131,7 @@ func (f *compareFlags) config(cmd *cobra.Command) (cc loadgen.CompareConfig, not
 		}
 	}
 	cc.Ops, cc.Threads, cc.Times, cc.SimTimes, cc.Repeats, cc.NoPin = f.ops, f.threads, f.times, f.simTimes, f.repeats, !f.pin
+	cc.SysTimes = f.sysTimes
 	cc.HwlocTimes, cc.Args = f.hwlocTimes, commandLine(cmd)
 	if err := f.simCost.check(cmd, slices.Contains(f.targets, "sim")); err != nil {
 		return cc, nil, err
