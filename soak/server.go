@@ -1,0 +1,221 @@
+package soak
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"math"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/kernfsim/kernfsim/client"
+	"github.com/kernfsim/kernfsim/kernfsim"
+	"github.com/kernfsim/kernfsim/loadgen"
+)
+
+// soakServer is the kernfsim server a mode soaks: one Soak started, or
+// the one behind Config.Dir.
+type soakServer struct {
+	srv      *loadgen.Server // nil for Config.Dir
+	t        *loadgen.Dir
+	pid      int
+	lockName string // from the stats file
+}
+
+func openSoakServer(ctx context.Context, c Config, lock string) (p *soakServer, err error) {
+	p = &soakServer{pid: c.ServerPID}
+	dir := c.Dir
+	if dir == "" {
+		sc := *c.Server
+		sc.Lock = lock
+		if p.srv, err = loadgen.StartServer(ctx, sc); err != nil {
+			return nil, err
+		}
+		dir, p.pid = p.srv.Mountpoint(), p.srv.Pid()
+	}
+	p.t, err = loadgen.OpenDir(dir)
+	if err == nil {
+		p.lockName, err = p.lock()
+	}
+	if err != nil {
+		return nil, errors.Join(err, p.close())
+	}
+	return p, nil
+}
+
+func (p *soakServer) close() error {
+	if p.srv == nil {
+		return nil
+	}
+	return p.srv.Close()
+}
+
+// stats reads the mount's kernel/kernfsim/stats.
+func (p *soakServer) stats() (client.Stats, error) { return client.ReadStats(p.t.Path("")) }
+
+// lock is the mount's lock strategy, from its stats file.
+func (p *soakServer) lock() (string, error) {
+	s, err := p.stats()
+	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, client.ErrNotStats) || err == nil && !s.Served {
+		return "", loadgen.BadConfig("Dir", "soak a kernfsim mount", "%s is not a kernfsim mount: no server.lock and server.nodeids in kernel/kernfsim/stats", p.t.Path(""))
+	}
+	if err != nil {
+		return "", p.gone(err, nil)
+	}
+	return s.Lock, nil
+}
+
+// level reads the server's counters and its process's RSS and threads.
+func (p *soakServer) level() (ServerLevel, error) {
+	s, err := p.stats()
+	if err != nil {
+		return ServerLevel{}, err
+	}
+	lv, err := p.process()
+	lv.Goroutines, lv.Nodeids, lv.OpenFiles = int64(s.Goroutines), int64(s.Nodeids), int64(s.OpenFiles)
+	return lv, err
+}
+
+// process reads the server process's RSS and threads (/proc/PID/status).
+func (p *soakServer) process() (ServerLevel, error) {
+	var lv ServerLevel
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(p.pid) + "/status")
+	if err != nil {
+		return lv, fmt.Errorf("the server's process %d: %w", p.pid, err)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		k, v, _ := strings.Cut(line, ":")
+		if f := strings.Fields(v); len(f) > 0 && (k == "VmRSS" || k == "Threads") {
+			n, _ := strconv.ParseInt(f[0], 10, 64)
+			if k == "VmRSS" {
+				lv.RSS = n << 10 // kB
+			} else {
+				lv.Threads = n
+			}
+		}
+	}
+	return lv, nil
+}
+
+// Settling lasts at least soakSettle, and at most soakSettleMax while
+// RSS still falls.
+const (
+	soakSettle    = 2 * time.Second
+	soakSettleMax = 15 * time.Second
+)
+
+// settle reads the server's level from one thread, back to back, until
+// RSS has not fallen for soakSettle/2 (at least soakSettle, at most
+// soakSettleMax), and returns the last reading with the median RSS and
+// the fewest goroutines of the final soakSettle/2. Under load, go-fuse's
+// readers set off bursts of thousands of goroutines (each completed read
+// spawns a reader while none is registered, and those still waiting for
+// reqMu are not counted), whose stacks keep RSS up until the server next
+// collects garbage and scavenges; one client at a time sets off no
+// burst, and the garbage of its reads makes the server collect. What
+// remains is the server's own, comparable between two settles.
+func (p *soakServer) settle(ctx context.Context) (ServerLevel, error) {
+	type reading struct {
+		at time.Duration
+		lv ServerLevel
+	}
+	var rs []reading
+	low, lowAt := int64(math.MaxInt64), time.Duration(0)
+	t0 := time.Now()
+	for d := time.Duration(0); d < soakSettle || d-lowAt < soakSettle/2 && d < soakSettleMax; d = time.Since(t0) {
+		if err := ctx.Err(); err != nil {
+			return ServerLevel{}, err
+		}
+		l, err := p.level()
+		if err != nil {
+			return ServerLevel{}, p.gone(err, nil)
+		}
+		rs = append(rs, reading{d, l})
+		if l.RSS < low-low/100 { // fell by more than 1%
+			low, lowAt = l.RSS, d
+		}
+	}
+	last := rs[len(rs)-1]
+	var rss []int64
+	gs := last.lv.Goroutines
+	for _, r := range rs {
+		if r.at >= last.at-soakSettle/2 {
+			rss, gs = append(rss, r.lv.RSS), min(gs, r.lv.Goroutines)
+		}
+	}
+	slices.Sort(rss)
+	lv := last.lv
+	lv.RSS, lv.Goroutines = rss[len(rss)/2], gs
+	return lv, nil
+}
+
+// dropCaches is where forget asks the kernel to drop dentries and inodes.
+const dropCaches = "/proc/sys/vm/drop_caches"
+
+// forget drops the kernel's dentry and inode caches, so that it FORGETs
+// every nodeid it holds, and returns the nodeid table's size once it
+// equals want or, with want < 0, once it holds still for 300 ms; after
+// 10 s, the size then.
+func (p *soakServer) forget(ctx context.Context, want int64) (int64, error) {
+	var n, prev int64 = -1, -1
+	for deadline, still := time.Now().Add(10*time.Second), 0; time.Now().Before(deadline); {
+		if err := os.WriteFile(dropCaches, []byte("2\n"), 0); err != nil {
+			return 0, fmt.Errorf("the nodeid-table check needs the kernel to forget (run as root): %w", err)
+		}
+		for range 3 {
+			if err := sleepCtx(ctx, 100*time.Millisecond); err != nil {
+				return n, err
+			}
+			lv, err := p.level()
+			if err != nil {
+				return n, p.gone(err, nil)
+			}
+			prev, n = n, lv.Nodeids
+			if n == prev {
+				still++
+			} else {
+				still = 0
+			}
+			if n == want || (want < 0 && still >= 3) {
+				return n, nil
+			}
+		}
+	}
+	return n, nil
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+// gone explains err from the mount or the server's process: a server
+// Soak started that died, or a mount whose server went away (with the
+// way to recover it); tally has the failures so far.
+func (p *soakServer) gone(err error, tally loadgen.ErrorTally) error {
+	dead := kernfsim.Errno(err) == syscall.ENOTCONN || !p.alive()
+	switch {
+	case p.srv != nil && (dead || p.srv.Exited()):
+		status := "its mount stopped answering"
+		if exit, ok := p.srv.ExitStatus(2 * time.Second); ok {
+			status = fmt.Sprint(exit)
+		}
+		return fmt.Errorf("the kernfsim server died during the soak (%s): %s", status, p.srv.Stderr())
+	case p.srv == nil && dead:
+		return loadgen.ServerGone(p.t.Path(""), tally)
+	}
+	return err
+}
+
+func (p *soakServer) alive() bool { return p.pid <= 0 || syscall.Kill(p.pid, 0) == nil }
