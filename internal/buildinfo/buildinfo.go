@@ -57,9 +57,10 @@ func (i Info) withDefaults() Info {
 }
 
 // String is the build in one line: "v1.2.3 (rev 0123abcd4567, go1.26.0)";
-// a build without VCS stamping (go run, -buildvcs=false) says so.
+// a build without VCS stamping (go run, -buildvcs=false) says so and how
+// to get one.
 func (i Info) String() string {
-	rev := "revision unknown: built without VCS stamping"
+	rev := "revision unknown: not stamped (go build or go run -buildvcs=true stamps it)"
 	if i.Revision != "" {
 		rev = "rev " + i.Revision
 	}
