@@ -212,8 +212,8 @@ func (t Target) Setup() string {
 	return s
 }
 
-// writeProvenance writes p as summary lines, each label padded to width.
-func writeProvenance(ew *textout.Writer, p Provenance, width int) {
+// WriteProvenance writes p as summary lines, each label padded to width.
+func WriteProvenance(ew *textout.Writer, p Provenance, width int) {
 	ew.Printf("%-*s %s %s\n", width, "program:", p.Program, p.Build())
 	ew.Printf("%-*s %s\n", width, "machine:", p.Machine())
 	if len(p.Args) > 0 {

@@ -34,7 +34,7 @@ const benchPkg = "github.com/kernfsim/kernfsim/loadgen"
 // printed as go test prints them.
 func WriteBench(w io.Writer, r Result) error {
 	ew := textout.NewWriter(w)
-	writeBenchHeader(ew, r.Provenance)
+	WriteBenchProvenance(ew, r.Provenance)
 	ew.Printf("# setup: %s\n", r.Target.Describe())
 	for _, warn := range r.Warnings() {
 		ew.Printf("# warning: %s\n", warn)
@@ -45,9 +45,9 @@ func WriteBench(w io.Writer, r Result) error {
 	return ew.Err()
 }
 
-// writeBenchHeader writes go test's header, then the provenance as
+// WriteBenchProvenance writes go test's header, then the provenance as
 // comment lines.
-func writeBenchHeader(ew *textout.Writer, p Provenance) {
+func WriteBenchProvenance(ew *textout.Writer, p Provenance) {
 	ew.Printf("goos: %s\ngoarch: %s\npkg: %s\ncpu: %s\n", runtime.GOOS, runtime.GOARCH, benchPkg, p.CPUModel)
 	ew.Printf("# %s %s\n# machine: %s\n", p.Program, p.Build(), p.Machine())
 	if len(p.Args) > 0 {
@@ -55,7 +55,8 @@ func writeBenchHeader(ew *textout.Writer, p Provenance) {
 	}
 }
 
-// WriteBenchHeader is go test's header for the teardown reports.
+// WriteBenchHeader is go test's header alone, for reports without a
+// Provenance (the kernel probes).
 func WriteBenchHeader(w io.Writer) error {
 	_, err := fmt.Fprintf(w, "goos: %s\ngoarch: %s\npkg: %s\ncpu: %s\n", runtime.GOOS, runtime.GOARCH, benchPkg, cpuModel())
 	return err

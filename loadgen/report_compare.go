@@ -24,7 +24,7 @@ func WriteCompareTable(w io.Writer, r CompareResult) error {
 	}
 	ew.Printf("loadgen compare: median per-op of %d runs x %s, %d CPUs, workers %s, %s\n",
 		r.Repeats, workPerRun(r), r.CPUs, pin, r.Elapsed.Round(1e8))
-	writeProvenance(ew, r.Provenance, 8)
+	WriteProvenance(ew, r.Provenance, 8)
 	for _, s := range compareSetups(r) {
 		ew.Printf("%-8s %s\n", "setup:", s)
 	}
@@ -295,7 +295,7 @@ type JSONCellRun struct {
 
 // WriteCompareJSON writes r as one indented JSON document (JSONCompare).
 func WriteCompareJSON(w io.Writer, r CompareResult) error {
-	j := JSONCompare{Schema: SchemaCompare, Provenance: jsonProvenance(r.Provenance), Ops: r.Ops, Threads: r.Threads, Times: r.Times, SimTimes: r.SimTimes, SysTimes: r.SysTimes,
+	j := JSONCompare{Schema: SchemaCompare, Provenance: JSONProvenanceOf(r.Provenance), Ops: r.Ops, Threads: r.Threads, Times: r.Times, SimTimes: r.SimTimes, SysTimes: r.SysTimes,
 		HwlocTimes: r.HwlocTimes, Repeats: r.Repeats, CPUs: r.CPUs, Pinned: r.Pinned, ElapsedNs: int64(r.Elapsed),
 		Interrupted: r.Interrupted, Notes: r.Notes, SimMode: r.SimMode(), Cells: []JSONCell{}}
 	for op, cost := range r.SimCosts {
@@ -346,7 +346,7 @@ func jsonSpread(s Spread) JSONSpread {
 // strategies side by side.
 func WriteCompareBench(w io.Writer, r CompareResult) error {
 	ew := textout.NewWriter(w)
-	writeBenchHeader(ew, r.Provenance)
+	WriteBenchProvenance(ew, r.Provenance)
 	for _, s := range compareSetups(r) {
 		ew.Printf("# setup: %s\n", s)
 	}

@@ -57,7 +57,8 @@ type JSONProvenance struct {
 	Start      string   `json:"start"` // RFC 3339
 }
 
-func jsonProvenance(p Provenance) JSONProvenance {
+// JSONProvenanceOf is p's JSON form.
+func JSONProvenanceOf(p Provenance) JSONProvenance {
 	j := JSONProvenance{Program: p.Program, Version: p.Version, Revision: p.Revision, GoVersion: p.GoVersion,
 		Kernel: p.Kernel, CPUModel: p.CPUModel, OnlineCPUs: p.OnlineCPUs, GOMAXPROCS: p.GOMAXPROCS, Args: p.Args}
 	if j.Args == nil {
@@ -188,7 +189,7 @@ func WriteJSON(w io.Writer, r Result) error {
 
 // ToJSON converts r to its JSON form.
 func ToJSON(r Result) JSONRun {
-	j := JSONRun{Schema: SchemaRun, Provenance: jsonProvenance(r.Provenance), Warnings: r.Warnings(), Target: JSONTargetOf(r.Target), Op: string(r.Op), Missing: r.Missing,
+	j := JSONRun{Schema: SchemaRun, Provenance: JSONProvenanceOf(r.Provenance), Warnings: r.Warnings(), Target: JSONTargetOf(r.Target), Op: string(r.Op), Missing: r.Missing,
 		Threads: r.Threads, Times: r.Times, CPUs: r.CPUs, Pinned: r.Pinned, Procs: r.Procs,
 		BufSize: r.BufSize, Files: r.Files, FilesPerOp: r.FilesPerOp, ClockCostNs: r.ClockCostNs,
 		Single: jsonPhase(r.Single), Concur: jsonPhase(r.Concur), Ratio: r.Ratio(),

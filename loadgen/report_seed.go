@@ -89,7 +89,7 @@ func WriteSummary(w io.Writer, r Result) error {
 		ew.Printf("warning:      %s\n", w)
 	}
 	ew.Printf("setup:        %s\n", r.Target.Describe())
-	writeProvenance(ew, r.Provenance, 13)
+	WriteProvenance(ew, r.Provenance, 13)
 	return ew.Err()
 }
 

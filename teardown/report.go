@@ -52,6 +52,8 @@ func Write(w io.Writer, r Result) error {
 	for _, ref := range loadgen.TeardownReferences {
 		ew.Printf("reference: %s\n", ref)
 	}
+	ew.Printf("%-9s %s\n", "setup:", r.Target.Describe())
+	loadgen.WriteProvenance(ew, r.Provenance, 9)
 	return ew.Err()
 }
 
@@ -100,13 +102,13 @@ func teardownFindings(r Result) []string {
 		}
 		out = append(out, s)
 	case r.Batch == 1 && okN && okX && x.Total > 0:
-		out = append(out, fmt.Sprintf("normal/expedited: total %.0fx (issue target >= 100x; seed 000: 100 s / 0.6 s = 167x)",
+		out = append(out, fmt.Sprintf("normal/expedited: total %.0fx (target >= 100x; seed 000: 100 s / 0.6 s = 167x)",
 			float64(n.Total)/float64(x.Total)))
 	}
 	if okD && r.Batch == 1 {
 		target := ""
 		if r.Target.Kind == loadgen.TargetSim {
-			target = " (issue target in process: <= 2us per removal)"
+			target = " (target in process: <= 2us per removal)"
 		}
 		out = append(out, fmt.Sprintf("deferred: caller mean %s per call%s; every teardown completed %s after the storm began",
 			textout.Dur(d.Caller.Mean), target, textout.Dur(d.UntilComplete)))
@@ -126,19 +128,20 @@ const Schema = "kernfsim-loadgen-teardown/1"
 // JSONResult is the JSON form of a Result: one run object per
 // (lock, gp). Durations are integer nanoseconds (_ns).
 type JSONResult struct {
-	Schema         string              `json:"schema"`
-	Target         loadgen.JSONTarget  `json:"target"`
-	Count          int                 `json:"count"`
-	Batch          int                 `json:"batch"`
-	Readers        int                 `json:"readers"`
-	Attrs          int                 `json:"attrs"`
-	CPUs           int                 `json:"cpus"`
-	GPTickNs       int64               `json:"gp_tick_ns"`
-	ExpediteCostNs int64               `json:"expedite_cost_ns"`
-	RCUNormal      bool                `json:"rcu_normal"`
-	Runs           []JSONStorm         `json:"runs"`
-	References     []loadgen.Reference `json:"references"`
-	Interrupted    bool                `json:"interrupted"`
+	Schema         string                 `json:"schema"`
+	Provenance     loadgen.JSONProvenance `json:"provenance"`
+	Target         loadgen.JSONTarget     `json:"target"`
+	Count          int                    `json:"count"`
+	Batch          int                    `json:"batch"`
+	Readers        int                    `json:"readers"`
+	Attrs          int                    `json:"attrs"`
+	CPUs           int                    `json:"cpus"`
+	GPTickNs       int64                  `json:"gp_tick_ns"`
+	ExpediteCostNs int64                  `json:"expedite_cost_ns"`
+	RCUNormal      bool                   `json:"rcu_normal"`
+	Runs           []JSONStorm            `json:"runs"`
+	References     []loadgen.Reference    `json:"references"`
+	Interrupted    bool                   `json:"interrupted"`
 }
 
 // JSONStorm is a Storm.
@@ -178,7 +181,7 @@ type JSONReaders struct {
 
 // WriteJSON writes r as one indented JSON document.
 func WriteJSON(w io.Writer, r Result) error {
-	j := JSONResult{Schema: Schema, Target: loadgen.JSONTargetOf(r.Target), Count: r.Count, Batch: r.Batch,
+	j := JSONResult{Schema: Schema, Provenance: loadgen.JSONProvenanceOf(r.Provenance), Target: loadgen.JSONTargetOf(r.Target), Count: r.Count, Batch: r.Batch,
 		Readers: r.Readers, Attrs: r.Attrs, CPUs: r.CPUs, GPTickNs: int64(r.Grace.Tick),
 		ExpediteCostNs: int64(r.Grace.ExpediteCost), RCUNormal: r.Grace.ExpeditedIsNormal,
 		Runs: []JSONStorm{}, References: loadgen.TeardownReferences, Interrupted: r.Interrupted}
@@ -218,10 +221,9 @@ const BenchName = "BenchmarkTeardown"
 // The iterations are the calls; ns/op is the caller's mean per call. gp
 // is "na" for mutex and rwsem (a slash would split the key).
 func WriteBench(w io.Writer, r Result) error {
-	if err := loadgen.WriteBenchHeader(w); err != nil {
-		return err
-	}
 	ew := textout.NewWriter(w)
+	loadgen.WriteBenchProvenance(ew, r.Provenance)
+	ew.Printf("# setup: %s\n", r.Target.Describe())
 	for _, run := range r.Runs {
 		gp := strings.ReplaceAll(run.GP, "/", "")
 		c := run.Caller

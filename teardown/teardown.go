@@ -71,6 +71,8 @@ type Config struct {
 	// Progress, if not nil, is called about five times a second while a
 	// storm creates or removes devices.
 	Progress func(Progress)
+	// Args is the command line, recorded in Result.Provenance.
+	Args []string
 }
 
 // Progress is where a storm stands.
@@ -84,7 +86,8 @@ type Progress struct {
 
 // Result is every storm of a Config, in order.
 type Result struct {
-	Target      loadgen.Target // Dir set for a path target
+	Provenance  loadgen.Provenance // the build, the machine and the command line
+	Target      loadgen.Target     // Dir set for a path target
 	Count       int
 	Batch       int
 	Readers     int
@@ -242,7 +245,7 @@ func tdName(i int) string { return teardownPrefix + strconv.Itoa(i) }
 // it unmounts, so no queued teardown is lost).
 func Run(ctx context.Context, cfg Config) (Result, error) {
 	cfg = cfg.withDefaults()
-	res := Result{Target: cfg.Target, Count: cfg.Count, Batch: cfg.Batch, Readers: cfg.Readers,
+	res := Result{Provenance: loadgen.CaptureProvenance(cfg.Args), Target: cfg.Target, Count: cfg.Count, Batch: cfg.Batch, Readers: cfg.Readers,
 		Attrs: cfg.Attrs, Grace: cfg.Grace, CPUs: len(loadgen.AllowedCPUs())}
 	if err := cfg.validate(); err != nil {
 		return res, err

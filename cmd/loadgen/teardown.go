@@ -122,7 +122,7 @@ func (f *teardownFlags) config(cmd *cobra.Command) (teardown.Config, error) {
 		c.GPs = append(c.GPs, kernfsim.GPPolicy(g))
 	}
 	c.Locks, c.Count, c.Batch, c.Readers, c.Attrs = f.locks, f.count, f.batch, f.readers, f.attrs
-	c.Grace, c.CompleteTimeout = f.grace, f.completeTimeout
+	c.Grace, c.CompleteTimeout, c.Args = f.grace, f.completeTimeout, commandLine(cmd)
 	switch {
 	case f.sim && f.path != "":
 		return c, &cli.UsageError{Err: errors.New("--sim and --path exclude each other: choose one target")}
