@@ -14,6 +14,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/kernfsim/kernfsim/internal/mountinfo"
+	"github.com/kernfsim/kernfsim/fusefs/uring"
 	"github.com/kernfsim/kernfsim/kernfsim"
 )
 
@@ -24,6 +25,8 @@ type MountOptions struct {
 	Force         bool // recover a mountpoint left stale by a killed server
 	MaxBackground int  // kernel's limit of background requests; 0 means 64
 	Debug         bool // log every request (go-fuse's debug output)
+	// Transport is how requests reach the server; "" means TransportAuto.
+	Transport Transport
 }
 
 // UsageError is a problem with what the user asked for (a bad mountpoint,
@@ -40,9 +43,16 @@ func usage(format string, args ...any) error {
 type Mount struct {
 	Server     *Server
 	Mountpoint string
-	fuse       *fuse.Server
-	conn       uint32 // /sys/fs/fuse/connections/<conn>; 0 if unknown
-	done       chan struct{}
+	// Transport is the transport serving requests: TransportDevFuse or
+	// TransportURing, never TransportAuto.
+	Transport Transport
+	// FellBack says why io_uring was asked for (auto) but not used; nil
+	// if it was used or not asked for.
+	FellBack error
+	fuse     *fuse.Server
+	ring     *uring.Transport // nil on /dev/fuse
+	conn     uint32           // /sys/fs/fuse/connections/<conn>
+	done     chan struct{}
 }
 
 // MountTree checks mountpoint, mounts tree on it and serves it in the
@@ -65,14 +75,20 @@ func MountTree(tree *kernfsim.Tree, mountpoint string, opts MountOptions) (*Moun
 		opts.MaxBackground = 64
 	}
 	fs := NewServer(tree, opts.Options)
-	srv, err := fuse.NewServer(fs, mnt, fuseOptions(opts))
-	if err != nil {
+	m := &Mount{Server: fs, Mountpoint: mnt, done: make(chan struct{})}
+	if err := m.mount(opts); err != nil {
 		fs.Close()
-		return nil, mountRefused(mnt, err)
+		return nil, err
 	}
-	m := &Mount{Server: fs, Mountpoint: mnt, fuse: srv, done: make(chan struct{})}
-	go func() { srv.Serve(); close(m.done) }()
-	if err := srv.WaitMount(); err != nil {
+	fs.setTransport(m.Transport, m.ring)
+	go func() {
+		m.fuse.Serve()
+		if m.ring != nil {
+			<-m.ring.Done()
+		}
+		close(m.done)
+	}()
+	if err := m.fuse.WaitMount(); err != nil {
 		m.Unmount()
 		return nil, fmt.Errorf("mount %s: %w", mnt, err)
 	}
@@ -83,9 +99,52 @@ func MountTree(tree *kernfsim.Tree, mountpoint string, opts MountOptions) (*Moun
 	return m, nil
 }
 
+// mount mounts over the transport opts asks for and sets m's fuse,
+// ring, Transport and FellBack.
+func (m *Mount) mount(opts MountOptions) error {
+	want := opts.Transport
+	if want == "" {
+		want = TransportAuto
+	}
+	why := error(nil)
+	if want != TransportDevFuse {
+		why = uringUnavailable()
+	}
+	if want == TransportURing && why != nil {
+		return usage("--transport uring: %v; or use --transport devfuse", why)
+	}
+	if want == TransportDevFuse || why != nil {
+		srv, err := fuse.NewServer(m.Server, m.Mountpoint, fuseOptions(opts))
+		if err != nil {
+			return mountRefused(m.Mountpoint, err)
+		}
+		m.fuse, m.Transport, m.FellBack = srv, TransportDevFuse, why
+		return nil
+	}
+	srv, ring, fellBack, err := mountURing(m.Server, m.Mountpoint, opts, want == TransportURing, m.fatal)
+	if err != nil {
+		return err
+	}
+	m.fuse, m.ring, m.FellBack, m.Transport = srv, ring, fellBack, TransportURing
+	if fellBack != nil {
+		m.Transport = TransportDevFuse
+	}
+	return nil
+}
+
+// fatal is called when a queue's ring fails while serving: that CPU's
+// requests can no longer be answered, so the connection is aborted and
+// every client gets ENOTCONN rather than a hang.
+func (m *Mount) fatal(err error) {
+	fmt.Fprintf(os.Stderr, "kernfsim: io_uring queue failed, aborting the FUSE connection: %v\n", err)
+	if err := m.abortFusectl(err); err != nil {
+		fmt.Fprintf(os.Stderr, "kernfsim: %v\n", err)
+	}
+}
+
 func fuseOptions(o MountOptions) *fuse.MountOptions {
 	mo := &fuse.MountOptions{
-		FsName: "kernfsim", Name: "kernfsim",
+		FsName: "kernfsim", Name: "kernfsim", MaxWrite: maxWrite,
 		DirectMount: true, DisableXAttrs: true, DisableReadDirPlus: true,
 		MaxBackground: o.MaxBackground, AllowOther: o.AllowOther, Debug: o.Debug,
 	}
@@ -94,6 +153,11 @@ func fuseOptions(o MountOptions) *fuse.MountOptions {
 	}
 	return mo
 }
+
+// maxWrite is the largest WRITE (and, as max_read, READ) the kernel sends:
+// go-fuse's default, given explicitly because it also sizes each io_uring
+// entry's payload.
+const maxWrite = 128 << 10
 
 // Done is closed when the server has stopped serving.
 func (m *Mount) Done() <-chan struct{} { return m.done }
@@ -123,6 +187,9 @@ func (m *Mount) Unmount() error {
 	case <-m.done:
 		return nil
 	case <-time.After(2 * time.Second):
+	}
+	if m.ring != nil {
+		m.ring.Stop() // no thread outlives the mount, whatever the kernel still holds
 	}
 	if abortErr != nil {
 		return fmt.Errorf("unmount %s: %v; the server did not stop within 2 s, and the connection ends when this process exits", m.Mountpoint, abortErr)

@@ -26,6 +26,7 @@ import (
 
 	"github.com/hanwen/go-fuse/v2/fuse"
 
+	"github.com/kernfsim/kernfsim/fusefs/uring"
 	"github.com/kernfsim/kernfsim/kernfsim"
 	"github.com/kernfsim/kernfsim/locking"
 )
@@ -64,6 +65,17 @@ type Server struct {
 
 	fuse        atomic.Pointer[fuse.Server] // set by Init
 	unsubscribe func()                      // immutable
+	transport   atomic.Pointer[transportInfo]
+}
+
+// transportInfo is what the stats file says of the transport.
+type transportInfo struct {
+	name Transport
+	ring *uring.Transport // nil on /dev/fuse
+}
+
+func (s *Server) setTransport(name Transport, ring *uring.Transport) {
+	s.transport.Store(&transportInfo{name: name, ring: ring})
 }
 
 var _ fuse.RawFileSystem = (*Server)(nil)

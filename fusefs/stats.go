@@ -100,6 +100,16 @@ func (f *StatsFile) Show(_ context.Context, buf *bytes.Buffer) error {
 		line("server.nodeids", s.Nodeids())
 		line("server.open_files", s.OpenFiles())
 		line("server.goroutines", runtime.NumGoroutine())
+		if ti := s.transport.Load(); ti != nil {
+			line("server.transport", ti.name)
+			if ti.ring != nil {
+				line("transport.queues", ti.ring.Queues())
+				line("transport.depth", ti.ring.Depth())
+				for q, n := range ti.ring.Served() {
+					line(fmt.Sprintf("transport.queue%d.requests", q), n)
+				}
+			}
+		}
 		for i, n := range s.stats.Requests() {
 			line("requests."+Opcodes[i], n)
 		}

@@ -32,6 +32,7 @@ type flags struct {
 	entry, attr time.Duration
 	negative    time.Duration
 	perms       string
+	transport   string
 	force       bool
 	allowOther  bool
 	debug       bool
@@ -68,6 +69,7 @@ stale is served.`,
 	fl.DurationVar(&f.attr, "attr-timeout", 0, "how long the kernel may cache attributes")
 	fl.DurationVar(&f.negative, "negative-timeout", 0, "how long the kernel may cache a missing name (0: never)")
 	fl.StringVar(&f.perms, "permissions", "kernel", "who checks permissions: kernel, mounting with default_permissions, or server")
+	fl.StringVar(&f.transport, "transport", "auto", "how requests reach the server: auto (io_uring where the kernel offers it), devfuse, or uring (per-CPU FUSE-over-io_uring queues, Linux 6.14+)")
 	fl.BoolVar(&f.force, "force", false, "recover a mountpoint left stale by a killed server")
 	fl.BoolVar(&f.allowOther, "allow-other", false, "let users other than the mounter in")
 	fl.BoolVar(&f.debug, "debug", false, "log every FUSE request")
@@ -99,14 +101,16 @@ func (f *flags) options() (fusefs.MountOptions, error) {
 	if f.perms != string(fusefs.PermKernel) && f.perms != string(fusefs.PermServer) {
 		return o, fmt.Errorf("invalid value %q for --permissions: valid values are kernel, server", f.perms)
 	}
+	t, err := fusefs.ParseTransport(f.transport)
+	if err != nil {
+		return o, err
+	}
+	o.Transport = t
 	o.Options = fusefs.Options{EntryTimeout: f.entry, AttrTimeout: f.attr, NegativeTimeout: f.negative, Permissions: fusefs.Permissions(f.perms)}
 	o.Force, o.AllowOther, o.Debug = f.force, f.allowOther, f.debug
 	return o, nil
 }
 
-// transport is the status line's transport= field: go-fuse's /dev/fuse
-// loop, the only one there is so far.
-const transport = "devfuse"
 
 // serve mounts, prints the status line, and waits for ctx or the server's
 // end.
@@ -137,8 +141,11 @@ func serve(ctx context.Context, mountpoint string, f *flags, stdout, stderr io.W
 		return &cli.RuntimeError{Err: err}
 	}
 	stats.Bind(m.Server)
+	if m.FellBack != nil && opts.Transport == fusefs.TransportAuto {
+		fmt.Fprintf(stderr, "kernfsim: serving over /dev/fuse, not io_uring: %v\n", m.FellBack)
+	}
 	fmt.Fprintf(stdout, "kernfsim: serving %s on %s: lock=%s entry-timeout=%v attr-timeout=%v negative-timeout=%v permissions=%s transport=%s\n",
-		f.tree.Describe(), m.Mountpoint, f.tree.LockDetail(), f.entry, f.attr, f.negative, f.perms, transport)
+		f.tree.Describe(), m.Mountpoint, f.tree.LockDetail(), f.entry, f.attr, f.negative, f.perms, m.Transport)
 	select {
 	case <-ctx.Done():
 	case <-m.Done():

@@ -1,0 +1,259 @@
+package uring
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"unsafe"
+
+	"github.com/hanwen/go-fuse/v2/fuse"
+)
+
+// FUSE opcodes (include/uapi/linux/fuse.h) that can reach a ring.
+const (
+	opLookup        = 1
+	opGetattr       = 3
+	opSetattr       = 4
+	opReadlink      = 5
+	opSymlink       = 6
+	opMknod         = 8
+	opMkdir         = 9
+	opUnlink        = 10
+	opRmdir         = 11
+	opRename        = 12
+	opLink          = 13
+	opOpen          = 14
+	opRead          = 15
+	opWrite         = 16
+	opStatfs        = 17
+	opRelease       = 18
+	opFsync         = 20
+	opSetxattr      = 21
+	opGetxattr      = 22
+	opListxattr     = 23
+	opRemovexattr   = 24
+	opFlush         = 25
+	opOpendir       = 27
+	opReaddir       = 28
+	opReleasedir    = 29
+	opFsyncdir      = 30
+	opGetlk         = 31
+	opSetlk         = 32
+	opSetlkw        = 33
+	opAccess        = 34
+	opCreate        = 35
+	opDestroy       = 38
+	opNotifyReply   = 41
+	opFallocate     = 43
+	opRename2       = 45
+	opLseek         = 46
+	opCopyFileRange = 47
+	opTmpfile       = 51
+	opStatx         = 52
+)
+
+// handler decodes ring requests into calls of the same fuse.RawFileSystem
+// methods that go-fuse's /dev/fuse loop calls, and encodes the replies
+// into the entry's payload. Out-structs are zeroed before the method
+// fills them: the payload is reused and stale bytes would become cache
+// timeouts.
+type handler struct {
+	fs     fuse.RawFileSystem
+	xattrs bool // false: answer ENOSYS for xattr opcodes, as go-fuse's DisableXAttrs
+}
+
+// dispatch serves one request and returns how many payload bytes the
+// reply has. A panic in the file system answers EIO and leaves the queue
+// serving.
+func (h *handler) dispatch(in *fuse.InHeader, payload []byte, n int) (out int, st fuse.Status) {
+	defer func() {
+		if r := recover(); r != nil {
+			fmt.Fprintf(os.Stderr, "fuse: panic serving opcode %d on io_uring: %v\n", in.Opcode, r)
+			out, st = 0, fuse.EIO
+		}
+	}()
+	op := unsafe.Pointer(in) // the in-struct starts with the header
+	data := payload[:n]
+	switch in.Opcode {
+	case opLookup:
+		name := cstring(data) // before the reply overwrites it
+		return outStruct(payload, func(o *fuse.EntryOut) fuse.Status { return h.fs.Lookup(nil, in, name, o) })
+	case opGetattr:
+		return outStruct(payload, func(o *fuse.AttrOut) fuse.Status { return h.fs.GetAttr(nil, (*fuse.GetAttrIn)(op), o) })
+	case opSetattr:
+		return outStruct(payload, func(o *fuse.AttrOut) fuse.Status { return h.fs.SetAttr(nil, (*fuse.SetAttrIn)(op), o) })
+	case opReadlink:
+		b, st := h.fs.Readlink(nil, in)
+		return copy(payload, b), st
+	case opOpen:
+		return outStruct(payload, func(o *fuse.OpenOut) fuse.Status { return h.fs.Open(nil, (*fuse.OpenIn)(op), o) })
+	case opOpendir:
+		return outStruct(payload, func(o *fuse.OpenOut) fuse.Status { return h.fs.OpenDir(nil, (*fuse.OpenIn)(op), o) })
+	case opRead:
+		return h.read((*fuse.ReadIn)(op), payload)
+	case opReaddir:
+		r := (*fuse.ReadIn)(op)
+		l := fuse.NewDirEntryList(payload[:min(int(r.Size), len(payload))], r.Offset)
+		st := h.fs.ReadDir(nil, r, l)
+		return inPlace(payload, l.Bytes()), st
+	case opWrite:
+		w, st := h.fs.Write(nil, (*fuse.WriteIn)(op), data)
+		*(*fuse.WriteOut)(unsafe.Pointer(&payload[0])) = fuse.WriteOut{Size: w}
+		return int(unsafe.Sizeof(fuse.WriteOut{})), st
+	case opRelease:
+		h.fs.Release(nil, (*fuse.ReleaseIn)(op))
+		return 0, fuse.OK
+	case opReleasedir:
+		h.fs.ReleaseDir((*fuse.ReleaseIn)(op))
+		return 0, fuse.OK
+	case opAccess:
+		return 0, h.fs.Access(nil, (*fuse.AccessIn)(op))
+	case opStatfs:
+		return outStruct(payload, func(o *fuse.StatfsOut) fuse.Status { return h.fs.StatFs(nil, in, o) })
+	case opFlush:
+		return 0, h.fs.Flush(nil, (*fuse.FlushIn)(op))
+	}
+	return h.rare(in, op, payload, data)
+}
+
+// rare serves the opcodes a sysfs sees seldom or refuses. Names are
+// taken from the payload before the reply overwrites it.
+func (h *handler) rare(in *fuse.InHeader, op unsafe.Pointer, payload, data []byte) (int, fuse.Status) {
+	name := cstring(data)
+	switch in.Opcode {
+	case opMknod:
+		return outStruct(payload, func(o *fuse.EntryOut) fuse.Status { return h.fs.Mknod(nil, (*fuse.MknodIn)(op), name, o) })
+	case opMkdir:
+		return outStruct(payload, func(o *fuse.EntryOut) fuse.Status { return h.fs.Mkdir(nil, (*fuse.MkdirIn)(op), name, o) })
+	case opLink:
+		return outStruct(payload, func(o *fuse.EntryOut) fuse.Status { return h.fs.Link(nil, (*fuse.LinkIn)(op), name, o) })
+	case opSymlink:
+		name, target, ok := cstrings(data)
+		if !ok {
+			return 0, fuse.EIO
+		}
+		return outStruct(payload, func(o *fuse.EntryOut) fuse.Status { return h.fs.Symlink(nil, in, target, name, o) })
+	case opUnlink:
+		return 0, h.fs.Unlink(nil, in, name)
+	case opRmdir:
+		return 0, h.fs.Rmdir(nil, in, name)
+	case opRename, opRename2:
+		from, to, ok := cstrings(data)
+		if !ok {
+			return 0, fuse.EIO
+		}
+		return 0, h.fs.Rename(nil, (*fuse.RenameIn)(op), from, to)
+	case opCreate:
+		return outStruct(payload, func(o *fuse.CreateOut) fuse.Status { return h.fs.Create(nil, (*fuse.CreateIn)(op), name, o) })
+	case opTmpfile:
+		return outStruct(payload, func(o *fuse.CreateOut) fuse.Status { return h.fs.Tmpfile(nil, (*fuse.CreateIn)(op), o) })
+	case opFsync:
+		return 0, h.fs.Fsync(nil, (*fuse.FsyncIn)(op))
+	case opFsyncdir:
+		return 0, h.fs.FsyncDir(nil, (*fuse.FsyncIn)(op))
+	case opGetlk:
+		return outStruct(payload, func(o *fuse.LkOut) fuse.Status { return h.fs.GetLk(nil, (*fuse.LkIn)(op), o) })
+	case opSetlk:
+		return 0, h.fs.SetLk(nil, (*fuse.LkIn)(op))
+	case opSetlkw:
+		return 0, h.fs.SetLkw(nil, (*fuse.LkIn)(op))
+	case opFallocate:
+		return 0, h.fs.Fallocate(nil, (*fuse.FallocateIn)(op))
+	case opLseek:
+		return outStruct(payload, func(o *fuse.LseekOut) fuse.Status { return h.fs.Lseek(nil, (*fuse.LseekIn)(op), o) })
+	case opCopyFileRange:
+		w, st := h.fs.CopyFileRange(nil, (*fuse.CopyFileRangeIn)(op))
+		*(*fuse.WriteOut)(unsafe.Pointer(&payload[0])) = fuse.WriteOut{Size: w}
+		return int(unsafe.Sizeof(fuse.WriteOut{})), st
+	case opStatx:
+		return outStruct(payload, func(o *fuse.StatxOut) fuse.Status { return h.fs.Statx(nil, (*fuse.StatxIn)(op), o) })
+	case opGetxattr, opListxattr, opSetxattr, opRemovexattr:
+		return h.xattr(in, op, payload, data)
+	case opDestroy, opNotifyReply:
+		return 0, fuse.OK
+	}
+	return 0, fuse.ENOSYS
+}
+
+// xattr serves the extended-attribute opcodes as go-fuse does.
+func (h *handler) xattr(in *fuse.InHeader, op unsafe.Pointer, payload, data []byte) (int, fuse.Status) {
+	if !h.xattrs {
+		return 0, fuse.ENOSYS
+	}
+	switch in.Opcode {
+	case opSetxattr:
+		i := bytes.IndexByte(data, 0)
+		if i < 0 {
+			return 0, fuse.EINVAL
+		}
+		return 0, h.fs.SetXAttr(nil, (*fuse.SetXAttrIn)(op), string(data[:i]), data[i+1:])
+	case opRemovexattr:
+		return 0, h.fs.RemoveXAttr(nil, in, cstring(data))
+	}
+	gin := (*fuse.GetXAttrIn)(op)
+	name := cstring(data)
+	dest := make([]byte, gin.Size) // the name lives in the payload the reply overwrites
+	var sz uint32
+	var st fuse.Status
+	if in.Opcode == opGetxattr {
+		sz, st = h.fs.GetXAttr(nil, in, name, dest)
+	} else {
+		sz, st = h.fs.ListXAttr(nil, in, dest)
+	}
+	if gin.Size == 0 && (st == fuse.OK || st == fuse.ERANGE) {
+		*(*fuse.GetXAttrOut)(unsafe.Pointer(&payload[0])) = fuse.GetXAttrOut{Size: sz}
+		return int(unsafe.Sizeof(fuse.GetXAttrOut{})), fuse.OK
+	}
+	return copy(payload, dest[:min(sz, gin.Size)]), st
+}
+
+func (h *handler) read(in *fuse.ReadIn, payload []byte) (int, fuse.Status) {
+	buf := payload[:min(int(in.Size), len(payload))]
+	rr, st := h.fs.Read(nil, in, buf)
+	if rr == nil {
+		return 0, st
+	}
+	defer rr.Done()
+	if st != fuse.OK {
+		return 0, st
+	}
+	b, st := rr.Bytes(buf)
+	return inPlace(payload, b), st
+}
+
+// outStruct zeroes a T at the start of payload, lets fn fill it and
+// returns its size.
+func outStruct[T any](payload []byte, fn func(*T) fuse.Status) (int, fuse.Status) {
+	o := (*T)(unsafe.Pointer(&payload[0]))
+	var zero T
+	*o = zero
+	return int(unsafe.Sizeof(zero)), fn(o)
+}
+
+// inPlace returns len(b) after making sure b's bytes are at the start of
+// payload (a ReadResult may return memory of its own).
+func inPlace(payload, b []byte) int {
+	if len(b) > 0 && &b[0] != &payload[0] {
+		return copy(payload, b)
+	}
+	return len(b)
+}
+
+func cstring(b []byte) string {
+	if i := bytes.IndexByte(b, 0); i >= 0 {
+		b = b[:i]
+	}
+	return string(b)
+}
+
+func cstrings(b []byte) (string, string, bool) {
+	i := bytes.IndexByte(b, 0)
+	if i < 0 {
+		return "", "", false
+	}
+	j := bytes.IndexByte(b[i+1:], 0)
+	if j < 0 {
+		return "", "", false
+	}
+	return string(b[:i]), string(b[i+1 : i+1+j]), true
+}

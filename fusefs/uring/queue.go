@@ -1,0 +1,214 @@
+package uring
+
+import (
+	"errors"
+	"fmt"
+	"runtime"
+	"sync/atomic"
+	"syscall"
+	"unsafe"
+
+	"github.com/hanwen/go-fuse/v2/fuse"
+	"golang.org/x/sys/unix"
+)
+
+const stopTag = ^uint64(0) // user_data of the stop eventfd's poll
+
+// queue is one per-CPU FUSE queue: an io_uring, depth ring entries whose
+// header pages and payloads live in one anonymous mapping outside the Go
+// heap, and the OS thread, pinned to the queue's CPU, that owns them.
+// Every field but served is used by that thread only.
+type queue struct {
+	id      int
+	depth   int
+	payload int // bytes of payload per entry
+	devFD   int
+	handler *handler
+	ring    *ring
+	mem     []byte // depth × (hdrPage + payload); the kernel writes into it
+	stopFD  int    // eventfd, owned by the Transport; a write ends the loop
+	live    int    // entries the kernel has not released
+	stopped bool   // the stop eventfd fired
+	failed  error  // the first REGISTER the kernel refused
+
+	served atomic.Uint64 // requests answered; read by Stats
+	_      [56]byte      // keep served off the next queue's cache line
+}
+
+// setup pins the calling (locked) thread to the queue's CPU and makes the
+// ring and the buffers (after pinning, so that first touch is CPU-local).
+func (q *queue) setup() error {
+	var set unix.CPUSet
+	set.Set(q.id)
+	if err := unix.SchedSetaffinity(0, &set); err != nil {
+		return fmt.Errorf("queue %d: pin to CPU %d: %w", q.id, q.id, err)
+	}
+	var err error
+	if q.ring, err = newRing(uint32(q.depth + 1)); err != nil {
+		return fmt.Errorf("queue %d: %w", q.id, err)
+	}
+	size := q.depth * (hdrPage + q.payload)
+	q.mem, err = unix.Mmap(-1, 0, size, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS|unix.MAP_POPULATE)
+	if err != nil {
+		q.teardown()
+		return fmt.Errorf("queue %d: map %d bytes of ring buffers: %w", q.id, size, err)
+	}
+	return nil
+}
+
+// teardown releases the ring first (the kernel cancels what is still
+// registered on it), then the buffers. The eventfd belongs to the
+// Transport, which closes it once every queue thread has ended.
+func (q *queue) teardown() {
+	if q.ring != nil {
+		q.ring.close()
+		q.ring = nil
+	}
+	if q.mem != nil {
+		unix.Munmap(q.mem)
+		q.mem = nil
+	}
+}
+
+func (q *queue) header(e int) unsafe.Pointer {
+	return unsafe.Pointer(&q.mem[e*(hdrPage+q.payload)])
+}
+
+func (q *queue) payloadOf(e int) []byte {
+	off := e*(hdrPage+q.payload) + hdrPage
+	return q.mem[off : off+q.payload : off+q.payload]
+}
+
+// register hands every entry to the kernel and arms the stop poll. A
+// REGISTER the kernel refuses completes at once with an error, which
+// also makes the kernel fall back to /dev/fuse for the connection.
+func (q *queue) register() error {
+	for e := range q.depth {
+		h := q.header(e)
+		iov := (*[2]unix.Iovec)(unsafe.Add(h, hdrIovecs))
+		p := q.payloadOf(e)
+		iov[0] = unix.Iovec{Base: (*byte)(h), Len: hdrSize}
+		iov[1] = unix.Iovec{Base: &p[0], Len: uint64(len(p))}
+		s := q.cmd(e, cmdRegister)
+		s.addr, s.len = uint64(uintptr(unsafe.Pointer(iov))), 2
+		q.ring.push()
+	}
+	s := q.ring.next()
+	s.opcode, s.fd, s.opFlags, s.userData = opPollAdd, int32(q.stopFD), unix.POLLIN, stopTag
+	q.ring.push()
+	q.live = q.depth
+	for q.ring.pending() > 0 {
+		if err := q.ring.enter(false); err != nil {
+			return fmt.Errorf("queue %d: %w", q.id, err)
+		}
+	}
+	q.ring.reap(q.registered)
+	return q.failed
+}
+
+// registered handles a completion that arrives while registering: a
+// refusal, or already a request (the last queue to register makes the
+// ring ready).
+func (q *queue) registered(ud uint64, res int32) {
+	if res < 0 && ud != stopTag && q.failed == nil {
+		q.live--
+		q.failed = fmt.Errorf("queue %d: FUSE_IO_URING_CMD_REGISTER: %w", q.id, syscall.Errno(-res))
+		return
+	}
+	q.complete(ud, res)
+}
+
+// cmd starts a URING_CMD SQE for entry e.
+func (q *queue) cmd(e int, op uint32) *sqe {
+	s := q.ring.next()
+	s.opcode, s.fd, s.cmdOp, s.userData = opUringCmd, int32(q.devFD), op, uint64(e)
+	(*cmdReq)(unsafe.Pointer(&s.cmd[0])).qid = uint16(q.id)
+	return s
+}
+
+// loop serves requests until the kernel has released every entry (the
+// connection ended) or the stop eventfd fires. Each turn is one
+// io_uring_enter: it commits the replies of the last turn, which also
+// fetches the next requests, and waits for at least one.
+func (q *queue) loop() error {
+	for q.live > 0 && !q.stopped {
+		if err := q.ring.enter(true); err != nil {
+			return fmt.Errorf("queue %d: %w", q.id, err)
+		}
+		q.ring.reap(q.complete)
+	}
+	return nil
+}
+
+// complete handles one CQE: a request to serve, a command to repeat, or
+// the kernel releasing the entry.
+func (q *queue) complete(ud uint64, res int32) {
+	switch {
+	case ud == stopTag:
+		q.stopped = true
+	case res == 0:
+		unique := q.serve(int(ud))
+		q.commit(int(ud), unique)
+	case res == -int32(syscall.EINTR) || res == -int32(syscall.EAGAIN):
+		q.commit(int(ud), (*entInOut)(unsafe.Add(q.header(int(ud)), hdrEntInOut)).commitID)
+	default: // ENOTCONN, ECONNABORTED, ECANCELED: the connection ended
+		q.live--
+	}
+}
+
+// commit sends entry e's reply and fetches its next request.
+func (q *queue) commit(e int, unique uint64) {
+	s := q.cmd(e, cmdCommitAndFetch)
+	(*cmdReq)(unsafe.Pointer(&s.cmd[0])).commitID = unique
+	q.ring.push()
+}
+
+// serve answers the request in entry e in place and returns its unique.
+func (q *queue) serve(e int) uint64 {
+	h := q.header(e)
+	copy(unsafe.Slice((*byte)(unsafe.Add(h, hdrInCopy)), inHeaderSize), unsafe.Slice((*byte)(h), inHeaderSize))
+	in := (*fuse.InHeader)(unsafe.Add(h, hdrInCopy))
+	ent := (*entInOut)(unsafe.Add(h, hdrEntInOut))
+	unique := in.Unique
+	n, st := q.handler.dispatch(in, q.payloadOf(e), int(ent.payloadSz))
+	if st != fuse.OK {
+		n = 0
+	}
+	*(*fuse.OutHeader)(h) = fuse.OutHeader{Length: uint32(outHeaderSize + n), Status: -int32(st), Unique: unique}
+	ent.payloadSz = uint32(n)
+	// The kernel copies only the opcode's own in-struct next time: clear
+	// the rest, so a shorter struct never reads this request's bytes.
+	*(*[hdrEntInOut - hdrOpIn]byte)(unsafe.Add(h, hdrOpIn)) = [hdrEntInOut - hdrOpIn]byte{}
+	q.served.Add(1)
+	return unique
+}
+
+// stop makes the loop return (failure paths and forced teardown).
+func (q *queue) stop() {
+	var one = [8]byte{1}
+	unix.Write(q.stopFD, one[:])
+}
+
+// run is the queue's thread: set up, wait to be told to register, serve
+// until the connection ends, tear down. The goroutine never unlocks its
+// thread, so the thread (and its CPU affinity) ends with it.
+func (q *queue) run(setup chan<- error, register <-chan bool, registered chan<- error, fatal func(error)) {
+	runtime.LockOSThread()
+	if err := q.setup(); err != nil {
+		setup <- err
+		return
+	}
+	setup <- nil
+	if !<-register {
+		q.teardown()
+		return
+	}
+	err := q.register()
+	registered <- err
+	if err == nil || q.live > 0 {
+		if err := q.loop(); err != nil && !errors.Is(err, syscall.EBADF) {
+			fatal(err)
+		}
+	}
+	q.teardown()
+}

@@ -1,0 +1,213 @@
+package uring
+
+import (
+	"fmt"
+	"sync/atomic"
+	"syscall"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// io_uring ABI (include/uapi/linux/io_uring.h). golang.org/x/sys has only
+// the syscall numbers.
+const (
+	setupCQSize    = 1 << 3
+	setupSubmitAll = 1 << 7
+	setupSQE128    = 1 << 10
+
+	featSingleMmap = 1 << 0
+
+	enterGetEvents = 1 << 0
+
+	offSQRing = 0
+	offCQRing = 0x8000000
+	offSQEs   = 0x10000000
+
+	opPollAdd  = 6
+	opUringCmd = 46
+
+	sqeSize = 128 // with setupSQE128
+	cqeSize = 16
+)
+
+// params is struct io_uring_params.
+type params struct {
+	sqEntries, cqEntries, flags, sqThreadCPU, sqThreadIdle, features, wqFd uint32
+	resv                                                                   [3]uint32
+	sqOff                                                                  sqringOffsets
+	cqOff                                                                  cqringOffsets
+}
+
+type sqringOffsets struct {
+	head, tail, ringMask, ringEntries, flags, dropped, array, resv1 uint32
+	userAddr                                                        uint64
+}
+
+type cqringOffsets struct {
+	head, tail, ringMask, ringEntries, overflow, cqes, flags, resv1 uint32
+	userAddr                                                        uint64
+}
+
+// sqe is the first 48 bytes of a 128-byte submission queue entry; the
+// command area follows at byte 48.
+type sqe struct {
+	opcode      uint8
+	flags       uint8
+	ioprio      uint16
+	fd          int32
+	cmdOp       uint32 // off/addr2 for other opcodes
+	pad1        uint32
+	addr        uint64
+	len         uint32
+	opFlags     uint32
+	userData    uint64
+	bufIndex    uint16
+	personality uint16
+	fileIndex   uint32
+	cmd         [80]byte
+}
+
+// cqe is a completion queue entry.
+type cqe struct {
+	userData uint64
+	res      int32
+	flags    uint32
+}
+
+// ring is one io_uring instance: its fd and the three shared mappings.
+// It is used by one thread only (the queue's), so nothing here is locked;
+// the head and tail words shared with the kernel are accessed atomically.
+type ring struct {
+	fd      int
+	sqMap   []byte
+	cqMap   []byte // aliases sqMap with featSingleMmap
+	sqeMap  []byte
+	sqHead  *uint32 // written by the kernel
+	sqTail  *uint32 // written by us
+	sqMask  uint32
+	sqArray unsafe.Pointer
+	cqHead  *uint32 // written by us
+	cqTail  *uint32 // written by the kernel
+	cqMask  uint32
+	cqes    unsafe.Pointer
+	entries uint32
+	single  bool // one mapping holds the SQ and CQ rings
+}
+
+// newRing sets up a ring of entries SQEs (128 bytes each) and twice as
+// many CQEs, and maps it.
+func newRing(entries uint32) (*ring, error) {
+	p := params{flags: setupSQE128 | setupCQSize | setupSubmitAll, cqEntries: 2 * entries}
+	fd, _, errno := unix.Syscall(unix.SYS_IO_URING_SETUP, uintptr(entries), uintptr(unsafe.Pointer(&p)), 0)
+	if errno != 0 {
+		return nil, fmt.Errorf("io_uring_setup: %w", errno)
+	}
+	r := &ring{fd: int(fd), entries: p.sqEntries}
+	if err := r.mmap(&p); err != nil {
+		r.close()
+		return nil, err
+	}
+	return r, nil
+}
+
+func (r *ring) mmap(p *params) error {
+	sqSize := int(p.sqOff.array + p.sqEntries*4)
+	cqSize := int(p.cqOff.cqes + p.cqEntries*cqeSize)
+	r.single = p.features&featSingleMmap != 0
+	if r.single {
+		sqSize = max(sqSize, cqSize)
+	}
+	var err error
+	flags := unix.MAP_SHARED | unix.MAP_POPULATE
+	prot := unix.PROT_READ | unix.PROT_WRITE
+	if r.sqMap, err = unix.Mmap(r.fd, offSQRing, sqSize, prot, flags); err != nil {
+		return fmt.Errorf("mmap io_uring SQ ring: %w", err)
+	}
+	r.cqMap = r.sqMap
+	if !r.single {
+		if r.cqMap, err = unix.Mmap(r.fd, offCQRing, cqSize, prot, flags); err != nil {
+			return fmt.Errorf("mmap io_uring CQ ring: %w", err)
+		}
+	}
+	if r.sqeMap, err = unix.Mmap(r.fd, offSQEs, int(p.sqEntries)*sqeSize, prot, flags); err != nil {
+		return fmt.Errorf("mmap io_uring SQEs: %w", err)
+	}
+	sq, cq := unsafe.Pointer(&r.sqMap[0]), unsafe.Pointer(&r.cqMap[0])
+	r.sqHead = (*uint32)(unsafe.Add(sq, p.sqOff.head))
+	r.sqTail = (*uint32)(unsafe.Add(sq, p.sqOff.tail))
+	r.sqMask = *(*uint32)(unsafe.Add(sq, p.sqOff.ringMask))
+	r.sqArray = unsafe.Add(sq, p.sqOff.array)
+	r.cqHead = (*uint32)(unsafe.Add(cq, p.cqOff.head))
+	r.cqTail = (*uint32)(unsafe.Add(cq, p.cqOff.tail))
+	r.cqMask = *(*uint32)(unsafe.Add(cq, p.cqOff.ringMask))
+	r.cqes = unsafe.Add(cq, p.cqOff.cqes)
+	return nil
+}
+
+// close unmaps the ring and closes its fd; the kernel then cancels every
+// command still pending on it.
+func (r *ring) close() {
+	if r.sqeMap != nil {
+		unix.Munmap(r.sqeMap)
+	}
+	if r.cqMap != nil && !r.single {
+		unix.Munmap(r.cqMap)
+	}
+	if r.sqMap != nil {
+		unix.Munmap(r.sqMap)
+	}
+	r.sqeMap, r.cqMap, r.sqMap = nil, nil, nil
+	if r.fd >= 0 {
+		unix.Close(r.fd)
+		r.fd = -1
+	}
+}
+
+// next returns a zeroed SQE at the tail, to be published by push. The
+// caller never has more SQEs outstanding than the ring holds (one per
+// ring entry plus the stop poll).
+func (r *ring) next() *sqe {
+	tail := *r.sqTail // only we write it
+	idx := tail & r.sqMask
+	s := (*sqe)(unsafe.Pointer(&r.sqeMap[int(idx)*sqeSize]))
+	*s = sqe{}
+	*(*uint32)(unsafe.Add(r.sqArray, 4*idx)) = idx
+	return s
+}
+
+// push publishes the SQE that next returned.
+func (r *ring) push() { atomic.StoreUint32(r.sqTail, *r.sqTail+1) }
+
+// pending is the number of published SQEs the kernel has not consumed.
+func (r *ring) pending() uint32 { return *r.sqTail - atomic.LoadUint32(r.sqHead) }
+
+// enter submits every pending SQE and, with wait, blocks until at least
+// one CQE is there. A signal (EINTR) ends the wait early; the caller
+// loops. It is a blocking syscall, so the Go runtime may hand the
+// thread's P to other goroutines while it waits.
+func (r *ring) enter(wait bool) error {
+	var min, flags uintptr
+	if wait {
+		min, flags = 1, enterGetEvents
+	}
+	_, _, errno := unix.Syscall6(unix.SYS_IO_URING_ENTER, uintptr(r.fd), uintptr(r.pending()), min, flags, 0, 0)
+	switch errno {
+	case 0, syscall.EINTR, syscall.EAGAIN, syscall.EBUSY:
+		return nil
+	}
+	return fmt.Errorf("io_uring_enter: %w", errno)
+}
+
+// reap calls fn for every CQE there is and frees their slots.
+func (r *ring) reap(fn func(userData uint64, res int32)) int {
+	head := *r.cqHead
+	tail := atomic.LoadUint32(r.cqTail)
+	for h := head; h != tail; h++ {
+		c := (*cqe)(unsafe.Add(r.cqes, cqeSize*uintptr(h&r.cqMask)))
+		ud, res := c.userData, c.res
+		atomic.StoreUint32(r.cqHead, h+1)
+		fn(ud, res)
+	}
+	return int(tail - head)
+}
