@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -152,9 +154,13 @@ func BenchmarkMount(b *testing.B) {
 
 func TestNoLeaksAfterUnmount(t *testing.T) {
 	fusetest.RequireFUSE(t)
+	forEachTransport(t, testNoLeaksAfterUnmount)
+}
+
+func testNoLeaksAfterUnmount(t *testing.T, tp Transport) {
 	tr, _ := newServedTree(t, "rcu")
 	cycle := func() {
-		m, err := MountTree(tr, t.TempDir(), MountOptions{})
+		m, err := MountTree(tr, t.TempDir(), MountOptions{Transport: tp})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -168,17 +174,54 @@ func TestNoLeaksAfterUnmount(t *testing.T) {
 	// go-fuse keeps a process-wide pool of splice pipes, filled by the
 	// first mount's reads: take the baseline after one cycle.
 	cycle()
-	goroutines, fds := runtime.NumGoroutine(), openFDs(t)
-	for range 3 {
+	goroutines, fds, threads := runtime.NumGoroutine(), openFDs(t), osThreads(t)
+	cycles := 3
+	if tp == TransportURing {
+		cycles = 20 // each starts and ends a thread, a ring and a mapping per CPU
+	}
+	for range cycles {
 		cycle()
 	}
+	leaked := func() string {
+		switch {
+		case runtime.NumGoroutine() > goroutines:
+			return fmt.Sprintf("%d goroutines (was %d)", runtime.NumGoroutine(), goroutines)
+		case openFDs(t) > fds:
+			return fmt.Sprintf("%d fds (was %d)", openFDs(t), fds)
+		case osThreads(t) > threads+2:
+			return fmt.Sprintf("%d threads (was %d)", osThreads(t), threads)
+		case ringMappings(t) > 0:
+			return fmt.Sprintf("%d io_uring mappings", ringMappings(t))
+		}
+		return ""
+	}
 	deadline := time.Now().Add(5 * time.Second)
-	for runtime.NumGoroutine() > goroutines || openFDs(t) > fds {
+	for leak := leaked(); leak != ""; leak = leaked() {
 		if time.Now().After(deadline) {
-			t.Fatalf("after 3 mount/unmount cycles: %d goroutines (was %d), %d fds (was %d)", runtime.NumGoroutine(), goroutines, openFDs(t), fds)
+			t.Fatalf("after %d mount/unmount cycles: %s", cycles, leak)
 		}
 		time.Sleep(10 * time.Millisecond) // polling for exits, not synchronising
 	}
+}
+
+// osThreads is the process's number of OS threads.
+func osThreads(t *testing.T) int {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, _ := strings.Cut(string(b), "\nThreads:")
+	n, _ := strconv.Atoi(strings.TrimSpace(strings.SplitN(rest, "\n", 2)[0]))
+	return n
+}
+
+// ringMappings counts the process's mappings of io_uring rings.
+func ringMappings(t *testing.T) int {
+	b, err := os.ReadFile("/proc/self/maps")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.Count(string(b), "io_uring")
 }
 
 func openFDs(t *testing.T) int {

@@ -49,9 +49,13 @@ func forEachLock(t *testing.T, locks []string, f func(t *testing.T, lock string)
 }
 
 func TestMountConformance(t *testing.T) {
+	forEachTransport(t, func(t *testing.T, tp Transport) { testMountConformance(t, tp) })
+}
+
+func testMountConformance(t *testing.T, tp Transport) {
 	forEachLock(t, locking.Names, func(t *testing.T, lock string) {
 		tr, sf := newServedTree(t, lock)
-		m := mountTest(t, tr, MountOptions{})
+		m := mountTest(t, tr, MountOptions{Transport: tp})
 		sf.Bind(m.Server)
 		tr.Freeze(true)
 		defer tr.Freeze(false)
@@ -139,10 +143,14 @@ func compareContents(t *testing.T, tfs fs.FS, mnt, path string, info fs.FileInfo
 }
 
 func TestCachesStayTruthful(t *testing.T) {
+	forEachTransport(t, func(t *testing.T, tp Transport) { testCachesStayTruthful(t, tp) })
+}
+
+func testCachesStayTruthful(t *testing.T, tp Transport) {
 	forEachLock(t, writers, func(t *testing.T, lock string) {
 		tr, _ := newServedTree(t, lock)
 		long := 30 * time.Second
-		m := mountTest(t, tr, MountOptions{Options: Options{EntryTimeout: long, AttrTimeout: long, NegativeTimeout: long}})
+		m := mountTest(t, tr, MountOptions{Transport: tp, Options: Options{EntryTimeout: long, AttrTimeout: long, NegativeTimeout: long}})
 		mnt := m.Mountpoint
 		dev := filepath.Join(mnt, "devices/kernfsim/d0")
 		if _, err := os.Stat(dev); !errors.Is(err, fs.ErrNotExist) {
@@ -196,9 +204,13 @@ func (b *blockingShow) Show(_ context.Context, buf *bytes.Buffer) error {
 }
 
 func TestRemovalAndOpenFiles(t *testing.T) {
+	forEachTransport(t, func(t *testing.T, tp Transport) { testRemovalAndOpenFiles(t, tp) })
+}
+
+func testRemovalAndOpenFiles(t *testing.T, tp Transport) {
 	forEachLock(t, writers, func(t *testing.T, lock string) {
 		tr, _ := newServedTree(t, lock)
-		m := mountTest(t, tr, MountOptions{})
+		m := mountTest(t, tr, MountOptions{Transport: tp})
 		ctl(t, m.Mountpoint, "new_device", "d1")
 		f := must(os.Open(filepath.Join(m.Mountpoint, "devices/kernfsim/d1/value")))(t)
 		defer f.Close()
@@ -246,8 +258,12 @@ func TestRemovalAndOpenFiles(t *testing.T) {
 }
 
 func TestForgetReturnsTableToBaseline(t *testing.T) {
+	forEachTransport(t, testForgetReturnsTableToBaseline)
+}
+
+func testForgetReturnsTableToBaseline(t *testing.T, tp Transport) {
 	tr, _ := newServedTree(t, "rcu")
-	m := mountTest(t, tr, MountOptions{})
+	m := mountTest(t, tr, MountOptions{Transport: tp})
 	baseline := m.Server.Nodeids()
 	n := 0
 	filepath.WalkDir(m.Mountpoint, func(path string, _ fs.DirEntry, _ error) error {
@@ -280,6 +296,10 @@ func dropCaches(t *testing.T) {
 }
 
 func TestDeferredTeardownOverFUSE(t *testing.T) {
+	forEachTransport(t, testDeferredTeardownOverFUSE)
+}
+
+func testDeferredTeardownOverFUSE(t *testing.T, tp Transport) {
 	s, err := locking.New("rcu", locking.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -289,7 +309,7 @@ func TestDeferredTeardownOverFUSE(t *testing.T) {
 		t.Fatal(err)
 	}
 	long := 30 * time.Second
-	m := must(MountTree(tr, t.TempDir(), MountOptions{Options: Options{EntryTimeout: long, AttrTimeout: long}}))(t)
+	m := must(MountTree(tr, t.TempDir(), MountOptions{Transport: tp, Options: Options{EntryTimeout: long, AttrTimeout: long}}))(t)
 	unmounted := false
 	defer func() {
 		if !unmounted {
@@ -338,8 +358,12 @@ func (h *hangingShow) Show(ctx context.Context, buf *bytes.Buffer) error {
 // Show hangs: the kernel's FUSE INTERRUPT cancels the Show's ctx, the
 // request ends, and removing the node completes.
 func TestInterruptReleasesHangingShow(t *testing.T) {
+	forEachTransport(t, testInterruptReleasesHangingShow)
+}
+
+func testInterruptReleasesHangingShow(t *testing.T, tp Transport) {
 	tr, _ := newServedTree(t, "rcu")
-	m := mountTest(t, tr, MountOptions{})
+	m := mountTest(t, tr, MountOptions{Transport: tp})
 	src := &hangingShow{entered: make(chan struct{}), canceled: make(chan struct{})}
 	n := must(tr.AddAttr(tr.Root(), "hang", 0o444, src))(t)
 	cat := exec.Command("cat", filepath.Join(m.Mountpoint, "hang"))

@@ -21,6 +21,10 @@ func mountTest(t testing.TB, tr *kernfsim.Tree, opts MountOptions) *Mount {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if opts.Transport != "" && opts.Transport != TransportAuto && m.Transport != opts.Transport {
+		m.Unmount()
+		t.Fatalf("mounted over %s, want %s (fell back: %v)", m.Transport, opts.Transport, m.FellBack)
+	}
 	t.Cleanup(func() {
 		if err := m.Unmount(); err != nil {
 			t.Error(err)

@@ -65,7 +65,7 @@ type handler struct {
 // dispatch serves one request and returns how many payload bytes the
 // reply has. A panic in the file system answers EIO and leaves the queue
 // serving.
-func (h *handler) dispatch(in *fuse.InHeader, payload []byte, n int) (out int, st fuse.Status) {
+func (h *handler) dispatch(in *fuse.InHeader, cancel <-chan struct{}, payload []byte, n int) (out int, st fuse.Status) {
 	defer func() {
 		if r := recover(); r != nil {
 			fmt.Fprintf(os.Stderr, "fuse: panic serving opcode %d on io_uring: %v\n", in.Opcode, r)
@@ -77,98 +77,98 @@ func (h *handler) dispatch(in *fuse.InHeader, payload []byte, n int) (out int, s
 	switch in.Opcode {
 	case opLookup:
 		name := cstring(data) // before the reply overwrites it
-		return outStruct(payload, func(o *fuse.EntryOut) fuse.Status { return h.fs.Lookup(nil, in, name, o) })
+		return outStruct(payload, func(o *fuse.EntryOut) fuse.Status { return h.fs.Lookup(cancel, in, name, o) })
 	case opGetattr:
-		return outStruct(payload, func(o *fuse.AttrOut) fuse.Status { return h.fs.GetAttr(nil, (*fuse.GetAttrIn)(op), o) })
+		return outStruct(payload, func(o *fuse.AttrOut) fuse.Status { return h.fs.GetAttr(cancel, (*fuse.GetAttrIn)(op), o) })
 	case opSetattr:
-		return outStruct(payload, func(o *fuse.AttrOut) fuse.Status { return h.fs.SetAttr(nil, (*fuse.SetAttrIn)(op), o) })
+		return outStruct(payload, func(o *fuse.AttrOut) fuse.Status { return h.fs.SetAttr(cancel, (*fuse.SetAttrIn)(op), o) })
 	case opReadlink:
-		b, st := h.fs.Readlink(nil, in)
+		b, st := h.fs.Readlink(cancel, in)
 		return copy(payload, b), st
 	case opOpen:
-		return outStruct(payload, func(o *fuse.OpenOut) fuse.Status { return h.fs.Open(nil, (*fuse.OpenIn)(op), o) })
+		return outStruct(payload, func(o *fuse.OpenOut) fuse.Status { return h.fs.Open(cancel, (*fuse.OpenIn)(op), o) })
 	case opOpendir:
-		return outStruct(payload, func(o *fuse.OpenOut) fuse.Status { return h.fs.OpenDir(nil, (*fuse.OpenIn)(op), o) })
+		return outStruct(payload, func(o *fuse.OpenOut) fuse.Status { return h.fs.OpenDir(cancel, (*fuse.OpenIn)(op), o) })
 	case opRead:
-		return h.read((*fuse.ReadIn)(op), payload)
+		return h.read((*fuse.ReadIn)(op), cancel, payload)
 	case opReaddir:
 		r := (*fuse.ReadIn)(op)
 		l := fuse.NewDirEntryList(payload[:min(int(r.Size), len(payload))], r.Offset)
-		st := h.fs.ReadDir(nil, r, l)
+		st := h.fs.ReadDir(cancel, r, l)
 		return inPlace(payload, l.Bytes()), st
 	case opWrite:
-		w, st := h.fs.Write(nil, (*fuse.WriteIn)(op), data)
+		w, st := h.fs.Write(cancel, (*fuse.WriteIn)(op), data)
 		*(*fuse.WriteOut)(unsafe.Pointer(&payload[0])) = fuse.WriteOut{Size: w}
 		return int(unsafe.Sizeof(fuse.WriteOut{})), st
 	case opRelease:
-		h.fs.Release(nil, (*fuse.ReleaseIn)(op))
+		h.fs.Release(cancel, (*fuse.ReleaseIn)(op))
 		return 0, fuse.OK
 	case opReleasedir:
 		h.fs.ReleaseDir((*fuse.ReleaseIn)(op))
 		return 0, fuse.OK
 	case opAccess:
-		return 0, h.fs.Access(nil, (*fuse.AccessIn)(op))
+		return 0, h.fs.Access(cancel, (*fuse.AccessIn)(op))
 	case opStatfs:
-		return outStruct(payload, func(o *fuse.StatfsOut) fuse.Status { return h.fs.StatFs(nil, in, o) })
+		return outStruct(payload, func(o *fuse.StatfsOut) fuse.Status { return h.fs.StatFs(cancel, in, o) })
 	case opFlush:
-		return 0, h.fs.Flush(nil, (*fuse.FlushIn)(op))
+		return 0, h.fs.Flush(cancel, (*fuse.FlushIn)(op))
 	}
-	return h.rare(in, op, payload, data)
+	return h.rare(in, cancel, op, payload, data)
 }
 
 // rare serves the opcodes a sysfs sees seldom or refuses. Names are
 // taken from the payload before the reply overwrites it.
-func (h *handler) rare(in *fuse.InHeader, op unsafe.Pointer, payload, data []byte) (int, fuse.Status) {
+func (h *handler) rare(in *fuse.InHeader, cancel <-chan struct{}, op unsafe.Pointer, payload, data []byte) (int, fuse.Status) {
 	name := cstring(data)
 	switch in.Opcode {
 	case opMknod:
-		return outStruct(payload, func(o *fuse.EntryOut) fuse.Status { return h.fs.Mknod(nil, (*fuse.MknodIn)(op), name, o) })
+		return outStruct(payload, func(o *fuse.EntryOut) fuse.Status { return h.fs.Mknod(cancel, (*fuse.MknodIn)(op), name, o) })
 	case opMkdir:
-		return outStruct(payload, func(o *fuse.EntryOut) fuse.Status { return h.fs.Mkdir(nil, (*fuse.MkdirIn)(op), name, o) })
+		return outStruct(payload, func(o *fuse.EntryOut) fuse.Status { return h.fs.Mkdir(cancel, (*fuse.MkdirIn)(op), name, o) })
 	case opLink:
-		return outStruct(payload, func(o *fuse.EntryOut) fuse.Status { return h.fs.Link(nil, (*fuse.LinkIn)(op), name, o) })
+		return outStruct(payload, func(o *fuse.EntryOut) fuse.Status { return h.fs.Link(cancel, (*fuse.LinkIn)(op), name, o) })
 	case opSymlink:
 		name, target, ok := cstrings(data)
 		if !ok {
 			return 0, fuse.EIO
 		}
-		return outStruct(payload, func(o *fuse.EntryOut) fuse.Status { return h.fs.Symlink(nil, in, target, name, o) })
+		return outStruct(payload, func(o *fuse.EntryOut) fuse.Status { return h.fs.Symlink(cancel, in, target, name, o) })
 	case opUnlink:
-		return 0, h.fs.Unlink(nil, in, name)
+		return 0, h.fs.Unlink(cancel, in, name)
 	case opRmdir:
-		return 0, h.fs.Rmdir(nil, in, name)
+		return 0, h.fs.Rmdir(cancel, in, name)
 	case opRename, opRename2:
 		from, to, ok := cstrings(data)
 		if !ok {
 			return 0, fuse.EIO
 		}
-		return 0, h.fs.Rename(nil, (*fuse.RenameIn)(op), from, to)
+		return 0, h.fs.Rename(cancel, (*fuse.RenameIn)(op), from, to)
 	case opCreate:
-		return outStruct(payload, func(o *fuse.CreateOut) fuse.Status { return h.fs.Create(nil, (*fuse.CreateIn)(op), name, o) })
+		return outStruct(payload, func(o *fuse.CreateOut) fuse.Status { return h.fs.Create(cancel, (*fuse.CreateIn)(op), name, o) })
 	case opTmpfile:
-		return outStruct(payload, func(o *fuse.CreateOut) fuse.Status { return h.fs.Tmpfile(nil, (*fuse.CreateIn)(op), o) })
+		return outStruct(payload, func(o *fuse.CreateOut) fuse.Status { return h.fs.Tmpfile(cancel, (*fuse.CreateIn)(op), o) })
 	case opFsync:
-		return 0, h.fs.Fsync(nil, (*fuse.FsyncIn)(op))
+		return 0, h.fs.Fsync(cancel, (*fuse.FsyncIn)(op))
 	case opFsyncdir:
-		return 0, h.fs.FsyncDir(nil, (*fuse.FsyncIn)(op))
+		return 0, h.fs.FsyncDir(cancel, (*fuse.FsyncIn)(op))
 	case opGetlk:
-		return outStruct(payload, func(o *fuse.LkOut) fuse.Status { return h.fs.GetLk(nil, (*fuse.LkIn)(op), o) })
+		return outStruct(payload, func(o *fuse.LkOut) fuse.Status { return h.fs.GetLk(cancel, (*fuse.LkIn)(op), o) })
 	case opSetlk:
-		return 0, h.fs.SetLk(nil, (*fuse.LkIn)(op))
+		return 0, h.fs.SetLk(cancel, (*fuse.LkIn)(op))
 	case opSetlkw:
-		return 0, h.fs.SetLkw(nil, (*fuse.LkIn)(op))
+		return 0, h.fs.SetLkw(cancel, (*fuse.LkIn)(op))
 	case opFallocate:
-		return 0, h.fs.Fallocate(nil, (*fuse.FallocateIn)(op))
+		return 0, h.fs.Fallocate(cancel, (*fuse.FallocateIn)(op))
 	case opLseek:
-		return outStruct(payload, func(o *fuse.LseekOut) fuse.Status { return h.fs.Lseek(nil, (*fuse.LseekIn)(op), o) })
+		return outStruct(payload, func(o *fuse.LseekOut) fuse.Status { return h.fs.Lseek(cancel, (*fuse.LseekIn)(op), o) })
 	case opCopyFileRange:
-		w, st := h.fs.CopyFileRange(nil, (*fuse.CopyFileRangeIn)(op))
+		w, st := h.fs.CopyFileRange(cancel, (*fuse.CopyFileRangeIn)(op))
 		*(*fuse.WriteOut)(unsafe.Pointer(&payload[0])) = fuse.WriteOut{Size: w}
 		return int(unsafe.Sizeof(fuse.WriteOut{})), st
 	case opStatx:
-		return outStruct(payload, func(o *fuse.StatxOut) fuse.Status { return h.fs.Statx(nil, (*fuse.StatxIn)(op), o) })
+		return outStruct(payload, func(o *fuse.StatxOut) fuse.Status { return h.fs.Statx(cancel, (*fuse.StatxIn)(op), o) })
 	case opGetxattr, opListxattr, opSetxattr, opRemovexattr:
-		return h.xattr(in, op, payload, data)
+		return h.xattr(in, cancel, op, payload, data)
 	case opDestroy, opNotifyReply:
 		return 0, fuse.OK
 	}
@@ -176,7 +176,7 @@ func (h *handler) rare(in *fuse.InHeader, op unsafe.Pointer, payload, data []byt
 }
 
 // xattr serves the extended-attribute opcodes as go-fuse does.
-func (h *handler) xattr(in *fuse.InHeader, op unsafe.Pointer, payload, data []byte) (int, fuse.Status) {
+func (h *handler) xattr(in *fuse.InHeader, cancel <-chan struct{}, op unsafe.Pointer, payload, data []byte) (int, fuse.Status) {
 	if !h.xattrs {
 		return 0, fuse.ENOSYS
 	}
@@ -186,9 +186,9 @@ func (h *handler) xattr(in *fuse.InHeader, op unsafe.Pointer, payload, data []by
 		if i < 0 {
 			return 0, fuse.EINVAL
 		}
-		return 0, h.fs.SetXAttr(nil, (*fuse.SetXAttrIn)(op), string(data[:i]), data[i+1:])
+		return 0, h.fs.SetXAttr(cancel, (*fuse.SetXAttrIn)(op), string(data[:i]), data[i+1:])
 	case opRemovexattr:
-		return 0, h.fs.RemoveXAttr(nil, in, cstring(data))
+		return 0, h.fs.RemoveXAttr(cancel, in, cstring(data))
 	}
 	gin := (*fuse.GetXAttrIn)(op)
 	name := cstring(data)
@@ -196,9 +196,9 @@ func (h *handler) xattr(in *fuse.InHeader, op unsafe.Pointer, payload, data []by
 	var sz uint32
 	var st fuse.Status
 	if in.Opcode == opGetxattr {
-		sz, st = h.fs.GetXAttr(nil, in, name, dest)
+		sz, st = h.fs.GetXAttr(cancel, in, name, dest)
 	} else {
-		sz, st = h.fs.ListXAttr(nil, in, dest)
+		sz, st = h.fs.ListXAttr(cancel, in, dest)
 	}
 	if gin.Size == 0 && (st == fuse.OK || st == fuse.ERANGE) {
 		*(*fuse.GetXAttrOut)(unsafe.Pointer(&payload[0])) = fuse.GetXAttrOut{Size: sz}
@@ -207,9 +207,9 @@ func (h *handler) xattr(in *fuse.InHeader, op unsafe.Pointer, payload, data []by
 	return copy(payload, dest[:min(sz, gin.Size)]), st
 }
 
-func (h *handler) read(in *fuse.ReadIn, payload []byte) (int, fuse.Status) {
+func (h *handler) read(in *fuse.ReadIn, cancel <-chan struct{}, payload []byte) (int, fuse.Status) {
 	buf := payload[:min(int(in.Size), len(payload))]
-	rr, st := h.fs.Read(nil, in, buf)
+	rr, st := h.fs.Read(cancel, in, buf)
 	if rr == nil {
 		return 0, st
 	}

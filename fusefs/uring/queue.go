@@ -31,8 +31,13 @@ type queue struct {
 	stopped bool   // the stop eventfd fired
 	failed  error  // the first REGISTER the kernel refused
 
-	served atomic.Uint64 // requests answered; read by Stats
-	_      [56]byte      // keep served off the next queue's cache line
+	// Shared with the interrupt watchdog (interrupt.go), on the queue's
+	// own cache lines.
+	serving atomic.Uint64 // unique of the request being served, 0 if none; | interruptedBit
+	caller  atomic.Uint32 // its caller's thread id
+	cancel  chan struct{} // passed to the file system; closed by the watchdog only
+	served  atomic.Uint64 // requests answered; read by Stats
+	_       [64]byte      // keep these off the next queue's cache line
 }
 
 // setup pins the calling (locked) thread to the queue's CPU and makes the
@@ -170,7 +175,9 @@ func (q *queue) serve(e int) uint64 {
 	in := (*fuse.InHeader)(unsafe.Add(h, hdrInCopy))
 	ent := (*entInOut)(unsafe.Add(h, hdrEntInOut))
 	unique := in.Unique
-	n, st := q.handler.dispatch(in, q.payloadOf(e), int(ent.payloadSz))
+	q.beginRequest(unique, in.Pid)
+	n, st := q.handler.dispatch(in, q.cancel, q.payloadOf(e), int(ent.payloadSz))
+	q.endRequest()
 	if st != fuse.OK {
 		n = 0
 	}

@@ -75,7 +75,7 @@ func Start(fs fuse.RawFileSystem, devFD int, cfg Config, onFatal func(error)) (*
 	setup := make(chan error, cpus)
 	var wg sync.WaitGroup
 	for id := range cpus {
-		q := &queue{id: id, depth: cfg.Depth, payload: payloadSize(cfg.MaxWrite), devFD: devFD, handler: h}
+		q := &queue{id: id, depth: cfg.Depth, payload: payloadSize(cfg.MaxWrite), devFD: devFD, handler: h, cancel: make(chan struct{})}
 		if q.stopFD, err = unix.Eventfd(0, unix.EFD_CLOEXEC); err != nil {
 			err = fmt.Errorf("eventfd: %w", err)
 			break
@@ -84,7 +84,9 @@ func Start(fs fuse.RawFileSystem, devFD int, cfg Config, onFatal func(error)) (*
 		wg.Add(1)
 		go func() { defer wg.Done(); q.run(setup, t.register, t.results, t.fail) }()
 	}
-	go func() { wg.Wait(); t.closeStopFDs(); close(t.done) }()
+	stopWatch := make(chan struct{})
+	go t.watch(stopWatch)
+	go func() { wg.Wait(); close(stopWatch); t.closeStopFDs(); close(t.done) }()
 	for range t.queues {
 		err = errors.Join(err, <-setup)
 	}
