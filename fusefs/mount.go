@@ -13,8 +13,8 @@ import (
 	"github.com/hanwen/go-fuse/v2/fuse"
 	"golang.org/x/sys/unix"
 
-	"github.com/kernfsim/kernfsim/internal/mountinfo"
 	"github.com/kernfsim/kernfsim/fusefs/uring"
+	"github.com/kernfsim/kernfsim/internal/mountinfo"
 	"github.com/kernfsim/kernfsim/kernfsim"
 )
 

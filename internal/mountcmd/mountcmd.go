@@ -111,7 +111,6 @@ func (f *flags) options() (fusefs.MountOptions, error) {
 	return o, nil
 }
 
-
 // serve mounts, prints the status line, and waits for ctx or the server's
 // end.
 func serve(ctx context.Context, mountpoint string, f *flags, stdout, stderr io.Writer) error {
