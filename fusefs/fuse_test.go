@@ -264,7 +264,7 @@ func TestForgetReturnsTableToBaseline(t *testing.T) {
 func testForgetReturnsTableToBaseline(t *testing.T, tp Transport) {
 	tr, _ := newServedTree(t, "rcu")
 	m := mountTest(t, tr, MountOptions{Transport: tp})
-	baseline := m.Server.Nodeids()
+	const baseline = 1 // the root, pinned; whatever the mount itself looked up is forgotten too
 	n := 0
 	filepath.WalkDir(m.Mountpoint, func(path string, _ fs.DirEntry, _ error) error {
 		if _, err := os.Lstat(path); err == nil {

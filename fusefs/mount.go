@@ -96,6 +96,7 @@ func MountTree(tree *kernfsim.Tree, mountpoint string, opts MountOptions) (*Moun
 	if unix.Stat(mnt, &st) == nil {
 		m.conn = unix.Minor(st.Dev)
 	}
+	primeNoPoll(tree, mnt)
 	return m, nil
 }
 
