@@ -225,12 +225,12 @@ func CheckMountpoint(mnt string, force bool) error {
 	}
 	fi, err := os.Stat(mnt)
 	switch {
-	case errors.Is(err, syscall.ENOTCONN) && force:
+	case kernfsim.Disconnected(err) && force:
 		if err := unix.Unmount(mnt, unix.MNT_DETACH); err != nil {
 			return usage("mountpoint %s is a dead FUSE mount and --force could not detach it: %v", mnt, err)
 		}
 		return CheckMountpoint(mnt, false)
-	case errors.Is(err, syscall.ENOTCONN):
+	case kernfsim.Disconnected(err):
 		return usage("mountpoint %s is a dead FUSE mount (transport endpoint is not connected, its server was killed): add --force to recover it, or run umount -l %s", mnt, mnt)
 	case errors.Is(err, os.ErrNotExist):
 		return usage("mountpoint %s does not exist: create it with mkdir -p %s", mnt, mnt)

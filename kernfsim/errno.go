@@ -42,3 +42,12 @@ func ErrnoName(e syscall.Errno) string {
 	}
 	return "errno " + strconv.Itoa(int(e))
 }
+
+// Disconnected reports whether err says that the server behind a FUSE
+// mount is gone: ENOTCONN (its /dev/fuse descriptor was closed), or
+// ECONNABORTED (the connection was aborted, which is also what a killed
+// server's io_uring queues leave behind).
+func Disconnected(err error) bool {
+	e := Errno(err)
+	return err != nil && (e == syscall.ENOTCONN || e == syscall.ECONNABORTED)
+}

@@ -100,7 +100,7 @@ func (p *plan) setMissing(t target, c Config) error {
 	switch e := kernfsim.Errno(err); {
 	case err == nil:
 		return BadConfig("MissingPath", "choose a path that does not exist", "%s exists", c.MissingPath)
-	case e == syscall.ENOTCONN:
+	case e == syscall.ENOTCONN, e == syscall.ECONNABORTED:
 		return deadMount(t.abs(""))
 	case e != syscall.ENOENT:
 		return BadConfig("MissingPath", "choose a path whose lookup fails with ENOENT", "%s: %v", c.MissingPath, err)
@@ -137,7 +137,7 @@ func checkListed(t target, c Config, files []string) ([]string, error) {
 	buf := make([]byte, max(c.BufSize, 8192))
 	for _, f := range files {
 		if err := probe(t, c.Op, f, buf); err != nil {
-			if kernfsim.Errno(err) == syscall.ENOTCONN {
+			if kernfsim.Disconnected(err) {
 				return nil, deadMount(t.abs(""))
 			}
 			return nil, BadConfig("FileList", "name files the workers can read", "%s: %v", f, err)
@@ -166,7 +166,7 @@ func firstUsable(t target, c Config, cands func(yield func(string) bool), want i
 	var dead bool
 	cands(func(rel string) bool {
 		err := probe(t, c.Op, rel, buf)
-		dead = kernfsim.Errno(err) == syscall.ENOTCONN
+		dead = kernfsim.Disconnected(err)
 		if err == nil {
 			got = append(got, rel)
 		}

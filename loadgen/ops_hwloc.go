@@ -108,7 +108,7 @@ func classify(t target, names []string, buf []byte) (read, missing []string, err
 			read = append(read, n)
 		case kernfsim.Errno(err) == syscall.ENOENT:
 			missing = append(missing, n)
-		case kernfsim.Errno(err) == syscall.ENOTCONN:
+		case kernfsim.Disconnected(err):
 			return nil, nil, deadMount(t.abs(""))
 		}
 	}

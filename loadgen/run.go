@@ -71,7 +71,7 @@ func Run(ctx context.Context, cfg Config) (res Result, err error) {
 // gone reports whether the target is a mount whose server has gone: its
 // root answers ENOTCONN.
 func (e *env) gone() bool {
-	return e.target.Kind != TargetSim && kernfsim.Errno(e.t.stat(e.t.abs(""))) == syscall.ENOTCONN
+	return e.target.Kind != TargetSim && kernfsim.Disconnected(e.t.stat(e.t.abs("")))
 }
 
 // ServerGone is the error for a run whose mount lost its server midway,
@@ -79,7 +79,7 @@ func (e *env) gone() bool {
 func ServerGone(dir string, tally ErrorTally) error {
 	var n int64
 	for k, c := range tally {
-		if k.errno == syscall.ENOTCONN {
+		if k.errno == syscall.ENOTCONN || k.errno == syscall.ECONNABORTED {
 			n += c.Count
 		}
 	}

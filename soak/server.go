@@ -204,7 +204,7 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 // Soak started that died, or a mount whose server went away (with the
 // way to recover it); tally has the failures so far.
 func (p *soakServer) gone(err error, tally loadgen.ErrorTally) error {
-	dead := kernfsim.Errno(err) == syscall.ENOTCONN || !p.alive()
+	dead := kernfsim.Disconnected(err) || !p.alive()
 	switch {
 	case p.srv != nil && (dead || p.srv.Exited()):
 		status := "its mount stopped answering"

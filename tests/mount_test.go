@@ -114,9 +114,15 @@ func head(lines []string, n int) string {
 // the server must unmount and exit 0 promptly (the requirement is within
 // 2 s; the test fails only past 10 s and logs what it measured).
 func TestSIGTERMUnderLoad(t *testing.T) {
+	for _, tp := range transports(t) {
+		t.Run("transport="+tp.name, func(t *testing.T) { testSIGTERMUnderLoad(t, tp.args) })
+	}
+}
+
+func testSIGTERMUnderLoad(t *testing.T, transport []string) {
 	for _, lock := range allLocks {
 		t.Run("lock="+lock, func(t *testing.T) {
-			s := startServer(t, newMountpoint(t), append([]string{"--lock", lock}, smallTree...)...)
+			s := startServer(t, newMountpoint(t), append(append([]string{"--lock", lock}, transport...), smallTree...)...)
 			h := startHammer(t, s.mnt, 16)
 			h.signalled.Store(true)
 			ops := h.ops.Load()

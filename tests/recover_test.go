@@ -1,13 +1,15 @@
 package tests
 
 import (
-	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"syscall"
+
 	"testing"
 	"time"
+
+	"github.com/kernfsim/kernfsim/kernfsim"
 
 	"golang.org/x/sys/unix"
 )
@@ -17,15 +19,21 @@ import (
 // --force), mount --force serves again.
 func TestKillThenForce(t *testing.T) {
 	requireFUSE(t)
+	for _, tp := range transports(t) {
+		t.Run("transport="+tp.name, func(t *testing.T) { testKillThenForce(t, tp.args) })
+	}
+}
+
+func testKillThenForce(t *testing.T, transport []string) {
 	mnt := newMountpoint(t)
-	killed := startServer(t, mnt, smallTree...)
+	killed := startServer(t, mnt, append(append([]string{}, transport...), smallTree...)...)
 	core := filepath.Join(mnt, "devices/system/cpu/cpu0/topology/core_id")
 	if _, err := os.ReadFile(core); err != nil {
 		t.Fatalf("before kill -9: %v", err)
 	}
 	killed.signal(t, syscall.SIGKILL)
-	if _, err := os.Stat(mnt); !errors.Is(err, syscall.ENOTCONN) {
-		t.Fatalf("stat %s after kill -9: got %v, want ENOTCONN", mnt, err)
+	if _, err := os.Stat(mnt); !kernfsim.Disconnected(err) {
+		t.Fatalf("stat %s after kill -9: got %v, want ENOTCONN or ECONNABORTED", mnt, err)
 	}
 	for _, args := range [][]string{{"mount", mnt}, {"stats", mnt}} {
 		r := runKernfsim(t, args...)
@@ -33,7 +41,7 @@ func TestKillThenForce(t *testing.T) {
 			t.Errorf("kernfsim %s on a dead mount: got exit %d, stderr %q; want exit 2 and a message naming --force", strings.Join(args, " "), r.code, r.stderr)
 		}
 	}
-	s := startServer(t, mnt, append([]string{"--force"}, smallTree...)...)
+	s := startServer(t, mnt, append(append([]string{"--force"}, transport...), smallTree...)...)
 	s.wantStatus(t, "rwsem")
 	if b, err := os.ReadFile(core); err != nil || string(b) != "0\n" {
 		t.Errorf("read %s after --force: got %q, %v; want \"0\\n\"", core, b, err)

@@ -11,16 +11,32 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/kernfsim/kernfsim/fusefs/uring"
 )
 
 // transports are the extra `kernfsim mount` arguments the reliability
 // tests run under, one row per way of serving the mount.
-var transports = []struct {
+func transports(t *testing.T) []transportRow {
+	rows := []transportRow{{"devfuse", []string{"--transport", "devfuse"}}}
+	err := uring.Available()
+	switch {
+	case err == nil:
+		rows = append(rows, transportRow{"uring", []string{"--transport", "uring"}})
+	case os.Getenv("CI") != "" && fileExists(uring.EnableParam):
+		t.Fatalf("io_uring transport not testable under CI (.ci/run switches it on): %v", err)
+	default:
+		t.Logf("testing /dev/fuse only: %v", err)
+	}
+	return rows
+}
+
+type transportRow struct {
 	name string
 	args []string
-}{
-	{"default", nil},
 }
+
+func fileExists(p string) bool { _, err := os.Stat(p); return err == nil }
 
 // raceLocks are the strategies (with their grace-period policy) that
 // accept new_device after the tree is built.
@@ -37,7 +53,7 @@ var raceLocks = [][]string{
 // are EEXIST and ENODEV, the successes add up to what is left, and what
 // is left is a whole device or nothing.
 func TestCreateDeleteRaceOverFUSE(t *testing.T) {
-	for _, tp := range transports {
+	for _, tp := range transports(t) {
 		for _, lock := range raceLocks {
 			t.Run(fmt.Sprintf("transport=%s/%s=%s", tp.name, lock[1], lock[len(lock)-1]), func(t *testing.T) {
 				mnt := newMountpoint(t)
@@ -109,7 +125,7 @@ func checkWholeDevice(t *testing.T, mnt string, exists int64) {
 // 2 s, and claim no abort that did not happen. The client's fd then fails
 // with ENOTCONN or ECONNABORTED.
 func TestSIGTERMWithOpenFile(t *testing.T) {
-	for _, tp := range transports {
+	for _, tp := range transports(t) {
 		t.Run("transport="+tp.name, func(t *testing.T) {
 			mnt := newMountpoint(t)
 			s := startServer(t, mnt, append(append([]string{"--lock", "rwsem"}, tp.args...), smallTree...)...)
@@ -137,7 +153,7 @@ func TestSIGTERMWithOpenFile(t *testing.T) {
 // mount with it, exits 0 and leaves nothing mounted; the inner server sees
 // its mount gone and stops too.
 func TestSIGTERMWithNestedMount(t *testing.T) {
-	for _, tp := range transports {
+	for _, tp := range transports(t) {
 		t.Run("transport="+tp.name, func(t *testing.T) {
 			mnt := newMountpoint(t)
 			outer := startServer(t, mnt, append(append([]string{"--lock", "rwsem"}, tp.args...), smallTree...)...)

@@ -11,8 +11,10 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
+
 	"time"
+
+	"github.com/kernfsim/kernfsim/kernfsim"
 
 	"github.com/spf13/cobra"
 
@@ -77,7 +79,7 @@ type stats struct {
 func readStats(mnt string) (stats, error) {
 	s, err := client.ReadStats(mnt)
 	switch {
-	case errors.Is(err, syscall.ENOTCONN):
+	case kernfsim.Disconnected(err):
 		return stats{}, &cli.UsageError{Err: fmt.Errorf("%s: the kernfsim server is gone (transport endpoint is not connected): restart it with kernfsim mount %s --force", mnt, mnt)}
 	case errors.Is(err, os.ErrNotExist):
 		return stats{}, &cli.UsageError{Err: fmt.Errorf("%s is not a kernfsim mount (no kernel/kernfsim/stats)", mnt)}
