@@ -504,7 +504,7 @@ func startServers(ctx context.Context, rows []Row, sc *ServerConfig) (stop func(
 			return stop, ErrNoServer
 		}
 		c := *sc
-		c.Lock = t.Lock
+		c.Lock, c.Transport = t.Lock, t.ServerTransport
 		s, err := StartServer(ctx, c)
 		if err != nil {
 			return stop, err

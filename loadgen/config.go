@@ -106,6 +106,10 @@ type Target struct {
 	// Lock is the strategy (TargetSim and TargetKernfsim); "" means
 	// DefaultLock.
 	Lock string
+	// ServerTransport is the --transport a kernfsim server loadgen starts
+	// is asked for (auto, devfuse, uring); "" leaves the server's default.
+	// What the server got is Transport().
+	ServerTransport string
 	// Tree sizes the synthetic tree (TargetSim; a zero field takes the
 	// kernfsim default, so the zero value is a 64-CPU, 2-socket server).
 	Tree sysfs.SynthConfig

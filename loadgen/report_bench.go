@@ -118,6 +118,9 @@ func TargetLabel(t Target) string {
 	if t.Kind == TargetPath && (t.Dir == "/sys" || t.Dir == "/sys/") {
 		return "sys"
 	}
+	if t.Kind == TargetKernfsim && t.ServerTransport != "" {
+		return string(t.Kind) + "-" + t.ServerTransport
+	}
 	return string(t.Kind)
 }
 

@@ -152,7 +152,7 @@ func (e *env) openTarget(ctx context.Context) (target, error) {
 				return nil, ErrNoServer
 			}
 			sc := *e.cfg.Server
-			sc.Lock = e.target.Lock
+			sc.Lock, sc.Transport = e.target.Lock, e.target.ServerTransport
 			s, err := StartServer(ctx, sc)
 			if err != nil {
 				return nil, err

@@ -33,6 +33,8 @@ type ServerConfig struct {
 	Command []string
 	Lock    string   // the strategy; "" means DefaultLock
 	Args    []string // further flags: tree flags, --entry-timeout, ...
+	// Transport, if not "", is the server's --transport.
+	Transport string
 	// Wait is how long to wait for the mount to serve; 0 means 30s.
 	Wait time.Duration
 }
@@ -71,6 +73,9 @@ func StartServer(ctx context.Context, c ServerConfig) (*Server, error) {
 	}
 	s := &Server{mnt: mnt, done: make(chan struct{}), said: make(chan struct{})}
 	args := append(append(append([]string{}, c.Command[1:]...), mnt, "--lock", c.Lock), c.Args...)
+	if c.Transport != "" {
+		args = append(args, "--transport", c.Transport)
+	}
 	s.cmd = exec.Command(c.Command[0], args...)
 	s.cmd.Stdout, s.cmd.Stderr = serverStdout{s}, serverStderr{s}
 	// Own process group, so that a terminal's Ctrl-C does not unmount under

@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/kernfsim/kernfsim/fusefs"
 	"github.com/kernfsim/kernfsim/internal/cli"
 	"github.com/kernfsim/kernfsim/loadgen"
 	"github.com/kernfsim/kernfsim/locking"
@@ -35,6 +36,7 @@ type compareFlags struct {
 	out        string
 	pin        bool
 	serverArgs []string
+	transports []string
 	tree       treeFlags
 	simCost    simCostFlags
 }
@@ -88,6 +90,7 @@ at once).`,
 	fs.StringVar(&f.out, "out", "", "write the output to `FILE` instead of standard output")
 	fs.BoolVar(&f.pin, "pin", true, "pin worker i to CPU i mod ncpus")
 	fs.StringArrayVar(&f.serverArgs, "server-arg", nil, "an extra flag for the kernfsim servers (repeatable)")
+	fs.StringSliceVar(&f.transports, "transports", nil, "kernfsim rows per transport: devfuse, uring, auto (default: one row per lock on the server's default transport)")
 	addTreeFlags(fs, &f.tree)
 	addSimCostFlags(fs, &f.simCost)
 	return cmd
@@ -212,8 +215,19 @@ func (f *compareFlags) rows(kind string, explicit bool) ([]loadgen.Row, string, 
 			}
 			return nil, "skipping the kernfsim rows: " + loadgen.ErrNoServer.Error(), nil
 		}
-		for _, l := range f.locks {
-			rows = append(rows, loadgen.Row{Target: loadgen.Target{Kind: loadgen.TargetKernfsim, Lock: l}})
+		transports := f.transports
+		if len(transports) == 0 {
+			transports = []string{""}
+		}
+		for _, tp := range transports {
+			if tp != "" {
+				if _, err := fusefs.ParseTransport(tp); err != nil {
+					return nil, "", &cli.UsageError{Err: fmt.Errorf("--transports: %v", err)}
+				}
+			}
+			for _, l := range f.locks {
+				rows = append(rows, loadgen.Row{Target: loadgen.Target{Kind: loadgen.TargetKernfsim, Lock: l, ServerTransport: tp}})
+			}
 		}
 	case "sim":
 		for _, l := range f.locks {

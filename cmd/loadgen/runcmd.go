@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/kernfsim/kernfsim/fusefs"
 	"github.com/kernfsim/kernfsim/internal/cli"
 	"github.com/kernfsim/kernfsim/loadgen"
 )
@@ -34,6 +35,7 @@ type runFlags struct {
 	format      string
 	out         string
 	serverArgs  []string
+	transport   string
 	tree        treeFlags
 	simCost     simCostFlags
 }
@@ -88,6 +90,7 @@ func addRunFlags(fs *pflag.FlagSet, f *runFlags) {
 		"with --op coldplug, hot-add memory blocks at RATE (default 1000 where the target can)")
 	fs.StringVar(&f.format, "format", "seed", "output: seed, json or bench")
 	fs.StringVar(&f.out, "out", "", "write the output to `FILE` instead of standard output")
+	fs.StringVar(&f.transport, "transport", "", "the `T`ransport of the kernfsim server loadgen starts: auto, devfuse or uring (default: the server's, auto)")
 	fs.StringArrayVar(&f.serverArgs, "server-arg", nil, "an extra flag for the kernfsim server loadgen starts (repeatable), e.g. --server-arg=--entry-timeout=1s")
 	addTreeFlags(fs, &f.tree)
 	addSimCostFlags(fs, &f.simCost)
@@ -140,7 +143,12 @@ func (f *runFlags) target(cmd *cobra.Command) (loadgen.Target, error) {
 	case f.sim:
 		return f.tree.simTarget(f.lock), nil
 	}
-	return loadgen.Target{Kind: loadgen.TargetKernfsim, Lock: f.lock}, nil
+	if f.transport != "" {
+		if _, err := fusefs.ParseTransport(f.transport); err != nil {
+			return loadgen.Target{}, &cli.UsageError{Err: err}
+		}
+	}
+	return loadgen.Target{Kind: loadgen.TargetKernfsim, Lock: f.lock, ServerTransport: f.transport}, nil
 }
 
 func (f *runFlags) serverFlags() []string {
