@@ -149,7 +149,7 @@ func fuseOptions(o MountOptions) *fuse.MountOptions {
 		DirectMount: true, DisableXAttrs: true, DisableReadDirPlus: true,
 		MaxBackground: o.MaxBackground, AllowOther: o.AllowOther, Debug: o.Debug,
 	}
-	if o.Permissions != PermServer {
+	if o.Permissions == PermKernel {
 		mo.Options = append(mo.Options, "default_permissions")
 	}
 	return mo

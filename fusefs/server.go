@@ -49,7 +49,7 @@ type Options struct {
 	EntryTimeout    time.Duration // how long the kernel may cache a positive entry (0: revalidate every time)
 	AttrTimeout     time.Duration // how long the kernel may cache attributes
 	NegativeTimeout time.Duration // how long the kernel may cache a missing name (0: never)
-	Permissions     Permissions   // "" means PermKernel
+	Permissions     Permissions   // "" means PermServer
 }
 
 // Server is a fuse.RawFileSystem serving one tree.
@@ -84,7 +84,7 @@ var _ fuse.RawFileSystem = (*Server)(nil)
 // to keep kernel caches truthful; Close unsubscribes.
 func NewServer(tree *kernfsim.Tree, opts Options) *Server {
 	if opts.Permissions == "" {
-		opts.Permissions = PermKernel
+		opts.Permissions = PermServer
 	}
 	s := &Server{
 		RawFileSystem: fuse.NewDefaultRawFileSystem(),

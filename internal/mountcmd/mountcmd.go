@@ -68,7 +68,7 @@ stale is served.`,
 	fl.DurationVar(&f.entry, "entry-timeout", 0, "how long the kernel may cache a directory entry")
 	fl.DurationVar(&f.attr, "attr-timeout", 0, "how long the kernel may cache attributes")
 	fl.DurationVar(&f.negative, "negative-timeout", 0, "how long the kernel may cache a missing name (0: never)")
-	fl.StringVar(&f.perms, "permissions", "kernel", "who checks permissions: kernel, mounting with default_permissions, or server")
+	fl.StringVar(&f.perms, "permissions", "server", "who checks permissions: server (in LOOKUP, ACCESS and OPEN, under the tree's lock, as kernfs does in its walk), or kernel (mounting with default_permissions: a GETATTR per directory walked)")
 	fl.StringVar(&f.transport, "transport", "auto", "how requests reach the server: auto (io_uring where the kernel offers it), devfuse, or uring (per-CPU FUSE-over-io_uring queues, Linux 6.14+)")
 	fl.BoolVar(&f.force, "force", false, "recover a mountpoint left stale by a killed server")
 	fl.BoolVar(&f.allowOther, "allow-other", false, "let users other than the mounter in")
