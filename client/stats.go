@@ -22,6 +22,8 @@ type Stats struct {
 	// served over FUSE has none.
 	Served                         bool
 	Nodeids, OpenFiles, Goroutines uint64            // server.*
+	Transport                      string            // server.transport: devfuse or uring
+	Queues, QueueDepth             uint64            // transport.queues, transport.depth (io_uring)
 	Requests                       map[string]uint64 // requests.OPCODE
 	Nodes                          uint64            // tree.nodes
 	TeardownsQueued                uint64            // tree.teardowns_queued
@@ -45,6 +47,7 @@ type Stats struct {
 // fields maps each known key to where its value goes.
 func (s *Stats) fields() map[string]any {
 	return map[string]any{
+		"transport.queues": &s.Queues, "transport.depth": &s.QueueDepth,
 		"server.nodeids": &s.Nodeids, "server.open_files": &s.OpenFiles, "server.goroutines": &s.Goroutines,
 		"tree.nodes": &s.Nodes, "tree.teardowns_queued": &s.TeardownsQueued, "tree.teardowns_completed": &s.TeardownsCompleted,
 		"lock.read.acquisitions": &s.ReadAcquisitions, "lock.read.contended": &s.ReadContended, "lock.read.wait_ns": &s.ReadWait,
@@ -83,8 +86,12 @@ func ParseStats(b []byte) (Stats, error) {
 
 // set stores one line's value.
 func (s *Stats) set(fields map[string]any, k, v string) error {
-	if k == "server.lock" {
+	switch k {
+	case "server.lock":
 		s.Lock = v
+		return nil
+	case "server.transport":
+		s.Transport = v
 		return nil
 	}
 	n, err := strconv.ParseUint(v, 10, 64)

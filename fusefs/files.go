@@ -43,9 +43,7 @@ func (s *Server) Read(cancel <-chan struct{}, in *fuse.ReadIn, buf []byte) (fuse
 	if h == nil {
 		return nil, fuse.EBADF
 	}
-	h.mu.Lock()
-	n, err := h.f.ReadInterruptible(cancel, buf[:min(len(buf), int(in.Size))], int64(in.Offset))
-	h.mu.Unlock()
+	n, err := h.read(cancel, buf[:min(len(buf), int(in.Size))], int64(in.Offset))
 	if err != nil && err != io.EOF {
 		return nil, status(err)
 	}
@@ -59,9 +57,7 @@ func (s *Server) Write(_ <-chan struct{}, in *fuse.WriteIn, data []byte) (uint32
 	if h == nil {
 		return 0, fuse.EBADF
 	}
-	h.mu.Lock()
-	n, err := h.f.Write(context.Background(), data)
-	h.mu.Unlock()
+	n, err := h.write(data)
 	return uint32(n), status(err)
 }
 
@@ -139,4 +135,20 @@ func typeBits(k kernfsim.Kind) uint32 {
 		return syscall.S_IFLNK
 	}
 	return syscall.S_IFREG
+}
+
+// read is one READ of the handle's file under h.mu. The unlock is
+// deferred: a Show that panics (answered EIO by the transport) must not
+// leave the handle locked, or its RELEASE would hang a queue.
+func (h *handle) read(cancel <-chan struct{}, p []byte, off int64) (int, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.f.ReadInterruptible(cancel, p, off)
+}
+
+// write is one WRITE under h.mu, unlocked as read is.
+func (h *handle) write(data []byte) (int, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.f.Write(context.Background(), data)
 }

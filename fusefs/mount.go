@@ -109,7 +109,7 @@ func (m *Mount) mount(opts MountOptions) error {
 	}
 	why := error(nil)
 	if want != TransportDevFuse {
-		why = uringUnavailable()
+		why = uringCheck()
 	}
 	if want == TransportURing && why != nil {
 		return usage("--transport uring: %v; or use --transport devfuse", why)

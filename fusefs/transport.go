@@ -41,6 +41,10 @@ func ParseTransport(s string) (Transport, error) {
 	return "", fmt.Errorf("invalid value %q for --transport: valid values are auto, devfuse, uring", s)
 }
 
+// uringCheck is uringUnavailable; tests replace it to play a kernel
+// without io_uring.
+var uringCheck = uringUnavailable
+
 // uringUnavailable says why this process cannot serve over io_uring, or
 // returns nil.
 func uringUnavailable() error {
