@@ -20,7 +20,9 @@ import (
 func TestURingUnavailable(t *testing.T) {
 	tr, _ := newServedTree(t, "rcu")
 	saved := uringCheck
-	uringCheck = func() error { return errors.Join(uring.ErrUnavailable, errors.New("as root, run: echo 1 > "+uring.EnableParam)) }
+	uringCheck = func() error {
+		return errors.Join(uring.ErrUnavailable, errors.New("as root, run: echo 1 > "+uring.EnableParam))
+	}
 	defer func() { uringCheck = saved }()
 	_, err := MountTree(tr, t.TempDir(), MountOptions{Transport: TransportURing})
 	var ue *UsageError
