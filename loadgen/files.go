@@ -100,7 +100,7 @@ func (p *plan) setMissing(t target, c Config) error {
 	switch e := kernfsim.Errno(err); {
 	case err == nil:
 		return BadConfig("MissingPath", "choose a path that does not exist", "%s exists", c.MissingPath)
-	case e == syscall.ENOTCONN, e == syscall.ECONNABORTED:
+	case kernfsim.Disconnected(err):
 		return deadMount(t.abs(""))
 	case e != syscall.ENOENT:
 		return BadConfig("MissingPath", "choose a path whose lookup fails with ENOENT", "%s: %v", c.MissingPath, err)

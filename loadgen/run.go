@@ -7,7 +7,6 @@ import (
 	"runtime"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
@@ -79,7 +78,7 @@ func (e *env) gone() bool {
 func ServerGone(dir string, tally ErrorTally) error {
 	var n int64
 	for k, c := range tally {
-		if k.errno == syscall.ENOTCONN || k.errno == syscall.ECONNABORTED {
+		if kernfsim.Disconnected(k.errno) {
 			n += c.Count
 		}
 	}

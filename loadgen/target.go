@@ -163,7 +163,7 @@ func newPathTarget(dir string) (*pathTarget, error) {
 	var st unix.Stat_t
 	err := Retry(func() error { return unix.Stat(dir, &st) })
 	switch {
-	case err == unix.ENOTCONN, err == unix.ECONNABORTED:
+	case kernfsim.Disconnected(err):
 		return nil, deadMount(dir)
 	case err != nil:
 		return nil, BadConfig("Dir", "give an existing directory", "%s: %v", dir, err)

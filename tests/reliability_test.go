@@ -12,21 +12,15 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kernfsim/kernfsim/fusefs/uring"
+	"github.com/kernfsim/kernfsim/internal/fusetest"
 )
 
 // transports are the extra `kernfsim mount` arguments the reliability
 // tests run under, one row per way of serving the mount.
 func transports(t *testing.T) []transportRow {
 	rows := []transportRow{{"devfuse", []string{"--transport", "devfuse"}}}
-	err := uring.Available()
-	switch {
-	case err == nil:
+	if fusetest.URing(t) {
 		rows = append(rows, transportRow{"uring", []string{"--transport", "uring"}})
-	case os.Getenv("CI") != "" && fileExists(uring.EnableParam):
-		t.Fatalf("io_uring transport not testable under CI (.ci/run switches it on): %v", err)
-	default:
-		t.Logf("testing /dev/fuse only: %v", err)
 	}
 	return rows
 }
@@ -35,8 +29,6 @@ type transportRow struct {
 	name string
 	args []string
 }
-
-func fileExists(p string) bool { _, err := os.Stat(p); return err == nil }
 
 // raceLocks are the strategies (with their grace-period policy) that
 // accept new_device after the tree is built.

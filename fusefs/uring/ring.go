@@ -91,7 +91,6 @@ type ring struct {
 	cqTail  *uint32 // written by the kernel
 	cqMask  uint32
 	cqes    unsafe.Pointer
-	entries uint32
 	single  bool // one mapping holds the SQ and CQ rings
 }
 
@@ -103,7 +102,7 @@ func newRing(entries uint32) (*ring, error) {
 	if errno != 0 {
 		return nil, fmt.Errorf("io_uring_setup: %w", errno)
 	}
-	r := &ring{fd: int(fd), entries: p.sqEntries}
+	r := &ring{fd: int(fd)}
 	if err := r.mmap(&p); err != nil {
 		r.close()
 		return nil, err

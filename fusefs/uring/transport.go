@@ -47,9 +47,8 @@ type Transport struct {
 	register chan bool  // one value per queue: register (true) or give up
 	results  chan error // one per queue that was told to register
 	done     chan struct{}
-	fatalMu  sync.Mutex
-	fatal    error // a queue that failed after the ring was ready; protected by fatalMu
 	onFatal  func(error)
+	fatalOne sync.Once // onFatal is called for the first failing queue only
 	stopOnce sync.Once
 }
 
@@ -91,7 +90,7 @@ func Start(fs fuse.RawFileSystem, devFD int, cfg Config, onFatal func(error)) (*
 		err = errors.Join(err, <-setup)
 	}
 	if err != nil {
-		t.giveUp()
+		t.Abandon()
 		return nil, err
 	}
 	return t, nil
@@ -130,16 +129,13 @@ func (t *Transport) Register(devFD int) error {
 	return err
 }
 
-// giveUp releases queues that were never told to register (the mount or
+// Abandon releases queues that were never told to register (the mount or
 // INIT failed, or the kernel did not offer io_uring).
-func (t *Transport) giveUp() {
+func (t *Transport) Abandon() {
 	for range t.queues {
 		t.register <- false
 	}
 }
-
-// Abandon releases the queues when Register will never be called.
-func (t *Transport) Abandon() { t.giveUp() }
 
 // poison sends a malformed REGISTER from a ring of its own: the kernel
 // refuses it and, as for any refused REGISTER before the ring is ready,
@@ -172,20 +168,10 @@ func (t *Transport) Stop() {
 // or after a failed Start.
 func (t *Transport) Done() <-chan struct{} { return t.done }
 
-// Err is the error of a queue that failed while serving, if any.
-func (t *Transport) Err() error {
-	t.fatalMu.Lock()
-	defer t.fatalMu.Unlock()
-	return t.fatal
-}
-
+// fail reports a queue that failed while serving.
 func (t *Transport) fail(err error) {
-	t.fatalMu.Lock()
-	first := t.fatal == nil
-	t.fatal = errors.Join(t.fatal, err)
-	t.fatalMu.Unlock()
-	if first && t.onFatal != nil {
-		t.onFatal(err)
+	if t.onFatal != nil {
+		t.fatalOne.Do(func() { t.onFatal(err) })
 	}
 }
 

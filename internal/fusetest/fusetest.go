@@ -1,11 +1,12 @@
 // Package fusetest holds what tests that mount real FUSE filesystems
-// share: the skip-or-fail rule and a mount-table check.
+// share: the skip-or-fail rules and a mount-table check.
 package fusetest
 
 import (
 	"os"
 	"testing"
 
+	"github.com/kernfsim/kernfsim/fusefs/uring"
 	"github.com/kernfsim/kernfsim/internal/mountinfo"
 )
 
@@ -32,4 +33,25 @@ func IsMounted(t testing.TB, mnt string) bool {
 		t.Fatal(err)
 	}
 	return mounted
+}
+
+// URing reports whether tests should also run over FUSE-over-io_uring:
+// the kernel allows it and this is root (the server mounts the connection
+// itself). Under CI, a kernel that has it but has it switched off fails
+// the test: .ci/run switches it on, so the io_uring rows must run there.
+func URing(t testing.TB) bool {
+	t.Helper()
+	err := uring.Available()
+	if err == nil && os.Geteuid() != 0 {
+		err = uring.ErrUnavailable
+	}
+	_, hasParam := os.Stat(uring.EnableParam)
+	switch {
+	case err == nil:
+		return true
+	case os.Getenv("CI") != "" && hasParam == nil:
+		t.Fatalf("io_uring transport not testable under CI: %v", err)
+	}
+	t.Logf("testing /dev/fuse only: %v", err)
+	return false
 }
