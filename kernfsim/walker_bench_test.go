@@ -3,10 +3,10 @@ package kernfsim
 import (
 	"fmt"
 	"runtime"
-	"sync/atomic"
 	"syscall"
 	"testing"
 
+	"github.com/kernfsim/kernfsim/internal/parbench"
 	"github.com/kernfsim/kernfsim/locking"
 )
 
@@ -100,21 +100,23 @@ func BenchmarkWalk(b *testing.B) {
 	}
 }
 
+// benchParallel runs op from goroutines workers (GOMAXPROCS if 0) over
+// one walker, each with a buffer of its own. It uses parbench.Run, not
+// b.RunParallel, whose shared iteration counter and neighbouring
+// testing.PBs would be shared writes of the harness's own.
 func benchParallel(b *testing.B, tr *Tree, op func(*Walker, Cred, int, []byte) error, c Cred, goroutines int) {
 	w := NewWalker(tr, WalkerOptions{})
-	var worker atomic.Int64
-	if goroutines > 0 {
-		b.SetParallelism(max(1, goroutines/runtime.GOMAXPROCS(0))) // p x GOMAXPROCS goroutines
-	}
 	runtime.GC() // the setup's garbage (trees, earlier walkers' hash tables) is not the op's
 	b.ReportAllocs()
-	b.ResetTimer() // the walker's dentry hash table is setup, not the op
-	b.RunParallel(func(pb *testing.PB) {
-		i, buf := int(worker.Add(1)), make([]byte, 32)
-		for pb.Next() {
+	parbench.Run(b, goroutines, func(i int) func() {
+		buf, failed := parbench.Buffer(32), false
+		return func() {
+			if failed {
+				return
+			}
 			if err := op(w, c, i, buf); err != nil {
 				b.Error(err)
-				return
+				failed = true
 			}
 		}
 	})

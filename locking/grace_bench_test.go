@@ -4,10 +4,13 @@ import (
 	"math/rand/v2"
 	"testing"
 	"time"
+
+	"github.com/kernfsim/kernfsim/internal/parbench"
 )
 
 // BenchmarkGraceRead measures entering and leaving a read-side critical
-// section, alone and on every CPU at once.
+// section, alone and on every CPU at once (parbench.Run: the harness
+// writes no line the CPUs share).
 func BenchmarkGraceRead(b *testing.B) {
 	b.Run("mode=serial", func(b *testing.B) {
 		g := NewGrace(GraceConfig{})
@@ -19,11 +22,7 @@ func BenchmarkGraceRead(b *testing.B) {
 	b.Run("mode=parallel", func(b *testing.B) {
 		g := NewGrace(GraceConfig{})
 		b.ReportAllocs()
-		b.RunParallel(func(pb *testing.PB) {
-			for pb.Next() {
-				g.ReadUnlock(g.ReadLock())
-			}
-		})
+		parbench.Run(b, 0, func(int) func() { return func() { g.ReadUnlock(g.ReadLock()) } })
 	})
 	// The same section on a random shard per call, as ReadLock once chose:
 	// two CPUs then write the same counter line on about half their
@@ -31,8 +30,8 @@ func BenchmarkGraceRead(b *testing.B) {
 	b.Run("mode=parallel/shard=random", func(b *testing.B) {
 		g := NewGrace(GraceConfig{})
 		b.ReportAllocs()
-		b.RunParallel(func(pb *testing.PB) {
-			for pb.Next() {
+		parbench.Run(b, 0, func(int) func() {
+			return func() {
 				t := rand.Uint32()&g.mask<<1 | g.phase.Load()&1
 				g.ctr[t].n.Add(1)
 				g.ReadUnlock(ReadToken(t))

@@ -3,6 +3,8 @@ package locking
 import (
 	"fmt"
 	"testing"
+
+	"github.com/kernfsim/kernfsim/internal/parbench"
 )
 
 // BenchmarkLock measures one read-side enter/exit per op, with the
@@ -25,11 +27,7 @@ func BenchmarkLock(b *testing.B) {
 			})
 			b.Run(fmt.Sprintf("lock=%s/stats=%s/side=read/parallel", name, stats), func(b *testing.B) {
 				b.ReportAllocs()
-				b.RunParallel(func(pb *testing.PB) {
-					for pb.Next() {
-						s.RUnlock(s.RLock())
-					}
-				})
+				parbench.Run(b, 0, func(int) func() { return func() { s.RUnlock(s.RLock()) } })
 			})
 		}
 	}
