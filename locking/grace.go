@@ -80,7 +80,7 @@ type graceBatch struct {
 // callback, until every section that began before them has ended.
 //
 // Readers increment a counter chosen by (index, shard): the index is the low
-// bit of phase, the shard is the calling P's home (pickShard), and each
+// bit of phase, the shard is the calling P's own (pickShard), and each
 // counter has its own cache line. A reader leaves on the counter it entered, so every counter is
 // non-negative and "every shard of an index reads zero" means every section
 // that entered that index before the scan has ended. A grace period (1) waits
@@ -96,10 +96,10 @@ type graceBatch struct {
 // on a worker goroutine. Both goroutines start on demand and exit when
 // nothing waits, so an idle engine owns no goroutine and needs no Close.
 //
-// Reader cost: one atomic load of phase, a sync.Pool round trip for the P's
-// home shard and one atomic add on a cache line that only the P's readers
-// write (see pickShard for when two Ps share one), on entry and one add on
-// exit; no lock, no allocation.
+// Reader cost: one atomic load of phase, the P's number (pickShard) and
+// one atomic add on a cache line that only the P's readers write (see
+// pickShard for when two Ps share one), on entry and one add on exit; no
+// lock, no allocation.
 // Writer cost: Synchronize blocks one to three ticks (4-12 ms by default)
 // when readers leave promptly;
 // SynchronizeExpedited a few microseconds without readers, plus

@@ -113,8 +113,8 @@ func (m *Mutex) Stats() Stats      { return m.stats.snapshot() }
 //
 // Reader cost: one atomic add on the lock's shared reader count to enter
 // and one to leave, so readers on different CPUs bounce one cache line, as
-// kernfs readers do; with counters on, a sync.Pool round trip and an add
-// on the P's own line. Writer cost: exclusive, waits for readers to drain.
+// kernfs readers do; with counters on, an add
+// on the P's own line (pickShard). Writer cost: exclusive, waits for readers to drain.
 // Allocation: none. Staleness: none.
 type RWSem struct {
 	mu    sync.RWMutex

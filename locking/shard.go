@@ -3,8 +3,8 @@ package locking
 import (
 	"math/bits"
 	"runtime"
-	"sync"
 	"sync/atomic"
+	_ "unsafe" // go:linkname runtime.procPin
 )
 
 // cacheLine is the padding unit that keeps two shards off one cache line
@@ -19,7 +19,7 @@ type paddedCounter struct {
 }
 
 // defaultShards is a power of two, at least 4 per CPU and at least 16, so
-// that every P's home shard (pickShard) is its own.
+// that every P's shard (pickShard) is its own.
 func defaultShards() int {
 	n := 4 * runtime.GOMAXPROCS(0)
 	if n < 16 {
@@ -28,46 +28,33 @@ func defaultShards() int {
 	return 1 << bits.Len(uint(n-1))
 }
 
-// shardHome is a shard number one P keeps using, as the kernel's per-CPU
-// counters have one CPU each. A home is only read once made.
-type shardHome struct{ n uint32 }
-
-// maxHomes is how many distinct homes there are; Ps beyond it share.
-const maxHomes = 1 << 10
-
-// homeTable holds every home, so that handing out a new one allocates
-// nothing (the race detector makes sync.Pool drop objects at random).
-var homeTable = func() (t [maxHomes]shardHome) {
-	for i := range t {
-		t[i].n = uint32(i)
-	}
-	return t
-}()
-
-// homes hands each P back the shardHome it last put (sync.Pool keeps one
-// object per P in a slot only that P touches), so the P's readers stay on
-// one shard. New homes are handed out in turn, so the Ps that ask at the
-// same time (at start, and after a garbage collection empties the pool)
-// get different shards.
-var (
-	homes   = sync.Pool{New: func() any { return &homeTable[homeSeq.Add(1)%maxHomes] }}
-	homeSeq atomic.Uint32 // written only when a P needs a new home
-)
-
-// pickShard returns the calling P's home shard in [0, mask]. It writes no
-// shared state (the pool slot is the P's own) and allocates nothing. A P
-// keeps its home across a garbage collection if it used it since the one
-// before (the pool's victim cache); one that gets a new home may land on
-// another P's shard modulo mask+1, which costs sharing until one of them
-// is rehomed.
+// pickShard returns the calling P's shard in [0, mask]: the P's number, as
+// the kernel's per-CPU counters use the CPU's (this_cpu_inc). It writes no
+// shared state and allocates nothing. The goroutine may move to another P
+// right after; the caller's atomic add on the shard is then shared with
+// that P's readers for one section, which costs a line transfer, never
+// correctness (a section leaves on the shard it entered). Where
+// GOMAXPROCS exceeds mask+1, Ps share shards modulo mask+1.
 //
-// A random shard per call, as ReadLock once chose, made two CPUs write the
-// same line on about half their read sections: each of the shards was last
-// written by either CPU with equal odds
-// (BenchmarkGraceRead/mode=parallel/shard=random).
+// Two ways of choosing were measured and dropped
+// (BenchmarkGraceRead/mode=parallel, -cpu 1,2): a random shard per call
+// made two CPUs write the same line on about half their sections
+// (shard=random: -cpu 2 no faster per op than -cpu 1); a home shard kept
+// per P in a sync.Pool cost a Get and a Put per section (about 18 ns of a
+// 30 ns section) and could hand two Ps one shard after a garbage collection
+// emptied the pool.
 func pickShard(mask uint32) uint32 {
-	h := homes.Get().(*shardHome)
-	n := h.n
-	homes.Put(h)
-	return n & mask
+	p := procPin()
+	procUnpin()
+	return uint32(p) & mask
 }
+
+// procPin disables preemption and returns the current P's number; procUnpin
+// undoes it. They are the runtime's own, also used by sync.Pool; the
+// runtime keeps them reachable by go:linkname on purpose (runtime/proc.go).
+//
+//go:linkname procPin runtime.procPin
+func procPin() int
+
+//go:linkname procUnpin runtime.procUnpin
+func procUnpin()
