@@ -18,6 +18,10 @@ type dentry struct {
 	rev    uint64 // negative entries: the parent directory's revision
 
 	next atomic.Pointer[dentry] // changed under the bucket's mu; read without a lock
+
+	// Ref-walk's shared writes (WalkerOptions.RefWalk; see refwalk.go):
+	refs  atomic.Int64 // accessed atomically: references held, d_lockref's count
+	inode *inodeLine   // immutable: the directory's inode line; nil without RefWalk
 }
 
 // dcacheBucket is one hash chain, alone on its cache line for readers.

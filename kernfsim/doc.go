@@ -20,6 +20,8 @@
 //	Tree read side (Strategy.RLock): Lookup, Revalidate, Permission,
 //	Getattr, Readdir; never held while taking the write side
 //	  Walker dcache bucket mutex (dentry insert/replace only)
+//	  Walker inode-attribute lock (WalkerOptions.RefWalk only; read side
+//	  only, around one inode refresh; nothing is taken inside it)
 //
 // Nothing calls out (Show, Store, subscribers, output) while holding the
 // tree's lock: reads and writes hold only an active reference on their node,

@@ -19,6 +19,15 @@ type WalkerOptions struct {
 	Negatives *bool
 	// Buckets is the dentry hash table size; 0 means 1<<16.
 	Buckets int
+	// RefWalk makes the shared writes of the kernel's ref-walk, which a
+	// walk in sysfs falls back to: a reference taken and dropped on each
+	// dentry passed, and each directory's inode refreshed under an
+	// inode-attribute lock (refwalk.go). Off, the walker shares nothing
+	// outside the strategy's lock.
+	RefWalk bool
+	// MountDepth is how many dentries above the tree's root a walk from
+	// "/" passes, with RefWalk: 2 for a tree mounted at /sys ("/", "sys").
+	MountDepth int
 }
 
 // Walker resolves paths against a Tree the way the kernel's path walk does
@@ -37,6 +46,7 @@ type Walker struct {
 	negatives bool    // immutable
 	cache     *dcache // immutable pointer
 	root      *dentry // immutable
+	ref       refWalk // immutable: ref-walk's shared writes, or off
 }
 
 // NewWalker returns a walker over t.
@@ -48,7 +58,9 @@ func NewWalker(t *Tree, opts WalkerOptions) *Walker {
 	if opts.Buckets == 0 {
 		opts.Buckets = 1 << 16
 	}
-	return &Walker{t: t, negatives: neg, cache: newDcache(opts.Buckets), root: &dentry{node: t.root}}
+	ref := newRefWalk(opts.RefWalk, max(0, opts.MountDepth))
+	return &Walker{t: t, negatives: neg, cache: newDcache(opts.Buckets), ref: ref,
+		root: &dentry{node: t.root, inode: ref.newInode()}}
 }
 
 // Tree is the tree the walker resolves in.
@@ -88,7 +100,12 @@ func (w *Walker) resolve(c Cred, path string, follow bool) (*Node, error) {
 func (w *Walker) resolveErrno(c Cred, path string, follow bool) (*Node, syscall.Errno) {
 	r := w.t.reads.EnterScope()
 	links := 0
+	w.ref.enter(w.root)
 	d, e := w.walk(c, w.root, path, follow, &links)
+	if e == 0 {
+		w.ref.put(d) // a file's reference lives as long as the open file; the count is what matters
+	}
+	w.ref.leave()
 	w.t.reads.ExitScope(r)
 	if e != 0 {
 		return nil, e
@@ -96,7 +113,9 @@ func (w *Walker) resolveErrno(c Cred, path string, follow bool) (*Node, syscall.
 	return d.node, 0
 }
 
-// walk resolves path from start and returns its dentry.
+// walk resolves path from start and returns its dentry. With RefWalk the
+// caller holds a reference on start, and walk hands it one on the dentry
+// it returns, or none if it fails.
 func (w *Walker) walk(c Cred, start *dentry, path string, follow bool, links *int) (*dentry, syscall.Errno) {
 	cur := start
 	for path != "" {
@@ -106,33 +125,45 @@ func (w *Walker) walk(c Cred, start *dentry, path string, follow bool, links *in
 			continue
 		}
 		if cur.node.kind != KindDir {
+			w.ref.put(cur)
 			return nil, syscall.ENOTDIR
 		}
+		w.ref.refresh(cur)
 		if e := w.permission(cur.node, MayExec, c); e != 0 {
+			w.ref.put(cur)
 			return nil, e
 		}
 		if name == ".." {
 			if cur.parent != nil {
+				w.ref.get(cur.parent)
+				w.ref.put(cur)
 				cur = cur.parent
 			}
 			continue
 		}
 		next, e := w.step(cur, name)
 		if e != 0 {
+			w.ref.put(cur)
 			return nil, e
 		}
+		w.ref.get(next)
 		if next.node.kind == KindSymlink && (path != "" || follow) {
+			w.ref.put(next)
 			if *links++; *links > maxSymlinks {
+				w.ref.put(cur)
 				return nil, syscall.ELOOP
 			}
 			from := cur
 			if len(next.node.link) > 0 && next.node.link[0] == '/' {
 				from = w.root
 			}
+			w.ref.get(from)
 			if next, e = w.walk(c, from, next.node.link, true, links); e != 0 {
+				w.ref.put(cur)
 				return nil, e
 			}
 		}
+		w.ref.put(cur)
 		cur = next
 	}
 	return cur, 0
@@ -157,6 +188,8 @@ func (w *Walker) step(dir *dentry, name string) (*dentry, syscall.Errno) {
 	if d := w.cache.get(dir, name, h); d != nil {
 		if w.revalidate(dir.node, name, d.node, d.rev) {
 			if d.node == nil {
+				w.ref.get(d) // d_lookup's reference on the negative dentry, and its dput
+				w.ref.put(d)
 				return nil, syscall.ENOENT
 			}
 			return d, 0
@@ -171,7 +204,11 @@ func (w *Walker) step(dir *dentry, name string) (*dentry, syscall.Errno) {
 	case e != 0:
 		return nil, e
 	}
-	return w.cache.put(&dentry{parent: dir, name: name, hash: h, node: n}), 0
+	d := &dentry{parent: dir, name: name, hash: h, node: n}
+	if n.kind == KindDir {
+		d.inode = w.ref.newInode()
+	}
+	return w.cache.put(d), 0
 }
 
 func (w *Walker) permission(n *Node, mask Access, c Cred) syscall.Errno {

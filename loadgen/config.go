@@ -120,7 +120,16 @@ type Target struct {
 	// tree's lock, for what the kernel does around kernfs (syscall entry,
 	// file allocation, the VFS walk): a calibrated spin loop, not a
 	// sleep (see simcost.go and CalibrateSimCost). 0 is the bare sim.
+	// A sim with SimCost also makes the shared writes of the kernel's
+	// ref-walk (SimRefWalk).
 	SimCost time.Duration
+	// SimRefWalk makes the TargetSim walker write what the kernel's
+	// ref-walk writes outside kernfs's lock, on lines every worker
+	// shares: dentry references and inode refreshes
+	// (kernfsim.WalkerOptions.RefWalk, on a tree mounted at /sys). It is
+	// on whenever SimCost is not 0; alone, it is what CalibrateSimCost
+	// measures the sim's own part with.
+	SimRefWalk bool
 	// Build, if not nil, builds the TargetSim tree instead of
 	// sysfs.NewSynthetic(Tree): a host mirror, or a tree with its own
 	// teardown policy (cmd/loadgen passes kernfsim's tree flags this way).

@@ -190,10 +190,12 @@ func (t Target) Describe() string {
 	}
 	s += " " + t.Setup()
 	switch {
+	case t.Kind == TargetSim && t.SimCost == 0 && t.refWalk():
+		s += " sim=refwalk"
 	case t.Kind == TargetSim && t.SimCost == 0:
 		s += " sim=bare"
 	case t.Kind == TargetSim:
-		s += " sim-cost=" + t.SimCost.String()
+		s += " sim-cost=" + t.SimCost.String() + " refwalk"
 	}
 	return s
 }

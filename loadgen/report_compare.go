@@ -77,7 +77,7 @@ func simRowsMode(r CompareResult) string {
 		}
 	}
 	c := r.SimCalibrations[0]
-	return fmt.Sprintf("calibrated (%s of work outside the lock per op: single thread against %s less the bare sim under %s)",
+	return fmt.Sprintf("calibrated (%s of work outside the lock per op, and ref-walk's shared writes: single thread against %s less the sim under %s with those writes)",
 		strings.Join(parts, ", "), c.Dir, c.Lock)
 }
 

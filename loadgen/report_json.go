@@ -101,6 +101,9 @@ type JSONTarget struct {
 	// SimCostNs is the sim's work outside the lock per op (Target.SimCost):
 	// 0 is the bare sim; absent for other targets.
 	SimCostNs *int64 `json:"sim_cost_ns,omitempty"`
+	// SimRefWalk says the sim made ref-walk's shared writes
+	// (Target.SimRefWalk, on with any SimCost); absent for other targets.
+	SimRefWalk *bool `json:"sim_refwalk,omitempty"`
 }
 
 // JSONSimCalibration is a SimCalibration.
@@ -218,8 +221,8 @@ func JSONTargetOf(t Target) JSONTarget {
 	}
 	if t.Kind == TargetSim {
 		j.Tree = describeTree(t)
-		cost := t.SimCost.Nanoseconds()
-		j.SimCostNs = &cost
+		cost, ref := t.SimCost.Nanoseconds(), t.refWalk()
+		j.SimCostNs, j.SimRefWalk = &cost, &ref
 	}
 	return j
 }

@@ -97,7 +97,7 @@ func describeTarget(r Result) string {
 	t := r.Target
 	switch t.Kind {
 	case TargetSim:
-		return fmt.Sprintf("sim: in-process kernfsim walker, lock %s, %s, %s", t.Lock, describeTree(t), describeSimCost(t.SimCost))
+		return fmt.Sprintf("sim: in-process kernfsim walker, lock %s, %s, %s", t.Lock, describeTree(t), describeSimWork(t))
 	case TargetKernfsim:
 		return fmt.Sprintf("kernfsim: FUSE mount at %s, lock %s", t.Dir, t.Lock)
 	}
@@ -109,7 +109,16 @@ func describeSimCost(cost time.Duration) string {
 	if cost == 0 {
 		return "bare (no work outside the lock)"
 	}
-	return fmt.Sprintf("+%s of work outside the lock per op", textout.Dur(cost))
+	return fmt.Sprintf("+%s of work outside the lock per op, and ref-walk's shared writes", textout.Dur(cost))
+}
+
+// describeSimWork is describeSimCost of t, which may make ref-walk's
+// writes without a cost.
+func describeSimWork(t Target) string {
+	if t.SimCost == 0 && t.refWalk() {
+		return "ref-walk's shared writes, no other work outside the lock"
+	}
+	return describeSimCost(t.SimCost)
 }
 
 // describeTree names a sim target's tree.

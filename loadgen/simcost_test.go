@@ -24,9 +24,9 @@ func TestCompareSimMode(t *testing.T) {
 	}{
 		{"bare", nil, nil, "sim=bare (the tree's code alone", "target=sim/lock=mutex/op=files/"},
 		{"fixed", map[string]time.Duration{"files": 2 * time.Microsecond, "missing": 2 * time.Microsecond}, nil,
-			"sim=fixed (+2.00us of work outside the lock per op)", "target=sim/lock=mutex/simcost=2000ns/op=files/"},
+			"sim=fixed (+2.00us of work outside the lock per op, and ref-walk's shared writes)", "target=sim/lock=mutex/simcost=2000ns/op=files/"},
 		{"calibrated", map[string]time.Duration{"files": cal.Cost}, []SimCalibration{cal},
-			"sim=calibrated (files +5.10us of work outside the lock per op: single thread against /sys less the bare sim under rwsem)",
+			"sim=calibrated (files +5.10us of work outside the lock per op, and ref-walk's shared writes: single thread against /sys less the sim under rwsem with those writes)",
 			"target=sim/lock=mutex/simcost=5100ns/op=files/"},
 	} {
 		t.Run("mode="+tc.mode, func(t *testing.T) {
@@ -125,6 +125,39 @@ func TestSimCostBadInput(t *testing.T) {
 	}
 }
 
+// A sim with work outside the lock makes ref-walk's shared writes, the
+// bare sim does not, and the calibration measures the sim's own part with
+// them (so that the calibrated sim's single thread takes what /sys takes).
+func TestSimCostMakesRefWalk(t *testing.T) {
+	for _, tc := range []struct {
+		t    Target
+		want bool
+	}{
+		{Target{Kind: TargetSim}, false},
+		{Target{Kind: TargetSim, SimCost: time.Microsecond}, true},
+		{Target{Kind: TargetSim, SimRefWalk: true}, true},
+		{Target{Kind: TargetPath, Dir: "/sys", SimRefWalk: true}, false},
+	} {
+		if got := tc.t.refWalk(); got != tc.want {
+			t.Errorf("%+v: refWalk() = %v, want %v", tc.t, got, tc.want)
+		}
+	}
+	onDir, bare := calibrationRuns(Config{Target: Target{Kind: TargetSim, SimCost: time.Microsecond}}, "/sys", "rwsem")
+	if onDir.Target.Kind != TargetPath || onDir.Target.refWalk() {
+		t.Errorf("calibration's real side: target %+v, want the directory", onDir.Target)
+	}
+	if bare.Target.Kind != TargetSim || bare.Target.SimCost != 0 || !bare.Target.refWalk() || bare.Threads != 1 {
+		t.Errorf("calibration's sim side: %+v, threads %d: want the sim with ref-walk writes, no cost, one thread", bare.Target, bare.Threads)
+	}
+	var js bytes.Buffer
+	if err := json.NewEncoder(&js).Encode(JSONTargetOf(Target{Kind: TargetSim, Lock: "rwsem", SimCost: time.Microsecond})); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(js.String(), `"sim_refwalk":true`) {
+		t.Errorf("JSON target %s: want sim_refwalk true", js.String())
+	}
+}
+
 // Calibration against /sys gives the difference of the two single-thread
 // per-ops, and never less than 0.
 func TestCalibrateSimCost(t *testing.T) {
@@ -136,7 +169,7 @@ func TestCalibrateSimCost(t *testing.T) {
 	if cal.Real <= 0 || cal.Bare <= 0 || cal.Cost != max(0, cal.Real-cal.Bare) || cal.Op != "files" {
 		t.Errorf("calibration %+v: want positive per-ops, Cost = Real - Bare, op files", cal)
 	}
-	if !strings.Contains(cal.String(), "of work outside the lock per op") {
+	if !strings.Contains(cal.String(), "of private work outside the lock per op") {
 		t.Errorf("calibration line %q", cal)
 	}
 }

@@ -52,6 +52,13 @@ type simTarget struct {
 	spin uint64 // immutable: spin iterations of Target.SimCost, per operation
 }
 
+// sysMountDepth is how many dentries a walk from "/" passes above sysfs's
+// root: "/" and "sys".
+const sysMountDepth = 2
+
+// refWalk reports whether t's walker makes ref-walk's shared writes.
+func (t Target) refWalk() bool { return t.Kind == TargetSim && (t.SimRefWalk || t.SimCost > 0) }
+
 // work is the operation's work outside the lock (Target.SimCost).
 func (s *simTarget) work() {
 	if s.spin > 0 {
@@ -64,8 +71,8 @@ func newSimTarget(t Target, churn bool) (*simTarget, error) {
 	if err != nil {
 		return nil, err
 	}
-	st := &simTarget{t: tree, w: kernfsim.NewWalker(tree, kernfsim.WalkerOptions{}), cred: DefaultSimCred,
-		spin: spinIterations(t.SimCost)}
+	w := kernfsim.NewWalker(tree, kernfsim.WalkerOptions{RefWalk: t.refWalk(), MountDepth: sysMountDepth})
+	st := &simTarget{t: tree, w: w, cred: DefaultSimCred, spin: spinIterations(t.SimCost)}
 	if t.Cred != nil {
 		st.cred = *t.Cred
 	}

@@ -1,0 +1,101 @@
+package kernfsim
+
+import (
+	"sync"
+	"syscall"
+	"testing"
+)
+
+// TestRefWalkBalancesReferences walks every kind of path with RefWalk on,
+// from several goroutines, and checks that every reference taken was
+// dropped (each dentry's count, the mount's and the root's back at zero)
+// and that each directory passed had its inode refreshed from its node.
+func TestRefWalkBalancesReferences(t *testing.T) {
+	user := Cred{Uid: 1000, Gid: 1000}
+	forEachLock(t, writers, func(t *testing.T, lock string) {
+		tr := newNetTree(t, lock)
+		loop := mkpath(t, tr, "loop")
+		must(tr.Symlink(loop, "a", "b"))(t)
+		must(tr.Symlink(loop, "b", "a"))(t)
+		must(tr.Symlink(loop, "abs", "/devices/virtual/net/lo"))(t)
+		w := NewWalker(tr, WalkerOptions{RefWalk: true, MountDepth: 2})
+		paths := []struct {
+			path string
+			want syscall.Errno
+		}{
+			{"class/net/lo/mtu", 0},
+			{"/devices/virtual/net/lo/../lo/./operstate", 0},
+			{"loop/abs/mtu", 0},
+			{"class/net/eth0/mtu", syscall.ENOENT},
+			{"class/net/eth0", syscall.ENOENT}, // twice: the second finds the negative dentry
+			{"class/net/eth0", syscall.ENOENT},
+			{"class/net/lo/mtu/x", syscall.ENOTDIR},
+			{"secret/key", syscall.EACCES},
+			{"loop/a", syscall.ELOOP},
+		}
+		var wg sync.WaitGroup
+		for range 4 {
+			wg.Go(func() {
+				buf := make([]byte, 32)
+				for range 50 {
+					for _, p := range paths {
+						if _, e := w.ResolveErrno(user, p.path); e != p.want {
+							t.Errorf("ResolveErrno(%q): got errno %v, want %v", p.path, e, p.want)
+						}
+					}
+					if _, e := w.ReadFileErrno(user, "class/net/lo/mtu", buf); e != 0 {
+						t.Errorf("ReadFileErrno: %v", e)
+					}
+				}
+			})
+		}
+		wg.Wait()
+
+		if n := w.root.refs.Load(); n != 0 {
+			t.Errorf("root dentry holds %d references after every walk ended", n)
+		}
+		for i := range w.ref.mount {
+			if n := w.ref.mount[i].refs.Load(); n != 0 {
+				t.Errorf("mount dentry %d holds %d references after every walk ended", i, n)
+			}
+		}
+		dentries, refreshed := 0, 0
+		for i := range w.cache.buckets {
+			for d := w.cache.buckets[i].head.Load(); d != nil; d = d.next.Load() {
+				dentries++
+				if n := d.refs.Load(); n != 0 {
+					t.Errorf("dentry %q holds %d references after every walk ended", d.name, n)
+				}
+				if d.inode != nil && d.inode.mode.Load() != 0 {
+					refreshed++
+					if got, want := d.inode.mode.Load(), uint32(d.node.attr.Load().Mode); got != want {
+						t.Errorf("dentry %q: inode refreshed to mode %o, node has %o", d.name, got, want)
+					}
+				}
+			}
+		}
+		if dentries == 0 || refreshed == 0 {
+			t.Errorf("%d dentries cached, %d inodes refreshed: the walks made no ref-walk writes", dentries, refreshed)
+		}
+	})
+}
+
+// TestRefWalkOffWritesNothing checks that the bare walker allocates no
+// inode lines and takes no references.
+func TestRefWalkOffWritesNothing(t *testing.T) {
+	tr := newNetTree(t, "rwsem")
+	w := NewWalker(tr, WalkerOptions{MountDepth: 2})
+	if _, err := w.Resolve(RootCred, "class/net/lo/mtu"); err != nil {
+		t.Fatal(err)
+	}
+	if w.ref.on || len(w.ref.mount) != 0 || w.root.inode != nil {
+		t.Errorf("RefWalk off: got ref-walk state %+v, root inode %v", w.ref, w.root.inode)
+	}
+	for i := range w.cache.buckets {
+		for d := w.cache.buckets[i].head.Load(); d != nil; d = d.next.Load() {
+			if d.inode != nil || d.refs.Load() != 0 {
+				t.Errorf("RefWalk off: dentry %q has inode %v and %d references", d.name, d.inode, d.refs.Load())
+			}
+		}
+	}
+}
