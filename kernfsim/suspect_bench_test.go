@@ -3,6 +3,7 @@ package kernfsim
 import (
 	"fmt"
 	"io/fs"
+	"math/rand/v2"
 	"os"
 	"testing"
 
@@ -43,7 +44,16 @@ func BenchmarkSuspect(b *testing.B) {
 				panic("ceilingWork reached 0")
 			}
 		}},
-		// The read section, on the calling P's home shard.
+		// The same for loads: a chase through a private, L1-resident ring
+		// of pointers, as a walk chases dentries and nodes. A machine
+		// whose two vCPUs share a core's load ports loses here what
+		// private arithmetic does not.
+		{"ceiling/loads", func(i int) {
+			if chaseRing(i) < 0 {
+				panic("chaseRing")
+			}
+		}},
+		// The read section, on the calling P's own shard.
 		{"readside", func(int) { tr.runlock(tr.rlock()) }},
 		// An active reference on the worker's own file, and on one file
 		// every worker shares (a true sharing, as kernfs's kn->active).
@@ -65,6 +75,34 @@ func BenchmarkSuspect(b *testing.B) {
 			parbench.Run(b, 0, func(i int) func() { return func() { p.op(i) } })
 		})
 	}
+}
+
+// rings are the ceiling/loads part's private rings, one per worker: 512
+// slots of 8 bytes (4 KiB) linked in a fixed shuffled order, each ring a
+// separate allocation.
+var rings = func() [][]int {
+	r := make([][]int, 256)
+	for w := range r {
+		perm := rand.New(rand.NewPCG(uint64(w), 1)).Perm(512)
+		ring := make([]int, 512)
+		for k := range perm {
+			ring[perm[k]] = perm[(k+1)%len(perm)]
+		}
+		r[w] = ring
+	}
+	return r
+}()
+
+// chaseRing follows 128 links of worker i's ring and returns where it
+// stopped.
+//
+//go:noinline
+func chaseRing(i int) int {
+	ring, at := rings[i%len(rings)], 0
+	for range 128 {
+		at = ring[at]
+	}
+	return at
 }
 
 // ceilingWork is 128 rounds of a linear congruential generator: a chain of
