@@ -8,20 +8,18 @@ import (
 // dentry is a walker's cached lookup result: node found as name in the
 // parent dentry's directory, or (node == nil) name missing from it at the
 // directory's revision rev. A dentry is immutable once published except
-// for next, which links its hash chain.
+// for next, which links its hash chain. It is 64 bytes, one cache line's
+// worth, as the kernel keeps what rcu-walk reads in a dentry's first line.
 type dentry struct {
 	id     uint64  // unique per walker; keys the children's hash buckets
 	parent *dentry // nil for the root
 	name   string
-	hash   uint64 // nameHash(name)
 	node   *Node  // nil for a negative entry
 	rev    uint64 // negative entries: the parent directory's revision
 
 	next atomic.Pointer[dentry] // changed under the bucket's mu; read without a lock
 
-	// Ref-walk's shared writes (WalkerOptions.RefWalk; see refwalk.go):
-	refs  atomic.Int64 // accessed atomically: references held, d_lockref's count
-	inode *inodeLine   // immutable: the directory's inode line; nil without RefWalk
+	lines *refLines // immutable: ref-walk's writes (WalkerOptions.RefWalk), off this line; nil without
 }
 
 // dcacheBucket is one hash chain, alone on its cache line for readers.
@@ -56,23 +54,24 @@ func (c *dcache) bucket(parent *dentry, hash uint64) *dcacheBucket {
 	return &c.buckets[(h^h>>32)&c.mask]
 }
 
-// get returns the cached entry for name under parent, or nil.
+// get returns the cached entry for name (whose nameHash is hash) under
+// parent, or nil.
 func (c *dcache) get(parent *dentry, name string, hash uint64) *dentry {
 	for d := c.bucket(parent, hash).head.Load(); d != nil; d = d.next.Load() {
-		if d.parent == parent && d.hash == hash && d.name == name {
+		if d.parent == parent && d.name == name {
 			return d
 		}
 	}
 	return nil
 }
 
-// put caches d (parent, name, hash, node, rev set), replacing any entry for
-// the same name, and returns it.
-func (c *dcache) put(d *dentry) *dentry {
+// put caches d (parent, name, node, rev set; hash is nameHash(d.name)),
+// replacing any entry for the same name, and returns it.
+func (c *dcache) put(d *dentry, hash uint64) *dentry {
 	d.id = c.nextID.Add(1)
-	b := c.bucket(d.parent, d.hash)
+	b := c.bucket(d.parent, hash)
 	b.mu.Lock()
-	if old := c.get(d.parent, d.name, d.hash); old != nil {
+	if old := c.get(d.parent, d.name, hash); old != nil {
 		b.unlinkLocked(old)
 	} else {
 		c.size.Add(1)
@@ -83,11 +82,11 @@ func (c *dcache) put(d *dentry) *dentry {
 	return d
 }
 
-// drop forgets stale if it is still cached.
-func (c *dcache) drop(stale *dentry) {
-	b := c.bucket(stale.parent, stale.hash)
+// drop forgets stale (whose name's nameHash is hash) if it is still cached.
+func (c *dcache) drop(stale *dentry, hash uint64) {
+	b := c.bucket(stale.parent, hash)
 	b.mu.Lock()
-	if c.get(stale.parent, stale.name, stale.hash) == stale {
+	if c.get(stale.parent, stale.name, hash) == stale {
 		b.unlinkLocked(stale)
 		c.size.Add(-1)
 	}

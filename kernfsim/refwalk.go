@@ -8,24 +8,28 @@ import (
 // The kernel's ref-walk, as shared writes outside kernfs's lock.
 //
 // A path walk through sysfs does not stay in rcu-walk: kernfs's
-// ->permission() and ->d_revalidate() return -ECHILD under LOOKUP_RCU, so
-// every lookup in /sys is retried in ref-walk from the root. Ref-walk
-// writes lines that every CPU walking the same prefix shares:
+// ->permission() returns -ECHILD for MAY_NOT_BLOCK and ->d_revalidate()
+// for LOOKUP_RCU, so at sysfs's root (the first kernfs directory a walk
+// checks) the walk leaves rcu-walk (try_to_unlazy: references on the
+// current dentry and on the process's root, "/") and goes on in ref-walk.
+// Ref-walk writes lines that every CPU walking the same prefix shares:
 //
-//   - a reference taken and dropped on each dentry passed (d_lockref:
-//     lockref_get_not_dead and dput), the negative dentry of a missing
-//     name included, and the dentries above the mount ("/", "sys");
-//   - each directory's inode, refreshed from the kernfs node under
+//   - a reference taken and dropped on each dentry passed (__d_lookup
+//     takes d_lock and counts one; the step past it drops it with dput),
+//     the negative dentry of a missing name included, and "/", held until
+//     the walk ends;
+//   - each inode it checks, refreshed from the kernfs node under
 //     kernfs_iattr_rwsem by kernfs_iop_permission (kernfs_refresh_inode:
-//     mode, owner, times, set_nlink), a read-side acquisition of an rwsem
-//     of its own and stores to the inode's line.
+//     mode, owner, times, set_nlink): the directories passed, and the file
+//     opened (may_open) or stat'ed (kernfs_iop_getattr); a read-side
+//     acquisition of an rwsem of its own, and stores to the inode's line.
 //
 // The bare walker (WalkerOptions.RefWalk false) models kernfs's own lock
 // only, so two CPUs walking one prefix share nothing but that lock (under
 // rcu and none, nothing at all). A walker with RefWalk makes the writes
-// above, on lines as the kernel has them: each dentry's reference count on
-// the dentry, each inode on a line of its own, one inode-attribute lock
-// per walker (kernfs has one per root). This is what the calibrated sim
+// above on lines as the kernel keeps them: each dentry's count and inode
+// off the line its lookups read (refLines), one inode-attribute lock per
+// walker (kernfs has one per root). This is what the calibrated sim
 // (loadgen --sim-cost) adds to its private work: with private work alone
 // the sim's missing lookups ran at efficiency 0.87-0.90 on two threads
 // where /sys ran at 0.50-0.53, measured alternately on a 2-vCPU VM
@@ -35,27 +39,21 @@ import (
 // is checked, and a refresh stores what the node already says.
 
 // refWalk holds a walker's ref-walk state; its zero value (off) does
-// nothing.
+// nothing, and each of its methods is a test of on that inlines.
 type refWalk struct {
 	on    bool          // immutable
 	iattr *sync.RWMutex // immutable pointer: kernfs_iattr_rwsem's stand-in
-	mount []mountRef    // immutable slice: the dentries above the tree's root
+	mount []refLines    // immutable slice: the dentries above the tree's root
 }
 
-// mountRef is a dentry above the tree's root ("/", "sys"), alone on its
-// line.
-type mountRef struct {
-	_    [cacheLine]byte
-	refs atomic.Int64 // accessed atomically
-	_    [cacheLine - 8]byte
-}
-
-// inodeLine is a dentry's inode: the attributes kernfs_refresh_inode
-// stores on every permission check, on a line of their own.
-type inodeLine struct {
+// refLines are what ref-walk writes for one dentry: its reference count
+// (d_lockref) and its inode's attributes, each on a line of its own.
+type refLines struct {
 	_     [cacheLine]byte
-	mode  atomic.Uint32 // accessed atomically
-	nlink atomic.Uint32 // accessed atomically
+	refs  atomic.Int64 // accessed atomically
+	_     [cacheLine - 8]byte
+	mode  atomic.Uint32 // accessed atomically: the inode's i_mode
+	nlink atomic.Uint32 // accessed atomically: the inode's i_nlink
 	_     [cacheLine - 8]byte
 }
 
@@ -67,64 +65,65 @@ func newRefWalk(on bool, mountDepth int) refWalk {
 	if !on {
 		return refWalk{}
 	}
-	return refWalk{on: true, iattr: new(sync.RWMutex), mount: make([]mountRef, mountDepth)}
+	return refWalk{on: true, iattr: new(sync.RWMutex), mount: make([]refLines, mountDepth)}
 }
 
-// newInode is a dentry's inode line, or nil when the walk is not modelled.
-func (r *refWalk) newInode() *inodeLine {
+// newLines is a new dentry's lines, or nil when the walk is not modelled.
+func (r *refWalk) newLines() *refLines {
 	if !r.on {
 		return nil
 	}
-	return new(inodeLine)
+	return new(refLines)
 }
 
-// enter takes references on the mount's dentries and the root, as a walk
-// from "/" passes them.
+// enter takes references on the dentries above the root and on the root,
+// as a walk from "/" that leaves rcu-walk at the root holds them.
 func (r *refWalk) enter(root *dentry) {
-	if !r.on {
-		return
+	if r.on {
+		for i := range r.mount {
+			r.mount[i].refs.Add(1)
+		}
+		root.lines.refs.Add(1)
 	}
-	for i := range r.mount {
-		r.mount[i].refs.Add(1)
-	}
-	root.refs.Add(1)
 }
 
 // leave drops what enter took above the root.
 func (r *refWalk) leave() {
-	if !r.on {
-		return
-	}
-	for i := range r.mount {
-		r.mount[i].refs.Add(-1)
+	if r.on {
+		for i := range r.mount {
+			r.mount[i].refs.Add(-1)
+		}
 	}
 }
 
 // get and put are d_lockref's reference on d.
 func (r *refWalk) get(d *dentry) {
 	if r.on {
-		d.refs.Add(1)
+		d.lines.refs.Add(1)
 	}
 }
 
 func (r *refWalk) put(d *dentry) {
 	if r.on {
-		d.refs.Add(-1)
+		d.lines.refs.Add(-1)
 	}
 }
 
-// refresh is kernfs_iop_permission's inode refresh of dir's inode. It is
-// the test alone, so that it inlines into the bare walk.
-func (r *refWalk) refresh(dir *dentry) {
-	if r.on && dir.inode != nil {
-		r.refreshInode(dir)
+// refresh is kernfs_iop_permission's (and kernfs_iop_getattr's) refresh
+// of d's inode. d is positive.
+func (r *refWalk) refresh(d *dentry) {
+	if r.on {
+		r.refreshInode(d)
 	}
 }
 
-func (r *refWalk) refreshInode(dir *dentry) {
+func (r *refWalk) refreshInode(d *dentry) {
 	r.iattr.RLock()
-	a := dir.node.attr.Load()
-	dir.inode.mode.Store(uint32(a.Mode))
-	dir.inode.nlink.Store(2 + uint32(dir.node.dir.subdirs.Load()))
+	nlink := uint32(1)
+	if d.node.kind == KindDir {
+		nlink = 2 + uint32(d.node.dir.subdirs.Load())
+	}
+	d.lines.mode.Store(uint32(d.node.attr.Load().Mode))
+	d.lines.nlink.Store(nlink)
 	r.iattr.RUnlock()
 }

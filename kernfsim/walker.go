@@ -26,7 +26,9 @@ type WalkerOptions struct {
 	// outside the strategy's lock.
 	RefWalk bool
 	// MountDepth is how many dentries above the tree's root a walk from
-	// "/" passes, with RefWalk: 2 for a tree mounted at /sys ("/", "sys").
+	// "/" holds references on in ref-walk, with RefWalk: 1 for a tree
+	// mounted at /sys (the process's root, "/"; rcu-walk passes "sys"
+	// without writing, and falls back to ref-walk at sysfs's root).
 	MountDepth int
 }
 
@@ -60,7 +62,7 @@ func NewWalker(t *Tree, opts WalkerOptions) *Walker {
 	}
 	ref := newRefWalk(opts.RefWalk, max(0, opts.MountDepth))
 	return &Walker{t: t, negatives: neg, cache: newDcache(opts.Buckets), ref: ref,
-		root: &dentry{node: t.root, inode: ref.newInode()}}
+		root: &dentry{node: t.root, lines: ref.newLines()}}
 }
 
 // Tree is the tree the walker resolves in.
@@ -86,24 +88,30 @@ func (w *Walker) Lresolve(c Cred, path string) (*Node, error) {
 // (a Go error value would be one allocation per failed walk, which the
 // kernel's walk does not make).
 func (w *Walker) ResolveErrno(c Cred, path string) (*Node, syscall.Errno) {
-	return w.resolveErrno(c, path, true)
+	return w.resolveErrno(c, path, true, false)
 }
 
 func (w *Walker) resolve(c Cred, path string, follow bool) (*Node, error) {
-	n, e := w.resolveErrno(c, path, follow)
+	n, e := w.resolveErrno(c, path, follow, false)
 	if e != 0 {
 		return nil, &fs.PathError{Op: "lookup", Path: path, Err: e}
 	}
 	return n, nil
 }
 
-func (w *Walker) resolveErrno(c Cred, path string, follow bool) (*Node, syscall.Errno) {
+// resolveErrno walks path. checked says the caller goes on to check the
+// node's inode (open's may_open, stat's getattr), which refreshes it under
+// RefWalk.
+func (w *Walker) resolveErrno(c Cred, path string, follow, checked bool) (*Node, syscall.Errno) {
 	r := w.t.reads.EnterScope()
 	links := 0
 	w.ref.enter(w.root)
 	d, e := w.walk(c, w.root, path, follow, &links)
 	if e == 0 {
-		w.ref.put(d) // a file's reference lives as long as the open file; the count is what matters
+		if checked {
+			w.ref.refresh(d)
+		}
+		w.ref.put(d) // an open file's reference lives until close; the count of writes is what matters
 	}
 	w.ref.leave()
 	w.t.reads.ExitScope(r)
@@ -194,21 +202,17 @@ func (w *Walker) step(dir *dentry, name string) (*dentry, syscall.Errno) {
 			}
 			return d, 0
 		}
-		w.cache.drop(d)
+		w.cache.drop(d, h)
 	}
 	n, rev, e := w.lookup(dir.node, name, h)
 	switch {
 	case e == syscall.ENOENT && w.negatives:
-		w.cache.put(&dentry{parent: dir, name: name, hash: h, rev: rev})
+		w.cache.put(&dentry{parent: dir, name: name, rev: rev, lines: w.ref.newLines()}, h)
 		return nil, e
 	case e != 0:
 		return nil, e
 	}
-	d := &dentry{parent: dir, name: name, hash: h, node: n}
-	if n.kind == KindDir {
-		d.inode = w.ref.newInode()
-	}
-	return w.cache.put(d), 0
+	return w.cache.put(&dentry{parent: dir, name: name, node: n, lines: w.ref.newLines()}, h), 0
 }
 
 func (w *Walker) permission(n *Node, mask Access, c Cred) syscall.Errno {
@@ -244,7 +248,7 @@ func (w *Walker) Stat(c Cred, path string) (Stat, error) {
 
 // StatErrno is Stat that returns an errno and allocates nothing.
 func (w *Walker) StatErrno(c Cred, path string) (Stat, syscall.Errno) {
-	n, e := w.resolveErrno(c, path, true)
+	n, e := w.resolveErrno(c, path, true, true)
 	if e != 0 {
 		return Stat{}, e
 	}
@@ -267,7 +271,7 @@ func (w *Walker) Open(c Cred, path string, flags int) (*File, error) {
 // ReadFileErrno is ReadFile returning an errno, as read(2) would: it
 // allocates nothing when the path is missing or closed to c.
 func (w *Walker) ReadFileErrno(c Cred, path string, buf []byte) (int, syscall.Errno) {
-	n, e := w.resolveErrno(c, path, true)
+	n, e := w.resolveErrno(c, path, true, true)
 	if e != 0 {
 		return 0, e
 	}

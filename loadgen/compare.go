@@ -434,10 +434,7 @@ func runCell(ctx context.Context, cc CompareConfig, c *Cell, res *CompareResult)
 		res.note(c.Row.Label() + ": lstopo needs a filesystem, skipped")
 		return nil
 	}
-	t := c.Row.Target
-	if t.Kind == TargetSim {
-		t.SimCost = res.SimCosts[c.Op]
-	}
+	t := res.cellTarget(*c)
 	r, err := Run(ctx, Config{Target: t, Op: op, Missing: missing, Threads: c.Threads,
 		Times: cc.times(c), NoPin: cc.NoPin})
 	if err != nil {

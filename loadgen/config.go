@@ -370,6 +370,8 @@ func (c Config) validateTarget() error {
 		return BadConfig("SimCost", "give the kernel's work per operation: microseconds", "%v per operation is more than a system call costs", t.SimCost)
 	case t.SimCost > 0 && t.Kind != TargetSim:
 		return BadConfig("SimCost", "drop it, or measure the sim", "work outside the lock is added to sim operations only; a %s target does its own", t.Kind)
+	case t.SimRefWalk && t.Kind != TargetSim:
+		return BadConfig("SimRefWalk", "drop it, or measure the sim", "ref-walk's writes are modelled by the sim only; a %s target makes the kernel's own", t.Kind)
 	}
 	if t.Kind == TargetSim && t.Build == nil {
 		if err := t.Tree.WithDefaults().Validate(); err != nil {

@@ -82,11 +82,13 @@ func simRowsMode(r CompareResult) string {
 }
 
 // cellTarget is c's target as its runs had it: a sim row's with the op's
-// SimCost.
+// SimCost, and ref-walk's writes wherever the op has a cost, fixed or
+// calibrated, even one of 0.
 func (r CompareResult) cellTarget(c Cell) Target {
 	t := c.Row.Target
 	if t.Kind == TargetSim {
-		t.SimCost = r.SimCosts[c.Op]
+		cost, ok := r.SimCosts[c.Op]
+		t.SimCost, t.SimRefWalk = cost, ok
 	}
 	return t
 }

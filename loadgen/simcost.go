@@ -132,7 +132,7 @@ func CalibrateSimCost(ctx context.Context, c Config, dir, lock string) (SimCalib
 			name string
 			cfg  Config
 			into *[]time.Duration
-		}{{dir, onDir, &dirs}, {"the bare sim", bare, &bares}} {
+		}{{dir, onDir, &dirs}, {"the sim with ref-walk's writes", bare, &bares}} {
 			r, err := Run(ctx, side.cfg)
 			if err != nil {
 				return cal, fmt.Errorf("calibrating the sim's cost: %s: %w", side.name, err)

@@ -24,10 +24,10 @@ func TestCompareSimMode(t *testing.T) {
 	}{
 		{"bare", nil, nil, "sim=bare (the tree's code alone", "target=sim/lock=mutex/op=files/"},
 		{"fixed", map[string]time.Duration{"files": 2 * time.Microsecond, "missing": 2 * time.Microsecond}, nil,
-			"sim=fixed (+2.00us of work outside the lock per op, and ref-walk's shared writes)", "target=sim/lock=mutex/simcost=2000ns/op=files/"},
+			"sim=fixed (+2.00us of work outside the lock per op, and ref-walk's shared writes)", "target=sim/lock=mutex/simcost=2000ns/refwalk=on/op=files/"},
 		{"calibrated", map[string]time.Duration{"files": cal.Cost}, []SimCalibration{cal},
 			"sim=calibrated (files +5.10us of work outside the lock per op, and ref-walk's shared writes: single thread against /sys less the sim under rwsem with those writes)",
-			"target=sim/lock=mutex/simcost=5100ns/op=files/"},
+			"target=sim/lock=mutex/simcost=5100ns/refwalk=on/op=files/"},
 	} {
 		t.Run("mode="+tc.mode, func(t *testing.T) {
 			r := compareFixture()
@@ -148,6 +148,25 @@ func TestSimCostMakesRefWalk(t *testing.T) {
 	}
 	if bare.Target.Kind != TargetSim || bare.Target.SimCost != 0 || !bare.Target.refWalk() || bare.Threads != 1 {
 		t.Errorf("calibration's sim side: %+v, threads %d: want the sim with ref-walk writes, no cost, one thread", bare.Target, bare.Threads)
+	}
+	// A calibration of 0 (the sim's own part as slow as the real call)
+	// still makes the writes, and the cell's name and JSON say so.
+	r := compareFixture()
+	r.SimCosts = map[string]time.Duration{"files": 0}
+	for _, c := range r.Cells {
+		if c.Row.Target.Kind != TargetSim {
+			continue
+		}
+		ct := r.cellTarget(c)
+		if c.Op == "files" && !ct.refWalk() {
+			t.Errorf("a cell calibrated to 0: target %+v makes no ref-walk writes", ct)
+		}
+		if name := benchName(ct, OpOpenReadClose, false, 2); c.Op == "files" && !strings.Contains(name, "/refwalk=on/") {
+			t.Errorf("a cell calibrated to 0: bench name %q does not say refwalk=on", name)
+		}
+	}
+	if err := (Config{Target: Target{Kind: TargetPath, Dir: "/sys", SimRefWalk: true}}).validateTarget(); err == nil {
+		t.Errorf("SimRefWalk on a path target: accepted, want an error")
 	}
 	var js bytes.Buffer
 	if err := json.NewEncoder(&js).Encode(JSONTargetOf(Target{Kind: TargetSim, Lock: "rwsem", SimCost: time.Microsecond})); err != nil {

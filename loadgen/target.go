@@ -52,9 +52,9 @@ type simTarget struct {
 	spin uint64 // immutable: spin iterations of Target.SimCost, per operation
 }
 
-// sysMountDepth is how many dentries a walk from "/" passes above sysfs's
-// root: "/" and "sys".
-const sysMountDepth = 2
+// sysMountDepth is how many dentries above sysfs's root a walk from "/"
+// holds in ref-walk: "/" (kernfsim.WalkerOptions.MountDepth).
+const sysMountDepth = 1
 
 // refWalk reports whether t's walker makes ref-walk's shared writes.
 func (t Target) refWalk() bool { return t.Kind == TargetSim && (t.SimRefWalk || t.SimCost > 0) }

@@ -22,9 +22,9 @@
 // harnesses) ranged 1.10-1.95x under RunParallel and 1.84-2.02x under Run;
 // a loop of private arithmetic reaches 1.99x under either.
 //
-// Run hands out iterations in chunks of at least 1/16 of each worker's
-// share (capped at 4096), from a counter alone on its line, and keeps each
-// worker's count in a local variable.
+// Run hands out iterations in chunks of a sixteenth of each worker's
+// share (at least 1, at most 4096) from a counter alone on its line, and
+// keeps each worker's count in a local variable.
 package parbench
 
 import (
@@ -48,8 +48,9 @@ const maxChunk = 4096
 // goroutine's number from 1; it returns the iteration function, which
 // should keep whatever it writes in state of its own (a buffer it
 // allocated itself, padded to a cache line where it matters; see Buffer).
-// An iteration function that calls b.Fatal must not: use b.Error and
-// return, as RunParallel's bodies do.
+// worker may fail the benchmark (b.Error, then runtime.Goexit as b.Fatal
+// does): no iteration then runs. Neither worker nor the iteration function
+// may call b.Fatal itself, which vet forbids off the test goroutine.
 func Run(b *testing.B, workers int, worker func(id int) func()) {
 	if workers <= 0 {
 		workers = runtime.GOMAXPROCS(0)
@@ -67,7 +68,14 @@ func Run(b *testing.B, workers int, worker func(id int) func()) {
 	for id := 1; id <= workers; id++ {
 		go func() {
 			defer done.Done()
+			setUp := false
+			defer func() {
+				if !setUp { // worker exited its goroutine (runtime.Goexit)
+					ready.Done()
+				}
+			}()
 			iter := worker(id)
+			setUp = true
 			ready.Done()
 			<-start
 			for {
@@ -82,7 +90,14 @@ func Run(b *testing.B, workers int, worker func(id int) func()) {
 		}()
 	}
 	ready.Wait()
+	if b.Failed() {
+		next.n.Store(int64(b.N)) // every worker returns at once
+		close(start)
+		done.Wait()
+		return
+	}
 	b.ResetTimer()
+	b.StartTimer()
 	close(start)
 	done.Wait()
 	b.StopTimer()

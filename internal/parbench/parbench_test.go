@@ -1,6 +1,7 @@
 package parbench
 
 import (
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -47,5 +48,31 @@ func TestRunCallsEveryIterationOnce(t *testing.T) {
 func TestBufferIsPadded(t *testing.T) {
 	if buf := Buffer(32); len(buf) != 32 || cap(buf) != 32 {
 		t.Errorf("Buffer(32): len %d cap %d, want 32 and 32", len(buf), cap(buf))
+	}
+}
+
+// TestRunStopsWhenSetUpFails checks that a worker whose set-up fails the
+// benchmark and exits its goroutine, as b.Fatal does, fails the benchmark
+// without hanging Run or running an iteration.
+func TestRunStopsWhenSetUpFails(t *testing.T) {
+	var iterations atomic.Int64
+	done := make(chan bool, 1)
+	go func() {
+		r := testing.Benchmark(func(b *testing.B) {
+			Run(b, 4, func(id int) func() {
+				if id == 2 { // b.Fatal's effect; vet forbids calling it off the test goroutine
+					b.Error("set-up failed")
+					runtime.Goexit()
+				}
+				return func() { iterations.Add(1) }
+			})
+		})
+		done <- r.N == 0
+	}()
+	if failed := <-done; !failed {
+		t.Errorf("a benchmark whose set-up failed reported results")
+	}
+	if n := iterations.Load(); n != 0 {
+		t.Errorf("%d iterations ran after a set-up failed", n)
 	}
 }
