@@ -90,10 +90,20 @@ func TestRefWalkBalancesReferences(t *testing.T) {
 	})
 }
 
-// TestDentryIsOneLine checks that a dentry stays one cache line's worth.
-func TestDentryIsOneLine(t *testing.T) {
+// TestLayoutKeepsLines checks the sizes that keep the walker's lines as
+// the kernel keeps them: a dentry is one line's worth, and a File and its
+// show() buffer take whole lines, so two CPUs' files share none.
+func TestLayoutKeepsLines(t *testing.T) {
 	if got := unsafe.Sizeof(dentry{}); got != 64 {
 		t.Errorf("a dentry is %d bytes, want 64: the fields a lookup reads would straddle two lines", got)
+	}
+	if got := unsafe.Sizeof(File{}); got%cacheLine != 0 {
+		t.Errorf("a File is %d bytes, want a multiple of %d", got, cacheLine)
+	}
+	f := filePool.Get().(*File)
+	defer filePool.Put(f)
+	if c := f.buf.Cap(); c%cacheLine != 0 {
+		t.Errorf("a pooled File's show() buffer holds %d bytes, want a multiple of %d", c, cacheLine)
 	}
 }
 

@@ -7,6 +7,9 @@
 #   rcu speed-up = ns/op at -cpu 1 / ns/op at -cpu 2 (files, missing,
 #                  resolve; parallel and 48 goroutines; target >= 1.9x)
 #   rcu/none     = rcu's ns/op / none's, serial at -cpu 1 (target <= 1.10x)
+# and, in the same rounds, the machine's own ceiling: BenchmarkSuspect's
+# private arithmetic and private loads, which share nothing (a VM's two
+# vCPUs lose speed-up to their host, and that moves within minutes).
 # Run it on a quiet machine: uptime comes first so a loaded run shows.
 # Raw output is kept in $OUT (default /tmp/sim-scaling.txt) for benchstat.
 set -euo pipefail
@@ -24,6 +27,8 @@ for r in $(seq "$ROUNDS"); do
 		"$bin" -test.run '^$' -test.bench "Walk/lock=$lock/op=(files|missing|resolve)" \
 			-test.cpu 1,2 -test.benchtime 200000x | grep '^Benchmark' >>"$OUT"
 	done
+	"$bin" -test.run '^$' -test.bench 'Suspect/part=ceiling' -test.cpu 1,2 -test.benchtime 2000000x |
+		grep '^Benchmark' >>"$OUT"
 	echo "round $r/$ROUNDS done" >&2
 done
 awk '
@@ -40,6 +45,12 @@ END {
 		v = "BenchmarkWalk/lock=rcu/op=" ops[k] "/parallel" (g == 2 ? "/goroutines=48" : "")
 		a = median(v); b = median(v "-2")
 		printf "%-42s %10.1f %10.1f %8.2fx%s\n", substr(v, 24), a, b, a / b, (a / b >= 1.9 ? "" : "  (target 1.9x)")
+	}
+	split("ceiling ceiling/loads", cs, " ")
+	for (k = 1; k <= 2; k++) {
+		v = "BenchmarkSuspect/part=" cs[k] "/parallel"
+		a = median(v); b = median(v "-2")
+		printf "%-42s %10.1f %10.1f %8.2fx  (the machine)\n", substr(v, 18), a, b, a / b
 	}
 	printf "\n%-42s %10s %10s %9s\n", "one thread (-cpu 1, serial)", "rcu ns/op", "none ns/op", "rcu/none"
 	for (k = 1; k <= 3; k++) {
