@@ -120,16 +120,17 @@ type Target struct {
 	// tree's lock, for what the kernel does around kernfs (syscall entry,
 	// file allocation, the VFS walk): a calibrated spin loop, not a
 	// sleep (see simcost.go and CalibrateSimCost). 0 is the bare sim.
-	// A sim with SimCost also makes the shared writes of the kernel's
-	// ref-walk (SimRefWalk).
+	// A sim with SimCost also makes the kernel's shared writes
+	// (SimShared).
 	SimCost time.Duration
-	// SimRefWalk makes the TargetSim walker write what the kernel's
-	// ref-walk writes outside kernfs's lock, on lines every worker
-	// shares: dentry references and inode refreshes
-	// (kernfsim.WalkerOptions.RefWalk, on a tree mounted at /sys). It is
-	// on whenever SimCost is not 0; alone, it is what CalibrateSimCost
-	// measures the sim's own part with.
-	SimRefWalk bool
+	// SimShared makes a TargetSim's operations write what the kernel
+	// writes outside kernfs's lock on lines every worker shares: ref-walk's
+	// dentry references and inode refreshes (kernfsim.WalkerOptions.RefWalk,
+	// on a tree mounted at /sys), and the descriptor table the workers
+	// share as threads of one process (an fd taken and given back under
+	// its lock by every open). It is on whenever SimCost is not 0; alone,
+	// it is what CalibrateSimCost measures the sim's own part with.
+	SimShared bool
 	// Build, if not nil, builds the TargetSim tree instead of
 	// sysfs.NewSynthetic(Tree): a host mirror, or a tree with its own
 	// teardown policy (cmd/loadgen passes kernfsim's tree flags this way).
@@ -370,8 +371,8 @@ func (c Config) validateTarget() error {
 		return BadConfig("SimCost", "give the kernel's work per operation: microseconds", "%v per operation is more than a system call costs", t.SimCost)
 	case t.SimCost > 0 && t.Kind != TargetSim:
 		return BadConfig("SimCost", "drop it, or measure the sim", "work outside the lock is added to sim operations only; a %s target does its own", t.Kind)
-	case t.SimRefWalk && t.Kind != TargetSim:
-		return BadConfig("SimRefWalk", "drop it, or measure the sim", "ref-walk's writes are modelled by the sim only; a %s target makes the kernel's own", t.Kind)
+	case t.SimShared && t.Kind != TargetSim:
+		return BadConfig("SimShared", "drop it, or measure the sim", "the kernel's shared writes are modelled by the sim only; a %s target makes the kernel's own", t.Kind)
 	}
 	if t.Kind == TargetSim && t.Build == nil {
 		if err := t.Tree.WithDefaults().Validate(); err != nil {

@@ -190,12 +190,12 @@ func (t Target) Describe() string {
 	}
 	s += " " + t.Setup()
 	switch {
-	case t.Kind == TargetSim && t.SimCost == 0 && t.refWalk():
-		s += " sim=refwalk"
+	case t.Kind == TargetSim && t.SimCost == 0 && t.sharedWrites():
+		s += " sim=shared"
 	case t.Kind == TargetSim && t.SimCost == 0:
 		s += " sim=bare"
 	case t.Kind == TargetSim:
-		s += " sim-cost=" + t.SimCost.String() + " refwalk"
+		s += " sim-cost=" + t.SimCost.String() + " shared"
 	}
 	return s
 }

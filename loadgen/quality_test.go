@@ -130,7 +130,7 @@ func TestParseMount(t *testing.T) {
 		t    Target
 		want string
 	}{{Target{Kind: TargetSim, Lock: "mutex"}, "sim lock=mutex transport=none permissions=walker sim=bare"},
-		{Target{Kind: TargetSim, Lock: "rwsem", SimCost: 5 * time.Microsecond}, "sim lock=rwsem transport=none permissions=walker sim-cost=5µs refwalk"},
+		{Target{Kind: TargetSim, Lock: "rwsem", SimCost: 5 * time.Microsecond}, "sim lock=rwsem transport=none permissions=walker sim-cost=5µs shared"},
 		{Target{Kind: TargetPath, Dir: "/sys"}, "sys transport=none"}} {
 		if got := tc.t.Describe(); got != tc.want {
 			t.Errorf("Describe: got %q, want %q", got, tc.want)

@@ -99,9 +99,9 @@ func benchFormat(x float64) string {
 // benchName is the benchmark name with key=value parts, so that
 // `benchstat -col /lock` compares strategies; without the -N suffix. A
 // sim with work outside the lock (Target.SimCost) adds
-// simcost=NANOSECONDSns after the lock, and one that makes ref-walk's
-// writes (every sim with a cost, and a calibration's of 0) refwalk=on; a
-// bare sim adds nothing.
+// simcost=NANOSECONDSns after the lock, and one that makes the kernel's
+// shared writes (every sim with a cost, and a calibration's of 0)
+// shared=on; a bare sim adds nothing.
 func benchName(t Target, op Op, missing bool, threads int) string {
 	lock := t.Lock
 	if t.Kind == TargetPath {
@@ -111,8 +111,8 @@ func benchName(t Target, op Op, missing bool, threads int) string {
 	if t.SimCost > 0 {
 		cost = fmt.Sprintf("/simcost=%dns", t.SimCost.Nanoseconds())
 	}
-	if t.refWalk() {
-		cost += "/refwalk=on"
+	if t.sharedWrites() {
+		cost += "/shared=on"
 	}
 	return fmt.Sprintf("%s/target=%s/lock=%s%s/op=%s/threads=%d", BenchName, TargetLabel(t), lock, cost, opLabel(op, missing), threads)
 }

@@ -77,18 +77,18 @@ func simRowsMode(r CompareResult) string {
 		}
 	}
 	c := r.SimCalibrations[0]
-	return fmt.Sprintf("calibrated (%s of work outside the lock per op, and ref-walk's shared writes: single thread against %s less the sim under %s with those writes)",
+	return fmt.Sprintf("calibrated (%s of work outside the lock per op, and the kernel's shared writes: single thread against %s less the sim under %s with those writes)",
 		strings.Join(parts, ", "), c.Dir, c.Lock)
 }
 
 // cellTarget is c's target as its runs had it: a sim row's with the op's
-// SimCost, and ref-walk's writes wherever the op has a cost, fixed or
-// calibrated, even one of 0.
+// SimCost, and the kernel's shared writes wherever the op has a cost,
+// fixed or calibrated, even one of 0.
 func (r CompareResult) cellTarget(c Cell) Target {
 	t := c.Row.Target
 	if t.Kind == TargetSim {
 		cost, ok := r.SimCosts[c.Op]
-		t.SimCost, t.SimRefWalk = cost, ok
+		t.SimCost, t.SimShared = cost, ok
 	}
 	return t
 }

@@ -101,9 +101,10 @@ type JSONTarget struct {
 	// SimCostNs is the sim's work outside the lock per op (Target.SimCost):
 	// 0 is the bare sim; absent for other targets.
 	SimCostNs *int64 `json:"sim_cost_ns,omitempty"`
-	// SimRefWalk says the sim made ref-walk's shared writes
-	// (Target.SimRefWalk, on with any SimCost); absent for other targets.
-	SimRefWalk *bool `json:"sim_refwalk,omitempty"`
+	// SimShared says the sim made the kernel's shared writes (ref-walk's,
+	// the descriptor table's: Target.SimShared, on with any SimCost);
+	// absent for other targets.
+	SimShared *bool `json:"sim_shared_writes,omitempty"`
 }
 
 // JSONSimCalibration is a SimCalibration.
@@ -221,8 +222,8 @@ func JSONTargetOf(t Target) JSONTarget {
 	}
 	if t.Kind == TargetSim {
 		j.Tree = describeTree(t)
-		cost, ref := t.SimCost.Nanoseconds(), t.refWalk()
-		j.SimCostNs, j.SimRefWalk = &cost, &ref
+		cost, shared := t.SimCost.Nanoseconds(), t.sharedWrites()
+		j.SimCostNs, j.SimShared = &cost, &shared
 	}
 	return j
 }

@@ -109,14 +109,14 @@ func describeSimCost(cost time.Duration) string {
 	if cost == 0 {
 		return "bare (no work outside the lock)"
 	}
-	return fmt.Sprintf("+%s of work outside the lock per op, and ref-walk's shared writes", textout.Dur(cost))
+	return fmt.Sprintf("+%s of work outside the lock per op, and the kernel's shared writes", textout.Dur(cost))
 }
 
-// describeSimWork is describeSimCost of t, which may make ref-walk's
-// writes without a cost.
+// describeSimWork is describeSimCost of t, which may make the kernel's
+// shared writes without a cost.
 func describeSimWork(t Target) string {
-	if t.SimCost == 0 && t.refWalk() {
-		return "ref-walk's shared writes, no other work outside the lock"
+	if t.SimCost == 0 && t.sharedWrites() {
+		return "the kernel's shared writes, no other work outside the lock"
 	}
 	return describeSimCost(t.SimCost)
 }

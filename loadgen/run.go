@@ -144,7 +144,7 @@ func (e *env) setupWriter() error {
 func (e *env) openTarget(ctx context.Context) (target, error) {
 	switch e.target.Kind {
 	case TargetSim:
-		return newSimTarget(e.target, e.cfg.Churn > 0)
+		return newSimTarget(e.target, e.cfg.Churn > 0, e.cfg.Threads)
 	case TargetKernfsim:
 		if e.target.Dir == "" {
 			if e.cfg.Server == nil {

@@ -68,13 +68,13 @@ type SimCalibration struct {
 	Op   string        // the op label: files, missing, stat, ...
 	Lock string        // the bare sim's strategy
 	Real time.Duration // single-thread per-op against Dir: the best of the tries
-	Bare time.Duration // single-thread per-op of the sim with ref-walk's writes and no spin: the best of the tries
+	Bare time.Duration // single-thread per-op of the sim with the kernel's shared writes and no spin: the best of the tries
 	Cost time.Duration // Real - Bare, at least 0: the SimCost it gives
 }
 
 // String is the calibration in a line.
 func (c SimCalibration) String() string {
-	return fmt.Sprintf("%s: %s single-thread %s, sim (%s, ref-walk writes) %s: %s of private work outside the lock per op",
+	return fmt.Sprintf("%s: %s single-thread %s, sim (%s, shared writes) %s: %s of private work outside the lock per op",
 		c.Op, c.Dir, textout.Dur(c.Real), c.Lock, textout.Dur(c.Bare), textout.Dur(c.Cost))
 }
 
@@ -94,7 +94,7 @@ func calibrationRuns(c Config, dir, lock string) (onDir, bare Config) {
 	onDir.Progress, onDir.SimCalibration = nil, nil
 	bare = onDir
 	bare.Target, bare.Times = c.Target, 20*times
-	bare.Target.Kind, bare.Target.Lock, bare.Target.SimCost, bare.Target.SimRefWalk = TargetSim, lock, 0, true
+	bare.Target.Kind, bare.Target.Lock, bare.Target.SimCost, bare.Target.SimShared = TargetSim, lock, 0, true
 	return onDir, bare
 }
 
@@ -106,9 +106,9 @@ const calibrationTries = 3
 // CalibrateSimCost measures the work the kernel does outside kernfs's lock
 // for c's operation: c run single-threaded against dir, less c run on the
 // sim under lock (the strategy of the kernel behind dir: rwsem for Linux
-// 5.15 and later) making ref-walk's shared writes (Target.SimRefWalk), so
+// 5.15 and later) making the kernel's shared writes (Target.SimShared), so
 // that the sim with the cost it returns takes what dir takes on one
-// thread, and shares with other threads what ref-walk shares. c's target is ignored; its Times (default: 2000
+// thread, and shares with other threads what the kernel shares. c's target is ignored; its Times (default: 2000
 // against dir, 20 times that on the sim) sizes each try. Operations made
 // of several system calls each (hwloc, lstopo, coldplug) cannot be
 // calibrated this way: give their SimCost per call instead.
@@ -132,7 +132,7 @@ func CalibrateSimCost(ctx context.Context, c Config, dir, lock string) (SimCalib
 			name string
 			cfg  Config
 			into *[]time.Duration
-		}{{dir, onDir, &dirs}, {"the sim with ref-walk's writes", bare, &bares}} {
+		}{{dir, onDir, &dirs}, {"the sim with the kernel's shared writes", bare, &bares}} {
 			r, err := Run(ctx, side.cfg)
 			if err != nil {
 				return cal, fmt.Errorf("calibrating the sim's cost: %s: %w", side.name, err)

@@ -24,10 +24,10 @@ func TestCompareSimMode(t *testing.T) {
 	}{
 		{"bare", nil, nil, "sim=bare (the tree's code alone", "target=sim/lock=mutex/op=files/"},
 		{"fixed", map[string]time.Duration{"files": 2 * time.Microsecond, "missing": 2 * time.Microsecond}, nil,
-			"sim=fixed (+2.00us of work outside the lock per op, and ref-walk's shared writes)", "target=sim/lock=mutex/simcost=2000ns/refwalk=on/op=files/"},
+			"sim=fixed (+2.00us of work outside the lock per op, and the kernel's shared writes)", "target=sim/lock=mutex/simcost=2000ns/shared=on/op=files/"},
 		{"calibrated", map[string]time.Duration{"files": cal.Cost}, []SimCalibration{cal},
-			"sim=calibrated (files +5.10us of work outside the lock per op, and ref-walk's shared writes: single thread against /sys less the sim under rwsem with those writes)",
-			"target=sim/lock=mutex/simcost=5100ns/refwalk=on/op=files/"},
+			"sim=calibrated (files +5.10us of work outside the lock per op, and the kernel's shared writes: single thread against /sys less the sim under rwsem with those writes)",
+			"target=sim/lock=mutex/simcost=5100ns/shared=on/op=files/"},
 	} {
 		t.Run("mode="+tc.mode, func(t *testing.T) {
 			r := compareFixture()
@@ -125,29 +125,29 @@ func TestSimCostBadInput(t *testing.T) {
 	}
 }
 
-// A sim with work outside the lock makes ref-walk's shared writes, the
+// A sim with work outside the lock makes the kernel's shared writes, the
 // bare sim does not, and the calibration measures the sim's own part with
 // them (so that the calibrated sim's single thread takes what /sys takes).
-func TestSimCostMakesRefWalk(t *testing.T) {
+func TestSimCostMakesSharedWrites(t *testing.T) {
 	for _, tc := range []struct {
 		t    Target
 		want bool
 	}{
 		{Target{Kind: TargetSim}, false},
 		{Target{Kind: TargetSim, SimCost: time.Microsecond}, true},
-		{Target{Kind: TargetSim, SimRefWalk: true}, true},
-		{Target{Kind: TargetPath, Dir: "/sys", SimRefWalk: true}, false},
+		{Target{Kind: TargetSim, SimShared: true}, true},
+		{Target{Kind: TargetPath, Dir: "/sys", SimShared: true}, false},
 	} {
-		if got := tc.t.refWalk(); got != tc.want {
-			t.Errorf("%+v: refWalk() = %v, want %v", tc.t, got, tc.want)
+		if got := tc.t.sharedWrites(); got != tc.want {
+			t.Errorf("%+v: sharedWrites() = %v, want %v", tc.t, got, tc.want)
 		}
 	}
 	onDir, bare := calibrationRuns(Config{Target: Target{Kind: TargetSim, SimCost: time.Microsecond}}, "/sys", "rwsem")
-	if onDir.Target.Kind != TargetPath || onDir.Target.refWalk() {
+	if onDir.Target.Kind != TargetPath || onDir.Target.sharedWrites() {
 		t.Errorf("calibration's real side: target %+v, want the directory", onDir.Target)
 	}
-	if bare.Target.Kind != TargetSim || bare.Target.SimCost != 0 || !bare.Target.refWalk() || bare.Threads != 1 {
-		t.Errorf("calibration's sim side: %+v, threads %d: want the sim with ref-walk writes, no cost, one thread", bare.Target, bare.Threads)
+	if bare.Target.Kind != TargetSim || bare.Target.SimCost != 0 || !bare.Target.sharedWrites() || bare.Threads != 1 {
+		t.Errorf("calibration's sim side: %+v, threads %d: want the sim with shared writes, no cost, one thread", bare.Target, bare.Threads)
 	}
 	// A calibration of 0 (the sim's own part as slow as the real call)
 	// still makes the writes, and the cell's name and JSON say so.
@@ -158,22 +158,22 @@ func TestSimCostMakesRefWalk(t *testing.T) {
 			continue
 		}
 		ct := r.cellTarget(c)
-		if c.Op == "files" && !ct.refWalk() {
-			t.Errorf("a cell calibrated to 0: target %+v makes no ref-walk writes", ct)
+		if c.Op == "files" && !ct.sharedWrites() {
+			t.Errorf("a cell calibrated to 0: target %+v makes no shared writes", ct)
 		}
-		if name := benchName(ct, OpOpenReadClose, false, 2); c.Op == "files" && !strings.Contains(name, "/refwalk=on/") {
-			t.Errorf("a cell calibrated to 0: bench name %q does not say refwalk=on", name)
+		if name := benchName(ct, OpOpenReadClose, false, 2); c.Op == "files" && !strings.Contains(name, "/shared=on/") {
+			t.Errorf("a cell calibrated to 0: bench name %q does not say shared=on", name)
 		}
 	}
-	if err := (Config{Target: Target{Kind: TargetPath, Dir: "/sys", SimRefWalk: true}}).validateTarget(); err == nil {
-		t.Errorf("SimRefWalk on a path target: accepted, want an error")
+	if err := (Config{Target: Target{Kind: TargetPath, Dir: "/sys", SimShared: true}}).validateTarget(); err == nil {
+		t.Errorf("SimShared on a path target: accepted, want an error")
 	}
 	var js bytes.Buffer
 	if err := json.NewEncoder(&js).Encode(JSONTargetOf(Target{Kind: TargetSim, Lock: "rwsem", SimCost: time.Microsecond})); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(js.String(), `"sim_refwalk":true`) {
-		t.Errorf("JSON target %s: want sim_refwalk true", js.String())
+	if !strings.Contains(js.String(), `"sim_shared_writes":true`) {
+		t.Errorf("JSON target %s: want sim_shared_writes true", js.String())
 	}
 }
 
@@ -191,4 +191,36 @@ func TestCalibrateSimCost(t *testing.T) {
 	if !strings.Contains(cal.String(), "of private work outside the lock per op") {
 		t.Errorf("calibration line %q", cal)
 	}
+}
+
+// The descriptor table hands out the lowest free descriptor, takes back
+// what it gave, and a nil table hands out none.
+func TestFDTable(t *testing.T) {
+	tab := newFDTable(3)
+	a, b, c := tab.alloc(), tab.alloc(), tab.alloc()
+	if a != 0 || b != 1 || c != 2 {
+		t.Fatalf("allocations %d %d %d, want 0 1 2", a, b, c)
+	}
+	tab.install(b)
+	tab.close(b)
+	if got := tab.alloc(); got != b {
+		t.Errorf("after closing %d: allocated %d, want the lowest free, %d", b, got, b)
+	}
+	if tab.slots[b].Load() != nil {
+		t.Errorf("descriptor %d reallocated with its old file still installed", b)
+	}
+	for range 64 - 3 {
+		if tab.alloc() < 0 {
+			t.Fatal("table full before 64 descriptors")
+		}
+	}
+	if got := tab.alloc(); got != -1 {
+		t.Errorf("a full table handed out %d, want -1", got)
+	}
+	var none *fdTable
+	if got := none.alloc(); got != -1 {
+		t.Errorf("nil table handed out %d", got)
+	}
+	none.install(0)
+	none.close(0)
 }

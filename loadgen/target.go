@@ -49,15 +49,17 @@ type simTarget struct {
 	t    *kernfsim.Tree
 	w    *kernfsim.Walker
 	cred kernfsim.Cred
-	spin uint64 // immutable: spin iterations of Target.SimCost, per operation
+	spin uint64   // immutable: spin iterations of Target.SimCost, per operation
+	fds  *fdTable // immutable pointer: the workers' descriptor table, or nil (Target.SimShared)
 }
 
 // sysMountDepth is how many dentries above sysfs's root a walk from "/"
 // holds in ref-walk: "/" (kernfsim.WalkerOptions.MountDepth).
 const sysMountDepth = 1
 
-// refWalk reports whether t's walker makes ref-walk's shared writes.
-func (t Target) refWalk() bool { return t.Kind == TargetSim && (t.SimRefWalk || t.SimCost > 0) }
+// sharedWrites reports whether t's operations make the kernel's shared
+// writes outside kernfs's lock (Target.SimShared).
+func (t Target) sharedWrites() bool { return t.Kind == TargetSim && (t.SimShared || t.SimCost > 0) }
 
 // work is the operation's work outside the lock (Target.SimCost).
 func (s *simTarget) work() {
@@ -66,13 +68,17 @@ func (s *simTarget) work() {
 	}
 }
 
-func newSimTarget(t Target, churn bool) (*simTarget, error) {
+// newSimTarget builds t's tree and walker for workers threads.
+func newSimTarget(t Target, churn bool, workers int) (*simTarget, error) {
 	tree, err := buildSimTree(t, churn)
 	if err != nil {
 		return nil, err
 	}
-	w := kernfsim.NewWalker(tree, kernfsim.WalkerOptions{RefWalk: t.refWalk(), MountDepth: sysMountDepth})
+	w := kernfsim.NewWalker(tree, kernfsim.WalkerOptions{RefWalk: t.sharedWrites(), MountDepth: sysMountDepth})
 	st := &simTarget{t: tree, w: w, cred: DefaultSimCred, spin: spinIterations(t.SimCost)}
+	if t.sharedWrites() {
+		st.fds = newFDTable(workers)
+	}
 	if t.Cred != nil {
 		st.cred = *t.Cred
 	}
@@ -106,9 +112,13 @@ func AssembleError(err error) error {
 // (a missing-path run fails every one) that the kernel does not make.
 func (s *simTarget) readFile(p string, buf []byte) error {
 	s.work()
+	fd := s.fds.alloc()
 	if _, e := s.w.ReadFileErrno(s.cred, p, buf); e != 0 {
+		s.fds.close(fd)
 		return e
 	}
+	s.fds.install(fd)
+	s.fds.close(fd)
 	return nil
 }
 
@@ -123,6 +133,8 @@ func (s *simTarget) stat(p string) error {
 
 func (s *simTarget) readDir(p string, _ []byte) error {
 	s.work()
+	fd := s.fds.alloc()
+	defer s.fds.close(fd)
 	n, err := s.w.Resolve(s.cred, p)
 	if err != nil {
 		return err
@@ -131,6 +143,7 @@ func (s *simTarget) readDir(p string, _ []byte) error {
 	if err != nil {
 		return err
 	}
+	s.fds.install(fd)
 	defer f.Release()
 	return s.t.Readdir(n, 0, func(kernfsim.Dirent) bool { return true })
 }

@@ -129,7 +129,7 @@ var fieldFlags = map[string]string{
 	"BufSize": "--bufsize", "Op": "--op", "Missing": "--missing", "MissingPath": "--missing-path",
 	"Dir": "--path", "Lock": "--lock", "Procs": "--procs", "WorkerCommand": "--procs",
 	"Churn": "--churn", "Tree": "tree flags", "Rows": "--targets", "Ops": "--ops", "PerOp": "--per-op",
-	"SimCost": "--sim-cost", "SimRefWalk": "--sim-cost", "Calibrate": "--calibrate",
+	"SimCost": "--sim-cost", "SimShared": "--sim-cost", "Calibrate": "--calibrate",
 }
 
 // configMessage is a *loadgen.ConfigError in terms of flags.

@@ -193,7 +193,7 @@ func TestSimCostFlag(t *testing.T) {
 	}
 	code, out, errOut := runArgs(context.Background(), "compare", "--sim", "--locks", "rwsem", "--threads", "1,2",
 		"--sim-times", "50", "--repeats", "1", "--ops", "files", "--sim-cost", "2us")
-	if want := "sim=fixed (+2.00us of work outside the lock per op, and ref-walk's shared writes)"; code != cli.ExitOK || !strings.Contains(out, want) {
+	if want := "sim=fixed (+2.00us of work outside the lock per op, and the kernel's shared writes)"; code != cli.ExitOK || !strings.Contains(out, want) {
 		t.Errorf("compare: exit %d, stderr %q: want exit 0 and %q in:\n%s", code, errOut, want, out)
 	}
 }

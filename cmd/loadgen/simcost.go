@@ -52,8 +52,8 @@ func (v *simCostValue) Type() string { return "DURATION|auto" }
 
 func addSimCostFlags(fs *pflag.FlagSet, f *simCostFlags) {
 	fs.Var(&f.cost, "sim-cost", "CPU work each sim operation does outside the lock, for the kernel's syscall entry, file "+
-		"allocation and VFS walk (a calibrated spin loop), plus ref-walk's writes to the dentries and inodes every worker "+
-		"shares: a duration, 0 for the bare sim, or auto: the op's single-thread per-op against --calibrate less the "+
+		"allocation and VFS walk (a calibrated spin loop), plus the writes every worker shares (ref-walk's dentry references "+
+		"and inode refreshes, the descriptor table): a duration, 0 for the bare sim, or auto: the op's single-thread per-op against --calibrate less the "+
 		"sim's own with those writes (rwsem)")
 	fs.StringVar(&f.calibrate, "calibrate", "/sys", "the directory --sim-cost auto calibrates against")
 }
@@ -74,7 +74,7 @@ func (f *simCostFlags) check(cmd *cobra.Command, sim bool) error {
 // auto and printing the calibration on stderr.
 func (f *simCostFlags) apply(cmd *cobra.Command, cfg *loadgen.Config, stderr io.Writer) error {
 	if !f.cost.auto {
-		cfg.Target.SimCost, cfg.Target.SimRefWalk = f.cost.d, f.cost.d > 0
+		cfg.Target.SimCost, cfg.Target.SimShared = f.cost.d, f.cost.d > 0
 		return nil
 	}
 	fmt.Fprintf(stderr, "loadgen: calibrating the sim's cost against %s...\n", f.calibrate)
@@ -83,6 +83,6 @@ func (f *simCostFlags) apply(cmd *cobra.Command, cfg *loadgen.Config, stderr io.
 		return err
 	}
 	fmt.Fprintf(stderr, "loadgen: calibration: %s\n", cal)
-	cfg.Target.SimCost, cfg.Target.SimRefWalk, cfg.SimCalibration = cal.Cost, true, &cal
+	cfg.Target.SimCost, cfg.Target.SimShared, cfg.SimCalibration = cal.Cost, true, &cal
 	return nil
 }
