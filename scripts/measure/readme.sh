@@ -3,7 +3,7 @@
 # docs/compare.svg from `loadgen compare --sim`, docs/compare.json (the same
 # result, redrawable with `loadgen plot docs/compare.json -o FILE`) and
 # docs/compare.txt, the main job's table, whose first op table the README
-# quotes. Run as root from the repository root; takes about 6 minutes.
+# quotes. Run as root from the repository root; takes about 2 minutes.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 export PATH="/usr/local/go/bin:$PATH"
