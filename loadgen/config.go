@@ -126,10 +126,12 @@ type Target struct {
 	// SimShared makes a TargetSim's operations write what the kernel
 	// writes outside kernfs's lock on lines every worker shares: ref-walk's
 	// dentry references and inode refreshes (kernfsim.WalkerOptions.RefWalk,
-	// on a tree mounted at /sys), and the descriptor table the workers
-	// share as threads of one process (an fd taken and given back under
-	// its lock by every open). It is on whenever SimCost is not 0; alone,
-	// it is what CalibrateSimCost measures the sim's own part with.
+	// on a tree mounted at /sys), and what the workers share as threads
+	// of one process: the descriptor table (an fd taken and given back
+	// under its lock by every open) and the credentials (each open's file
+	// holds a reference); see simProcess. It is on whenever SimCost is
+	// not 0; alone, it is what CalibrateSimCost measures the sim's own
+	// part with.
 	SimShared bool
 	// Build, if not nil, builds the TargetSim tree instead of
 	// sysfs.NewSynthetic(Tree): a host mirror, or a tree with its own

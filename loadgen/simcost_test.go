@@ -223,4 +223,22 @@ func TestFDTable(t *testing.T) {
 	}
 	none.install(0)
 	none.close(0)
+
+	// The process takes a descriptor and a cred reference per open and
+	// gives both back, whether the open succeeded or not.
+	proc := newSimProcess(2)
+	fd := proc.open()
+	proc.opened(fd)
+	failed := proc.open()
+	proc.close(failed)
+	proc.close(fd)
+	if n := proc.cred.Load(); n != 0 {
+		t.Errorf("cred references after every open closed: %d, want 0", n)
+	}
+	if got := proc.open(); got != 0 {
+		t.Errorf("after every open closed: allocated %d, want 0", got)
+	}
+	var noProc *simProcess
+	noProc.opened(noProc.open())
+	noProc.close(-1)
 }

@@ -49,8 +49,8 @@ type simTarget struct {
 	t    *kernfsim.Tree
 	w    *kernfsim.Walker
 	cred kernfsim.Cred
-	spin uint64   // immutable: spin iterations of Target.SimCost, per operation
-	fds  *fdTable // immutable pointer: the workers' descriptor table, or nil (Target.SimShared)
+	spin uint64      // immutable: spin iterations of Target.SimCost, per operation
+	proc *simProcess // immutable pointer: what the workers share as one process's threads, or nil (Target.SimShared)
 }
 
 // sysMountDepth is how many dentries above sysfs's root a walk from "/"
@@ -77,7 +77,7 @@ func newSimTarget(t Target, churn bool, workers int) (*simTarget, error) {
 	w := kernfsim.NewWalker(tree, kernfsim.WalkerOptions{RefWalk: t.sharedWrites(), MountDepth: sysMountDepth})
 	st := &simTarget{t: tree, w: w, cred: DefaultSimCred, spin: spinIterations(t.SimCost)}
 	if t.sharedWrites() {
-		st.fds = newFDTable(workers)
+		st.proc = newSimProcess(workers)
 	}
 	if t.Cred != nil {
 		st.cred = *t.Cred
@@ -112,13 +112,13 @@ func AssembleError(err error) error {
 // (a missing-path run fails every one) that the kernel does not make.
 func (s *simTarget) readFile(p string, buf []byte) error {
 	s.work()
-	fd := s.fds.alloc()
+	fd := s.proc.open()
 	if _, e := s.w.ReadFileErrno(s.cred, p, buf); e != 0 {
-		s.fds.close(fd)
+		s.proc.close(fd)
 		return e
 	}
-	s.fds.install(fd)
-	s.fds.close(fd)
+	s.proc.opened(fd)
+	s.proc.close(fd)
 	return nil
 }
 
@@ -133,8 +133,8 @@ func (s *simTarget) stat(p string) error {
 
 func (s *simTarget) readDir(p string, _ []byte) error {
 	s.work()
-	fd := s.fds.alloc()
-	defer s.fds.close(fd)
+	fd := s.proc.open()
+	defer s.proc.close(fd)
 	n, err := s.w.Resolve(s.cred, p)
 	if err != nil {
 		return err
@@ -143,7 +143,7 @@ func (s *simTarget) readDir(p string, _ []byte) error {
 	if err != nil {
 		return err
 	}
-	s.fds.install(fd)
+	s.proc.opened(fd)
 	defer f.Release()
 	return s.t.Readdir(n, 0, func(kernfsim.Dirent) bool { return true })
 }

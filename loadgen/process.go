@@ -6,17 +6,66 @@ import (
 	"sync/atomic"
 )
 
-// fdTable is the sim's descriptor table, which its workers share as the
-// seed's threads share their process's (files_struct). open(2) takes the
-// lowest free descriptor under the table's lock before it walks
+// simProcess is what the sim's workers share as threads of one process,
+// as the seed's threads shared theirs, and what the kernel writes there on
+// every open(2), before and after it walks (Target.SimShared):
+//
+//   - the descriptor table (files_struct, fdTable below);
+//   - the credentials (struct cred): the struct file an open allocates
+//     before it walks holds a reference on the opener's cred (get_cred in
+//     init_file), dropped when the file is freed, at close or when the
+//     open fails; threads share one cred, so its usage count's line is
+//     every worker's.
+//
+// A nil *simProcess makes none of these writes.
+type simProcess struct {
+	fds  *fdTable
+	_    [cacheLine]byte
+	cred atomic.Int64 // accessed atomically: struct cred's usage count
+	_    [cacheLine - 8]byte
+}
+
+func newSimProcess(workers int) *simProcess {
+	return &simProcess{fds: newFDTable(workers)}
+}
+
+// open is what open(2) writes before the walk: a descriptor taken
+// (get_unused_fd_flags) and the file's reference on the cred
+// (alloc_empty_file). It returns the descriptor, -1 if none.
+func (p *simProcess) open() int {
+	if p == nil {
+		return -1
+	}
+	fd := p.fds.alloc()
+	p.cred.Add(1)
+	return fd
+}
+
+// opened is fd_install, once the walk and the open succeeded.
+func (p *simProcess) opened(fd int) {
+	if p != nil {
+		p.fds.install(fd)
+	}
+}
+
+// close is close(2), or a failed open's clean-up: the file freed (its
+// cred reference dropped) and fd given back.
+func (p *simProcess) close(fd int) {
+	if p != nil {
+		p.cred.Add(-1)
+		p.fds.close(fd)
+	}
+}
+
+// fdTable is the descriptor table the sim's workers share. open(2) takes
+// the lowest free descriptor under the table's lock before it walks
 // (get_unused_fd_flags), and installs the file in the descriptor's slot
 // once opened (fd_install); close(2) clears the slot and frees the
 // descriptor under the lock (file_close_fd), and an open that fails gives
 // its descriptor back the same way (put_unused_fd). Every worker writes the
 // lock's line, the bitmap's and, since lowest-first allocation hands
-// workers running at once neighbouring descriptors, the slots' line. A
-// sim with the kernel's shared writes (Target.SimShared) makes these; a
-// nil *fdTable makes none.
+// workers running at once neighbouring descriptors, the slots' line. A nil
+// *fdTable makes none of these writes.
 type fdTable struct {
 	mu    sync.Mutex // files_struct.file_lock
 	next  int        // under mu: no descriptor below it is free (next_fd)
@@ -30,7 +79,8 @@ type fdFile struct{}
 
 var theFile fdFile
 
-// cacheLine keeps the table's lock and bitmap off its slots' line.
+// cacheLine keeps the table's lock and bitmap off its slots' line, and
+// the cred's count off both.
 const cacheLine = 128
 
 // newFDTable returns a table of n descriptors; a worker holds one at a
