@@ -14,10 +14,7 @@ import (
 func TestRefWalkBalancesReferences(t *testing.T) {
 	user := Cred{Uid: 1000, Gid: 1000}
 	forEachLock(t, writers, func(t *testing.T, lock string) {
-		tr := newNetTree(t, lock)
-		loop := mkpath(t, tr, "loop")
-		must(tr.Symlink(loop, "a", "b"))(t)
-		must(tr.Symlink(loop, "b", "a"))(t)
+		tr, loop := newLoopTree(t, lock)
 		must(tr.Symlink(loop, "abs", "/devices/virtual/net/lo"))(t)
 		w := NewWalker(tr, WalkerOptions{RefWalk: true, MountDepth: 1})
 		paths := []struct {

@@ -28,13 +28,20 @@ func newNetTree(t *testing.T, lock string) *Tree {
 	return tr
 }
 
+// newLoopTree is newNetTree with loop/a and loop/b, symlinks to each
+// other (ELOOP), and returns it with the loop directory.
+func newLoopTree(t *testing.T, lock string) (*Tree, *Node) {
+	tr := newNetTree(t, lock)
+	loop := mkpath(t, tr, "loop")
+	must(tr.Symlink(loop, "a", "b"))(t)
+	must(tr.Symlink(loop, "b", "a"))(t)
+	return tr, loop
+}
+
 func TestWalkerResolve(t *testing.T) {
 	user := Cred{Uid: 1000, Gid: 1000}
 	forEachLock(t, writers, func(t *testing.T, lock string) {
-		tr := newNetTree(t, lock)
-		loop := mkpath(t, tr, "loop")
-		must(tr.Symlink(loop, "a", "b"))(t)
-		must(tr.Symlink(loop, "b", "a"))(t)
+		tr, _ := newLoopTree(t, lock)
 		w := NewWalker(tr, WalkerOptions{})
 		for _, c := range []struct {
 			path string
