@@ -30,10 +30,11 @@ import (
 // above on lines as the kernel keeps them: each dentry's count and inode
 // off the line its lookups read (refLines), one inode-attribute lock per
 // walker (kernfs has one per root). This is what the calibrated sim
-// (loadgen --sim-cost) adds to its private work: with private work alone
-// the sim's missing lookups ran at efficiency 0.87-0.90 on two threads
-// where /sys ran at 0.50-0.53, measured alternately on a 2-vCPU VM
-// (README, "A calibrated sim").
+// (loadgen --sim-cost) adds to its private work, with loadgen's model of
+// the process's shared descriptor table and credentials: with private
+// work alone the sim's missing lookups ran at efficiency 0.87-0.90 on two
+// threads where /sys ran at 0.50-0.53, in three of four pairs measured
+// alternately on a 2-vCPU VM (README, "A calibrated sim").
 //
 // The writes change no state a walk reads: references count nothing that
 // is checked, and a refresh stores what the node already says.
