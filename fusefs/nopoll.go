@@ -2,6 +2,7 @@ package fusefs
 
 import (
 	"path/filepath"
+	"runtime"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -19,13 +20,37 @@ import (
 // epoll_ctl releases its P (a plain, not raw, syscall),
 // sets the kernel's no_poll for good.
 //
+// The prime runs with every signal blocked on its thread. A FUSE request
+// that a signal interrupts before the server has read it fails with
+// EINTR, and a POLL that fails so leaves no_poll unset; the runtime's
+// preemption signal (SIGURG) arrives often enough under a busy garbage
+// collector that an unprotected prime failed now and then, and the next
+// os.Open on the mount deadlocked (a test binary hung in
+// request_wait_answer under fuse_file_poll, with the collector waiting
+// for the P of that thread).
+//
 // Preconditions: no client has opened a file on the mount yet.
 func primeNoPoll(tree *kernfsim.Tree, mnt string) {
 	path, ok := firstAttr(tree, tree.Root(), "", 3)
 	if !ok {
 		return
 	}
-	fd, err := unix.Open(filepath.Join(mnt, path), unix.O_RDONLY|unix.O_CLOEXEC|unix.O_NONBLOCK, 0)
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	var all, old unix.Sigset_t
+	for i := range all.Val {
+		all.Val[i] = ^uint64(0)
+	}
+	if unix.PthreadSigmask(unix.SIG_BLOCK, &all, &old) != nil {
+		return
+	}
+	defer unix.PthreadSigmask(unix.SIG_SETMASK, &old, nil)
+
+	var fd int
+	err := error(unix.EINTR)
+	for err == unix.EINTR {
+		fd, err = unix.Open(filepath.Join(mnt, path), unix.O_RDONLY|unix.O_CLOEXEC|unix.O_NONBLOCK, 0)
+	}
 	if err != nil {
 		return
 	}
@@ -41,22 +66,28 @@ func primeNoPoll(tree *kernfsim.Tree, mnt string) {
 	unix.Syscall6(unix.SYS_EPOLL_CTL, uintptr(ep), unix.EPOLL_CTL_ADD, uintptr(fd), uintptr(unsafe.Pointer(&ev)), 0, 0)
 }
 
-// firstAttr finds a readable attribute within depth levels of dir.
+// firstAttr finds an attribute anyone may open for reading within depth
+// levels of dir. (A write-only one, such as bus/kernfsim/new_device, would
+// refuse the prime's open even to root, as kernfs_fop_open does, and the
+// prime would silently not happen.)
 func firstAttr(t *kernfsim.Tree, dir *kernfsim.Node, prefix string, depth int) (string, bool) {
-	var found string
-	var dirs []string
+	var attrs, dirs []string
 	t.Readdir(dir, 0, func(e kernfsim.Dirent) bool {
 		switch e.Kind {
 		case kernfsim.KindAttr:
-			found = prefix + e.Name
-			return false
+			attrs = append(attrs, e.Name)
 		case kernfsim.KindDir:
 			dirs = append(dirs, e.Name)
 		}
 		return true
 	})
-	if found != "" || depth == 0 {
-		return found, found != ""
+	for _, a := range attrs {
+		if n, err := t.Lookup(dir, a); err == nil && t.Getattr(n).Mode&0o444 == 0o444 {
+			return prefix + a, true
+		}
+	}
+	if depth == 0 {
+		return "", false
 	}
 	for _, d := range dirs {
 		child, err := t.Lookup(dir, d)
