@@ -59,15 +59,10 @@ func TestNoPollUnderSignals(t *testing.T) {
 			stop, showered := make(chan struct{}), make(chan struct{})
 			go func() {
 				defer close(showered)
-				for {
-					select {
-					case <-stop:
-						return
-					default:
-						syscall.Kill(os.Getpid(), syscall.SIGURG)
-						time.Sleep(20 * time.Microsecond) // pacing the shower, not synchronising
-					}
-				}
+				repeatUntil(stop, func() {
+					syscall.Kill(os.Getpid(), syscall.SIGURG)
+					time.Sleep(20 * time.Microsecond) // pacing the shower, not synchronising
+				})
 			}()
 			m, err := MountTree(tr, t.TempDir(), MountOptions{Transport: tp})
 			close(stop)
@@ -78,14 +73,7 @@ func TestNoPollUnderSignals(t *testing.T) {
 			opened, collected := make(chan struct{}), make(chan struct{})
 			go func() {
 				defer close(collected)
-				for {
-					select {
-					case <-opened:
-						return
-					default:
-						runtime.GC()
-					}
-				}
+				repeatUntil(opened, runtime.GC)
 			}()
 			for i := range 200 {
 				if f, err := os.Open(filepath.Join(m.Mountpoint, fmt.Sprintf("devices/system/cpu/cpu%d/topology/core_id", i%4))); err == nil {
@@ -99,4 +87,16 @@ func TestNoPollUnderSignals(t *testing.T) {
 			}
 		}
 	})
+}
+
+// repeatUntil calls f until stop is closed.
+func repeatUntil(stop <-chan struct{}, f func()) {
+	for {
+		select {
+		case <-stop:
+			return
+		default:
+			f()
+		}
+	}
 }
