@@ -1,10 +1,10 @@
 package fusefs
 
 import (
-	"math/rand/v2"
 	"sync"
 	"sync/atomic"
 
+	"github.com/kernfsim/kernfsim/internal/pshard"
 	"github.com/kernfsim/kernfsim/kernfsim"
 )
 
@@ -18,13 +18,14 @@ type handle struct {
 }
 
 // handleShards spreads slot allocation so OPEN and RELEASE on different
-// CPUs rarely share a free-list lock; READ takes none.
+// CPUs take different free-list locks (each its P's: pshard); READ takes
+// none.
 const handleShards = 16
 
 type freeList struct {
 	mu    sync.Mutex
-	slots []uint32 // protected by mu
-	_     [64]byte
+	slots []uint32  // protected by mu
+	_     [128]byte // a line's worth after the list, whatever the alignment
 }
 
 // handleTable maps a file handle to its open file. A handle is a slot in a
@@ -65,7 +66,7 @@ func (ht *handleTable) remove(fh uint64) *handle {
 		return nil
 	}
 	ht.count.Add(-1)
-	fl := &ht.free[rand.Uint32()%handleShards]
+	fl := &ht.free[pshard.Of(handleShards-1)]
 	fl.mu.Lock()
 	fl.slots = append(fl.slots, uint32(slot))
 	fl.mu.Unlock()
@@ -73,7 +74,7 @@ func (ht *handleTable) remove(fh uint64) *handle {
 }
 
 func (ht *handleTable) allocSlot() uint32 {
-	fl := &ht.free[rand.Uint32()%handleShards]
+	fl := &ht.free[pshard.Of(handleShards-1)]
 	fl.mu.Lock()
 	if n := len(fl.slots); n > 0 {
 		s := fl.slots[n-1]

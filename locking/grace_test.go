@@ -7,6 +7,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/kernfsim/kernfsim/internal/pshard"
 )
 
 // graceDeadline bounds every wait in these tests; it only detects hangs.
@@ -154,7 +156,7 @@ func TestGraceWaitsForStraggler(t *testing.T) {
 			g := NewGrace(GraceConfig{Tick: graceTestTick})
 			idx := g.phase.Load() & 1 // the straggler reads the phase...
 			g.SynchronizeExpedited()  // ...a grace period flips it...
-			straggler := ReadToken(pickShard(g.mask)<<1 | idx)
+			straggler := ReadToken(pshard.Of(g.mask)<<1 | idx)
 			g.ctr[straggler].n.Add(1) // ...and the straggler enters.
 
 			done := graceGo(func() { k.sync(g) })

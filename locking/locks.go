@@ -4,6 +4,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/kernfsim/kernfsim/internal/pshard"
 )
 
 // lockStats counts acquisitions of one lock. It sits right after the lock
@@ -102,7 +104,7 @@ func (m *Mutex) Stats() Stats      { return m.stats.snapshot() }
 //
 // The counters must not add to that cache-line traffic: with no writer
 // about, RLock is RWMutex.RLock itself, and the acquisition is counted on
-// the calling P's own line (pickShard), not on the lock's. (Trying
+// the calling P's own line (pshard.Of), not on the lock's. (Trying
 // TryRLock first, as the other locks are counted, is a load and a
 // compare-and-swap that fails whenever another CPU moved the count in
 // between: in the sim it took a fifth of the CPU at 2 threads and made
@@ -114,7 +116,7 @@ func (m *Mutex) Stats() Stats      { return m.stats.snapshot() }
 // Reader cost: one atomic add on the lock's shared reader count to enter
 // and one to leave, so readers on different CPUs bounce one cache line, as
 // kernfs readers do; with counters on, an add
-// on the P's own line (pickShard). Writer cost: exclusive, waits for readers to drain.
+// on the P's own line (pshard.Of). Writer cost: exclusive, waits for readers to drain.
 // Allocation: none. Staleness: none.
 type RWSem struct {
 	mu    sync.RWMutex
@@ -125,7 +127,7 @@ type RWSem struct {
 	writers atomic.Int32 // accessed atomically
 	count   bool         // immutable: counters on (a copy of !stats.off off the lock's line)
 	_       [cacheLine - 8]byte
-	reads   [rwsemReadShards]paddedCounter // read acquisitions without a writer about, per P (pickShard)
+	reads   [rwsemReadShards]paddedCounter // read acquisitions without a writer about, per P (pshard.Of)
 }
 
 // rwsemReadShards is how many per-P counters RWSem's readers count on.
@@ -156,7 +158,7 @@ func (r *RWSem) RLock() ReadToken {
 		r.mu.RLock()
 	case r.writers.Load() == 0:
 		r.mu.RLock()
-		r.reads[pickShard(rwsemReadShards-1)].n.Add(1)
+		r.reads[pshard.Of(rwsemReadShards-1)].n.Add(1)
 	default:
 		r.stats.read(r.mu.TryRLock, r.mu.RLock)
 	}

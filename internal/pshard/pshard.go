@@ -1,0 +1,36 @@
+// Package pshard picks the shard of a sharded counter that the calling
+// goroutine's P owns, as the kernel's per-CPU counters use the CPU's own
+// (this_cpu_inc): two CPUs counting at once then write different cache
+// lines. It is the one place that reaches into the runtime for the P's
+// number; the grace-period readers and rwsem's counters in locking, and
+// the FUSE server's request counters and handle free lists, all use it.
+//
+// A random shard per call, the choice it replaces, made two CPUs write
+// the same line on about half their adds: each shard was last written by
+// either CPU with equal odds (locking's
+// BenchmarkGraceRead/mode=parallel/shard=random).
+package pshard
+
+import _ "unsafe" // go:linkname runtime.procPin
+
+// Of returns the calling P's shard in [0, mask] (mask+1 a power of two):
+// the P's number. It writes no shared state and allocates nothing. The
+// goroutine may move to another P right after; the caller's atomic add on
+// the shard is then shared with that P's for one add, which costs a line
+// transfer, never correctness. Where GOMAXPROCS exceeds mask+1, Ps share
+// shards modulo mask+1.
+func Of(mask uint32) uint32 {
+	p := procPin()
+	procUnpin()
+	return uint32(p) & mask
+}
+
+// procPin disables preemption and returns the current P's number; procUnpin
+// undoes it. They are the runtime's own, also used by sync.Pool; the
+// runtime keeps them reachable by go:linkname on purpose (runtime/proc.go).
+//
+//go:linkname procPin runtime.procPin
+func procPin() int
+
+//go:linkname procUnpin runtime.procUnpin
+func procUnpin()
