@@ -1,10 +1,8 @@
 package sysfs
 
 import (
-	"context"
 	"errors"
 	"fmt"
-	"os"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -13,18 +11,6 @@ import (
 	"github.com/kernfsim/kernfsim/kernfsim"
 	"github.com/kernfsim/kernfsim/locking"
 )
-
-// ctlWrite writes data to a control file as root and returns the write's
-// error; unlike writeCtl it may run off the test's goroutine.
-func ctlWrite(w *kernfsim.Walker, path, data string) error {
-	f, err := w.Open(kernfsim.RootCred, path, os.O_WRONLY)
-	if err != nil {
-		return err
-	}
-	defer f.Release()
-	_, err = f.Write(context.Background(), []byte(data))
-	return err
-}
 
 // raceTally counts the replies of racing new_device and delete_device
 // writes of one name.
@@ -37,7 +23,7 @@ type raceTally struct {
 // recording any error other than allowed.
 func (r *raceTally) run(w *kernfsim.Walker, file, data string, rounds int, ok *atomic.Int64, allowed syscall.Errno) {
 	for range rounds {
-		err := ctlWrite(w, "bus/kernfsim/"+file, data)
+		err := rootWrite(w, "bus/kernfsim/"+file, data)
 		switch {
 		case err == nil:
 			ok.Add(1)

@@ -1,7 +1,6 @@
 package sysfs
 
 import (
-	"context"
 	"errors"
 	"os"
 	"strings"
@@ -11,25 +10,12 @@ import (
 	"github.com/kernfsim/kernfsim/kernfsim"
 )
 
-// writeCtl writes data to a control file as root, the way a shell's echo
-// would, and returns the write's error.
-func writeCtl(t *testing.T, w *kernfsim.Walker, path, data string) error {
-	t.Helper()
-	f, err := w.Open(kernfsim.RootCred, path, os.O_WRONLY)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Release()
-	_, err = f.Write(context.Background(), []byte(data))
-	return err
-}
-
 func TestABI(t *testing.T) {
 	forEachLock(t, writers, func(t *testing.T, lock string) {
 		tr := newTestTree(t, lock)
 		must(AddABI(tr, kernfsim.Static("ok\n")))(t)
 		w := kernfsim.NewWalker(tr, kernfsim.WalkerOptions{})
-		noErr(t, writeCtl(t, w, "bus/kernfsim/new_device", "dev0 2\n"))
+		noErr(t, rootWrite(w, "bus/kernfsim/new_device", "dev0 2\n"))
 		buf := make([]byte, 64)
 		for path, want := range map[string]string{
 			"class/kernfsim/dev0/value":    "0\n",
@@ -47,8 +33,8 @@ func TestABI(t *testing.T) {
 		if c1 == string(buf[:second]) {
 			t.Errorf("counter did not change between reads: %q", c1)
 		}
-		noErr(t, writeCtl(t, w, "bus/kernfsim/new_device", "dev1"))
-		noErr(t, writeCtl(t, w, "bus/kernfsim/delete_device", "dev0 dev1\n"))
+		noErr(t, rootWrite(w, "bus/kernfsim/new_device", "dev1"))
+		noErr(t, rootWrite(w, "bus/kernfsim/delete_device", "dev0 dev1\n"))
 		for _, p := range []string{"devices/kernfsim/dev0", "class/kernfsim/dev0", "devices/kernfsim/dev1"} {
 			_, err := w.Lresolve(kernfsim.RootCred, p)
 			wantErrno(t, err, syscall.ENOENT)
@@ -60,7 +46,7 @@ func TestABIBadInput(t *testing.T) {
 	tr := newTestTree(t, "rwsem")
 	must(AddABI(tr, nil))(t)
 	w := kernfsim.NewWalker(tr, kernfsim.WalkerOptions{})
-	noErr(t, writeCtl(t, w, "bus/kernfsim/new_device", "keep"))
+	noErr(t, rootWrite(w, "bus/kernfsim/new_device", "keep"))
 	before := tr.Nodes()
 	for _, c := range []struct {
 		file, data string
@@ -85,7 +71,7 @@ func TestABIBadInput(t *testing.T) {
 		{"delete_device", "keep ..", syscall.EINVAL},
 		{"delete_device", "", syscall.EINVAL},
 	} {
-		err := writeCtl(t, w, "bus/kernfsim/"+c.file, c.data)
+		err := rootWrite(w, "bus/kernfsim/"+c.file, c.data)
 		if !errors.Is(err, c.want) {
 			t.Errorf("%s %q: got %v, want %v", c.file, c.data, err, c.want)
 		}
@@ -101,11 +87,11 @@ func TestABIMaxDevices(t *testing.T) {
 	tr := newTestTree(t, "rcu")
 	must(AddABIWith(tr, ABIOptions{MaxDevices: 2}))(t)
 	w := kernfsim.NewWalker(tr, kernfsim.WalkerOptions{})
-	noErr(t, writeCtl(t, w, "bus/kernfsim/new_device", "a"))
-	noErr(t, writeCtl(t, w, "bus/kernfsim/new_device", "b"))
-	if err := writeCtl(t, w, "bus/kernfsim/new_device", "c"); !errors.Is(err, syscall.ENOSPC) {
+	noErr(t, rootWrite(w, "bus/kernfsim/new_device", "a"))
+	noErr(t, rootWrite(w, "bus/kernfsim/new_device", "b"))
+	if err := rootWrite(w, "bus/kernfsim/new_device", "c"); !errors.Is(err, syscall.ENOSPC) {
 		t.Fatalf("third device with a limit of 2: got %v, want ENOSPC", err)
 	}
-	noErr(t, writeCtl(t, w, "bus/kernfsim/delete_device", "a"))
-	noErr(t, writeCtl(t, w, "bus/kernfsim/new_device", "c"))
+	noErr(t, rootWrite(w, "bus/kernfsim/delete_device", "a"))
+	noErr(t, rootWrite(w, "bus/kernfsim/new_device", "c"))
 }

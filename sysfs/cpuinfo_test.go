@@ -69,7 +69,7 @@ func TestCPUInfoTopology(t *testing.T) {
 // its package's siblings, as on Linux.
 func TestCPUInfoOffline(t *testing.T) {
 	tr, w := newSynthTree(t, "rcu", SynthConfig{CPUs: 8, Sockets: 2, ThreadsPerCore: 2, MemBlocks: 4})
-	noErr(t, synthWrite(w, "devices/system/cpu/cpu6/online", "0"))
+	noErr(t, rootWrite(w, "devices/system/cpu/cpu6/online", "0"))
 	blocks := cpuinfoBlocks(t, synthCPUInfo(t, tr))
 	var procs []string
 	for _, b := range blocks {

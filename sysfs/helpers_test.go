@@ -1,8 +1,10 @@
 package sysfs
 
 import (
+	"context"
 	"errors"
 	"io/fs"
+	"os"
 	"syscall"
 	"testing"
 
@@ -64,4 +66,17 @@ func wantErrno(t testing.TB, err error, want syscall.Errno) {
 	if !errors.Is(err, want) {
 		t.Fatalf("got %v, want %v", err, want)
 	}
+}
+
+// rootWrite writes data to the attribute at path as root, the way a
+// shell's echo would, and returns the open's or the write's error. It may
+// run off the test's goroutine.
+func rootWrite(w *kernfsim.Walker, path, data string) error {
+	f, err := w.Open(kernfsim.RootCred, path, os.O_WRONLY)
+	if err != nil {
+		return err
+	}
+	defer f.Release()
+	_, err = f.Write(context.Background(), []byte(data))
+	return err
 }

@@ -1,7 +1,6 @@
 package sysfs
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -39,17 +38,6 @@ func synthRead(t *testing.T, w *kernfsim.Walker, path string) string {
 		t.Fatalf("read %s: %v", path, err)
 	}
 	return string(buf[:n])
-}
-
-// synthWrite stores data into the attribute at path.
-func synthWrite(w *kernfsim.Walker, path, data string) error {
-	f, err := w.Open(kernfsim.RootCred, path, os.O_WRONLY)
-	if err != nil {
-		return err
-	}
-	defer f.Release()
-	_, err = f.Write(context.Background(), []byte(data))
-	return err
 }
 
 // synthWalk calls fn for every node below dir in depth-first name order.
@@ -411,7 +399,7 @@ func TestSynthWritable(t *testing.T) {
 		{"class/net/eth0/mtu", "9000\n", nil, "class/net/eth0/mtu", "9000\n"},
 	}
 	for _, s := range steps {
-		if err := synthWrite(w, s.path, s.data); !errors.Is(err, s.err) && !(s.err == nil && err == nil) {
+		if err := rootWrite(w, s.path, s.data); !errors.Is(err, s.err) && !(s.err == nil && err == nil) {
 			t.Errorf("write %q to %s: got %v, want %v", s.data, s.path, err, s.err)
 		}
 		if got := synthRead(t, w, s.check); got != s.want {
