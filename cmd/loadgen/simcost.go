@@ -74,7 +74,7 @@ func (f *simCostFlags) check(cmd *cobra.Command, sim bool) error {
 // auto and printing the calibration on stderr.
 func (f *simCostFlags) apply(cmd *cobra.Command, cfg *loadgen.Config, stderr io.Writer) error {
 	if !f.cost.auto {
-		cfg.Target.SimCost, cfg.Target.SimShared = f.cost.d, f.cost.d > 0
+		cfg.Target.SimCost = f.cost.d // a cost makes the shared writes too (Target.SimShared)
 		return nil
 	}
 	fmt.Fprintf(stderr, "loadgen: calibrating the sim's cost against %s...\n", f.calibrate)
