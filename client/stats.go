@@ -22,6 +22,7 @@ type Stats struct {
 	// served over FUSE has none.
 	Served                         bool
 	Nodeids, OpenFiles, Goroutines uint64            // server.*
+	PollsAfterPrime                uint64            // server.polls_after_prime: any is a defect
 	Transport                      string            // server.transport: devfuse or uring
 	Queues, QueueDepth             uint64            // transport.queues, transport.depth (io_uring)
 	Requests                       map[string]uint64 // requests.OPCODE
@@ -49,7 +50,8 @@ func (s *Stats) fields() map[string]any {
 	return map[string]any{
 		"transport.queues": &s.Queues, "transport.depth": &s.QueueDepth,
 		"server.nodeids": &s.Nodeids, "server.open_files": &s.OpenFiles, "server.goroutines": &s.Goroutines,
-		"tree.nodes": &s.Nodes, "tree.teardowns_queued": &s.TeardownsQueued, "tree.teardowns_completed": &s.TeardownsCompleted,
+		"server.polls_after_prime": &s.PollsAfterPrime,
+		"tree.nodes":               &s.Nodes, "tree.teardowns_queued": &s.TeardownsQueued, "tree.teardowns_completed": &s.TeardownsCompleted,
 		"lock.read.acquisitions": &s.ReadAcquisitions, "lock.read.contended": &s.ReadContended, "lock.read.wait_ns": &s.ReadWait,
 		"lock.write.acquisitions": &s.WriteAcquisitions, "lock.write.contended": &s.WriteContended, "lock.write.wait_ns": &s.WriteWait,
 		"grace.periods": &s.GracePeriods, "grace.expedited": &s.Expedited,

@@ -96,7 +96,13 @@ func MountTree(tree *kernfsim.Tree, mountpoint string, opts MountOptions) (*Moun
 	if unix.Stat(mnt, &st) == nil {
 		m.conn = unix.Minor(st.Dev)
 	}
-	primeNoPoll(tree, mnt)
+	if err := primeNoPoll(mnt); err != nil {
+		m.Unmount()
+		return nil, fmt.Errorf("mount %s: the kernel would send FUSE POLL, which can deadlock a client in this process with the garbage collector: %w", mnt, err)
+	}
+	if m.ring != nil {
+		m.Server.transport.Load().primedPolls.Store(m.ring.Polls())
+	}
 	return m, nil
 }
 

@@ -1,102 +1,73 @@
 package fusefs
 
 import (
+	"fmt"
 	"path/filepath"
 	"runtime"
-	"unsafe"
 
 	"golang.org/x/sys/unix"
 
-	"github.com/kernfsim/kernfsim/kernfsim"
+	"github.com/kernfsim/kernfsim/fusefs/uring"
 )
 
+// primeTries bounds how often the prime repeats a POLL whose answer was
+// lost (the connection failing meanwhile); a signal cannot lose it, since
+// the prime's thread blocks them all.
+const primeTries = 20
+
 // primeNoPoll makes the kernel stop sending FUSE POLL on this connection
-// before any client can. A Go program that opens a file on a FUSE mount
-// registers it with its netpoller, and the runtime's epoll_ctl, a raw
-// syscall that keeps its P, makes the kernel send POLL and wait for the
-// answer. When that program is the server itself (tests, in-process
-// clients), the answer needs a P that a stop-the-world may be waiting
-// for: a deadlock. Answering one POLL with ENOSYS, from a goroutine whose
-// epoll_ctl releases its P (a plain, not raw, syscall),
-// sets the kernel's no_poll for good.
+// before any client can, and checks that it did.
 //
-// The prime runs with every signal blocked on its thread. A FUSE request
-// that a signal interrupts before the server has read it fails with
-// EINTR, and a POLL that fails so leaves no_poll unset; the runtime's
-// preemption signal (SIGURG) arrives often enough under a busy garbage
-// collector that an unprotected prime failed now and then, and the next
-// os.Open on the mount deadlocked (a test binary hung in
-// request_wait_answer under fuse_file_poll, with the collector waiting
-// for the P of that thread).
+// A Go program that opens a file on a FUSE mount registers it with its
+// netpoller, and the runtime's epoll_ctl, a raw syscall that keeps its P,
+// makes the kernel send POLL and wait for the answer. When that program is
+// the server itself (tests, in-process clients), the answer needs a P that
+// a stop-the-world may be waiting for: a deadlock, and a thread in
+// request_wait_answer that not even SIGKILL ends.
+//
+// The prime opens the poll-hack file, which both transports answer in the
+// root whatever the tree holds (uring.PollHackName), and polls it with a
+// plain syscall, which releases its P. The server answers ENOSYS and the
+// kernel sets the connection's no_poll for good: from then on it answers
+// every poll itself, with the default mask. The prime reads that answer:
+// POLLIN means the kernel saw ENOSYS (or had no_poll already), POLLERR
+// means the request failed and the POLL is sent again.
+//
+// The prime's thread blocks every signal: a FUSE request that a signal
+// interrupts before the server has read it fails with EINTR and leaves
+// no_poll unset, and the runtime's preemption signal (SIGURG) is frequent
+// under a busy garbage collector.
 //
 // Preconditions: no client has opened a file on the mount yet.
-func primeNoPoll(tree *kernfsim.Tree, mnt string) {
-	path, ok := firstAttr(tree, tree.Root(), "", 3)
-	if !ok {
-		return
-	}
+func primeNoPoll(mnt string) error {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	var all, old unix.Sigset_t
 	for i := range all.Val {
 		all.Val[i] = ^uint64(0)
 	}
-	if unix.PthreadSigmask(unix.SIG_BLOCK, &all, &old) != nil {
-		return
+	if err := unix.PthreadSigmask(unix.SIG_BLOCK, &all, &old); err != nil {
+		return fmt.Errorf("block signals: %w", err)
 	}
 	defer unix.PthreadSigmask(unix.SIG_SETMASK, &old, nil)
 
-	var fd int
-	err := error(unix.EINTR)
-	for err == unix.EINTR {
-		fd, err = unix.Open(filepath.Join(mnt, path), unix.O_RDONLY|unix.O_CLOEXEC|unix.O_NONBLOCK, 0)
-	}
+	path := filepath.Join(mnt, uring.PollHackName)
+	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC|unix.O_NONBLOCK, 0)
 	if err != nil {
-		return
+		return fmt.Errorf("open %s: %w", path, err)
 	}
 	defer unix.Close(fd)
-	ep, err := unix.EpollCreate1(unix.EPOLL_CLOEXEC)
-	if err != nil {
-		return
-	}
-	defer unix.Close(ep)
-	// Not unix.EpollCtl: it is a raw syscall, which would keep this
-	// thread's P while the kernel waits for the answer.
-	ev := unix.EpollEvent{Events: unix.EPOLLIN, Fd: int32(fd)}
-	unix.Syscall6(unix.SYS_EPOLL_CTL, uintptr(ep), unix.EPOLL_CTL_ADD, uintptr(fd), uintptr(unsafe.Pointer(&ev)), 0, 0)
-}
-
-// firstAttr finds an attribute anyone may open for reading within depth
-// levels of dir. (A write-only one, such as bus/kernfsim/new_device, would
-// refuse the prime's open even to root, as kernfs_fop_open does, and the
-// prime would silently not happen.)
-func firstAttr(t *kernfsim.Tree, dir *kernfsim.Node, prefix string, depth int) (string, bool) {
-	var attrs, dirs []string
-	t.Readdir(dir, 0, func(e kernfsim.Dirent) bool {
-		switch e.Kind {
-		case kernfsim.KindAttr:
-			attrs = append(attrs, e.Name)
-		case kernfsim.KindDir:
-			dirs = append(dirs, e.Name)
+	var revents int16
+	for range primeTries {
+		// unix.Poll is a plain syscall (ppoll), not a raw one.
+		fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
+		if _, err := unix.Poll(fds, 0); err != nil && err != unix.EINTR {
+			return fmt.Errorf("poll %s: %w", path, err)
 		}
-		return true
-	})
-	for _, a := range attrs {
-		if n, err := t.Lookup(dir, a); err == nil && t.Getattr(n).Mode&0o444 == 0o444 {
-			return prefix + a, true
+		revents = fds[0].Revents
+		if revents&unix.POLLIN != 0 {
+			return nil
 		}
 	}
-	if depth == 0 {
-		return "", false
-	}
-	for _, d := range dirs {
-		child, err := t.Lookup(dir, d)
-		if err != nil {
-			continue
-		}
-		if p, ok := firstAttr(t, child, prefix+d+"/", depth-1); ok {
-			return p, true
-		}
-	}
-	return "", false
+	return fmt.Errorf("poll %s: the kernel's answer was %#x, not POLLIN, %d times", path, revents, primeTries)
 }

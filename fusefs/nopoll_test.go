@@ -2,9 +2,11 @@ package fusefs
 
 import (
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -14,31 +16,73 @@ import (
 	"github.com/kernfsim/kernfsim/locking"
 )
 
-// TestPrimeOpensAReadableAttribute checks that the prime picks an
-// attribute it can open: a write-only one refuses the open even to root,
-// and which attribute comes first depends on the process's name-hash seed,
-// so a prime that took the first one failed in some test binaries only,
-// and left them open to the POLL deadlock below.
-func TestPrimeOpensAReadableAttribute(t *testing.T) {
+// TestPrimeNeedsNoAttribute mounts trees that offer the prime nothing to
+// open (an attribute only five levels down, or one that only root may
+// read), opens their files from this process while another goroutine
+// collects garbage without pause, and checks that no POLL reached the
+// server after the prime. A prime that looked for an attribute in the
+// tree skipped itself on such trees, and the first os.Open deadlocked
+// with the collector.
+func TestPrimeNeedsNoAttribute(t *testing.T) {
+	fusetest.RequireFUSE(t)
+	trees := map[string]func(t *testing.T) (*kernfsim.Tree, string){
+		"deep":      func(t *testing.T) (*kernfsim.Tree, string) { return attrTree(t, "a/b/c/d", 0o444) },
+		"root-only": func(t *testing.T) (*kernfsim.Tree, string) { return attrTree(t, "", 0o400) },
+	}
+	forEachTransport(t, func(t *testing.T, tp Transport) {
+		for name, build := range trees {
+			t.Run("tree="+name, func(t *testing.T) {
+				tr, file := build(t)
+				m := mountTest(t, tr, MountOptions{Transport: tp})
+				opened, collected := make(chan struct{}), make(chan struct{})
+				go func() {
+					defer close(collected)
+					repeatUntil(opened, runtime.GC)
+				}()
+				for range 200 {
+					f, err := os.Open(filepath.Join(m.Mountpoint, file))
+					if err != nil {
+						close(opened)
+						<-collected
+						t.Fatal(err)
+					}
+					f.Close()
+				}
+				close(opened)
+				<-collected
+				requireNoPolls(t, m)
+			})
+		}
+	})
+}
+
+// attrTree is a sealed tree whose only attribute is dir/f, with mode.
+func attrTree(t *testing.T, dir string, mode fs.FileMode) (*kernfsim.Tree, string) {
+	t.Helper()
 	s, err := locking.New("rwsem", locking.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	tr := kernfsim.New(s, kernfsim.Options{})
-	for _, name := range []string{"new_device", "delete_device", "unbind"} {
-		if _, err := tr.AddAttr(tr.Root(), name, 0o200, kernfsim.Static("")); err != nil {
+	d := tr.Root()
+	for _, name := range strings.FieldsFunc(dir, func(r rune) bool { return r == '/' }) {
+		if d, err = tr.Mkdir(d, name, 0o755); err != nil {
 			t.Fatal(err)
 		}
 	}
-	d, err := tr.Mkdir(tr.Root(), "d", 0o755)
-	if err != nil {
+	if _, err := tr.AddAttr(d, "f", mode, kernfsim.Static("1\n")); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := tr.AddAttr(d, "value", 0o644, kernfsim.Static("1\n")); err != nil {
-		t.Fatal(err)
-	}
-	if got, ok := firstAttr(tr, tr.Root(), "", 3); !ok || got != "d/value" {
-		t.Errorf("firstAttr: %q, %v; want d/value, the only attribute anyone can read", got, ok)
+	tr.Seal()
+	return tr, filepath.Join(dir, "f")
+}
+
+// requireNoPolls fails the test if a FUSE POLL reached m's server after
+// the mount's prime.
+func requireNoPolls(t *testing.T, m *Mount) {
+	t.Helper()
+	if n := m.Server.PollsAfterPrime(); n != 0 {
+		t.Fatalf("%d FUSE POLL requests reached the server after the prime over %s: each can deadlock an in-process client with the garbage collector", n, m.Transport)
 	}
 }
 
@@ -82,6 +126,7 @@ func TestNoPollUnderSignals(t *testing.T) {
 			}
 			close(opened)
 			<-collected
+			requireNoPolls(t, m)
 			if err := m.Unmount(); err != nil {
 				t.Fatal(err)
 			}
@@ -98,5 +143,19 @@ func repeatUntil(stop <-chan struct{}, f func()) {
 		default:
 			f()
 		}
+	}
+}
+
+// TestPrimeIsCounted checks that the server sees the prime's POLL over
+// io_uring, so that PollsAfterPrime counts what it says it counts.
+func TestPrimeIsCounted(t *testing.T) {
+	fusetest.RequireFUSE(t)
+	if !fusetest.URing(t) {
+		t.Skip("io_uring unavailable")
+	}
+	tr, _ := newServedTree(t, "rcu")
+	m := mountTest(t, tr, MountOptions{Transport: TransportURing})
+	if n := m.ring.Polls(); n != 1 {
+		t.Fatalf("the queues answered %d POLL requests during the mount, want 1 (the prime's)", n)
 	}
 }

@@ -70,8 +70,9 @@ type Server struct {
 
 // transportInfo is what the stats file says of the transport.
 type transportInfo struct {
-	name Transport
-	ring *uring.Transport // nil on /dev/fuse
+	name        Transport
+	ring        *uring.Transport // nil on /dev/fuse
+	primedPolls atomic.Uint64    // ring.Polls() once the POLL prime was answered
 }
 
 func (s *Server) setTransport(name Transport, ring *uring.Transport) {

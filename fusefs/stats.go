@@ -74,6 +74,21 @@ func (s *Stats) Requests() []uint64 {
 	return out
 }
 
+// PollsAfterPrime is the number of FUSE POLL requests that reached the
+// server after the mount's POLL prime: any is a defect, since a POLL
+// that an in-process client's epoll_ctl waits for can deadlock it with
+// the garbage collector. Only the io_uring queues see POLL; over
+// /dev/fuse go-fuse answers it (ENOSYS) without telling the server, and
+// a prime that succeeded proves none is sent (no_poll is per connection
+// and never cleared), so it is 0 there.
+func (s *Server) PollsAfterPrime() uint64 {
+	ti := s.transport.Load()
+	if ti == nil || ti.ring == nil {
+		return 0
+	}
+	return ti.ring.Polls() - ti.primedPolls.Load()
+}
+
 // Stats returns the server's request counters.
 func (s *Server) Stats() *Stats { return s.stats }
 
@@ -106,6 +121,7 @@ func (f *StatsFile) Show(_ context.Context, buf *bytes.Buffer) error {
 		line("server.nodeids", s.Nodeids())
 		line("server.open_files", s.OpenFiles())
 		line("server.goroutines", runtime.NumGoroutine())
+		line("server.polls_after_prime", s.PollsAfterPrime())
 		if ti := s.transport.Load(); ti != nil {
 			line("server.transport", ti.name)
 			if ti.ring != nil {

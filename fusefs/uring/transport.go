@@ -44,6 +44,7 @@ const DefaultDepth = 4
 // Transport is a set of per-CPU queues serving one FUSE connection.
 type Transport struct {
 	queues   []*queue
+	handler  *handler   // shared by every queue
 	register chan bool  // one value per queue: register (true) or give up
 	results  chan error // one per queue that was told to register
 	done     chan struct{}
@@ -71,6 +72,7 @@ func Start(fs fuse.RawFileSystem, devFD int, cfg Config, onFatal func(error)) (*
 		done: make(chan struct{}), onFatal: onFatal,
 	}
 	h := &handler{fs: fs, xattrs: !cfg.DisableXAttrs}
+	t.handler = h
 	setup := make(chan error, cpus)
 	var wg sync.WaitGroup
 	for id := range cpus {
@@ -200,6 +202,12 @@ func (t *Transport) Served() []uint64 {
 	}
 	return out
 }
+
+// Polls is the number of POLL requests the queues have answered (all
+// with ENOSYS), the one a prime sends included. Once a POLL has been
+// answered the kernel sends no more on the connection, so a count above
+// one means a POLL reached the queues before the prime's answer did.
+func (t *Transport) Polls() uint64 { return t.handler.polls.Load() }
 
 // PossibleCPUs is the kernel's num_possible_cpus(): the number of queues
 // the kernel expects, all of which must register before it uses any.
