@@ -44,10 +44,22 @@ func ErrnoName(e syscall.Errno) string {
 }
 
 // Disconnected reports whether err says that the server behind a FUSE
-// mount is gone: ENOTCONN (its /dev/fuse descriptor was closed), or
-// ECONNABORTED (the connection was aborted, which is also what a killed
-// server's io_uring queues leave behind).
+// mount is gone. This is the one rule for every dead-server check. The
+// kernel gives three errnos:
+//   - ENOTCONN: the connection has ended (its /dev/fuse descriptor was
+//     closed, or it was aborted); every request made after that gets it.
+//   - ECONNABORTED: a request the connection's abort found on a ring
+//     entry, or an io_uring connection aborted through fusectl.
+//   - ECANCELED: a request that was being handed to a killed server's
+//     io_uring queue as the queue's task died (seen in tests after
+//     kill -9; the kernel cancels the ring command and the request).
 func Disconnected(err error) bool {
-	e := Errno(err)
-	return err != nil && (e == syscall.ENOTCONN || e == syscall.ECONNABORTED)
+	if err == nil {
+		return false
+	}
+	switch Errno(err) {
+	case syscall.ENOTCONN, syscall.ECONNABORTED, syscall.ECANCELED:
+		return true
+	}
+	return false
 }

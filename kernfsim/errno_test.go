@@ -31,3 +31,22 @@ func TestErrnoName(t *testing.T) {
 		}
 	}
 }
+
+// TestDisconnected checks the one rule for a dead server: every errno the
+// kernel gives for an ended connection, on either transport, and no other.
+func TestDisconnected(t *testing.T) {
+	for err, want := range map[error]bool{
+		nil:                  false,
+		syscall.ENOTCONN:     true,
+		syscall.ECONNABORTED: true,
+		syscall.ECANCELED:    true,
+		syscall.ENOENT:       false,
+		syscall.EIO:          false,
+		fmt.Errorf("other"):  false,
+		&fs.PathError{Op: "stat", Path: "/mnt/k", Err: syscall.ECANCELED}: true,
+	} {
+		if got := Disconnected(err); got != want {
+			t.Errorf("Disconnected(%v): got %v, want %v", err, got, want)
+		}
+	}
+}

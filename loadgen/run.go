@@ -82,7 +82,7 @@ func ServerGone(dir string, tally ErrorTally) error {
 			n += c.Count
 		}
 	}
-	return fmt.Errorf("%s: the filesystem server went away during the run (ENOTCONN, transport endpoint is not connected; "+
+	return fmt.Errorf("%s: the filesystem server went away during the run (ENOTCONN, ECONNABORTED or ECANCELED: the FUSE connection ended; "+
 		"%d operations failed so): if it was kernfsim, serve the mountpoint again with 'kernfsim mount %s --force'; "+
 		"otherwise detach the dead mount with 'umount -l %s' (or 'fusermount3 -uz %s')", dir, n, dir, dir, dir)
 }
