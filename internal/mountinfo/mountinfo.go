@@ -62,3 +62,34 @@ func unescapeMountinfo(s string) string {
 	}
 	return b.String()
 }
+
+// FUSEMount is a FUSE mount in a mount table.
+type FUSEMount struct {
+	Conn  uint32 // the connection: /sys/fs/fuse/connections/<Conn>, the device's minor
+	Point string // where it is mounted
+}
+
+// FUSE lists the FUSE mounts (fuse, fuse.NAME) in a mountinfo file's
+// contents, in order. fuseblk is left out: its connection is named after
+// the block device, not an anonymous device's minor.
+func FUSE(mountinfo []byte) []FUSEMount {
+	var out []FUSEMount
+	for _, line := range strings.Split(string(mountinfo), "\n") {
+		// ID PARENT MAJ:MIN ROOT POINT OPTS [OPTIONAL...] - FSTYPE SOURCE SUPEROPTS
+		pre, post, ok := strings.Cut(line, " - ")
+		fields, tail := strings.Fields(pre), strings.Fields(post)
+		if !ok || len(fields) < 5 || len(tail) < 1 {
+			continue
+		}
+		if fs := tail[0]; fs != "fuse" && !strings.HasPrefix(fs, "fuse.") {
+			continue
+		}
+		_, minor, ok := strings.Cut(fields[2], ":")
+		n, err := strconv.ParseUint(minor, 10, 32)
+		if !ok || err != nil {
+			continue
+		}
+		out = append(out, FUSEMount{Conn: uint32(n), Point: unescapeMountinfo(fields[4])})
+	}
+	return out
+}

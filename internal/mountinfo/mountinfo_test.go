@@ -31,3 +31,22 @@ func TestBelow(t *testing.T) {
 		t.Fatalf("Below(a fresh directory): got %q, %v; want none", subs, err)
 	}
 }
+
+func TestFUSE(t *testing.T) {
+	table := `22 1 0:21 / /proc rw,nosuid - proc proc rw
+97 30 0:45 / /tmp/a\040b rw,nosuid,nodev,relatime shared:50 - fuse.kernfsim kernfsim rw,user_id=0
+98 30 0:46 / /tmp/c rw - fuse /dev/fuse rw
+99 30 8:1 / /mnt/d rw - fuseblk /dev/sda1 rw
+100 30 0:47 / /mnt/e rw - fusectl fusectl rw
+`
+	got := FUSE([]byte(table))
+	want := []FUSEMount{{45, "/tmp/a b"}, {46, "/tmp/c"}}
+	if len(got) != len(want) {
+		t.Fatalf("FUSE: got %v, want %v", got, want)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("FUSE[%d]: got %v, want %v", i, got[i], want[i])
+		}
+	}
+}
