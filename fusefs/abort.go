@@ -3,12 +3,13 @@ package fusefs
 import (
 	"errors"
 	"fmt"
-	"os"
 	"os/exec"
 	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 
+	"github.com/kernfsim/kernfsim/internal/fusectl"
 	"github.com/kernfsim/kernfsim/internal/mountinfo"
 )
 
@@ -64,8 +65,7 @@ func (m *Mount) abortFusectl(forceErr error) error {
 	if m.conn == 0 {
 		return fmt.Errorf("umount -f: %v; the connection's number is unknown", forceErr)
 	}
-	path := fmt.Sprintf("/sys/fs/fuse/connections/%d/abort", m.conn)
-	if err := os.WriteFile(path, []byte("1"), 0); err != nil {
+	if err := fusectl.Abort(m.conn); err != nil {
 		return fmt.Errorf("umount -f: %v; %v", forceErr, err)
 	}
 	return nil
@@ -76,4 +76,38 @@ func (m *Mount) abortFusectl(forceErr error) error {
 // them with it.
 func (m *Mount) Submounts() ([]string, error) {
 	return mountinfo.Below(m.Mountpoint)
+}
+
+// abort aborts the mount's connection through fusectl and waits a
+// bounded time for the server to stop; for a mount this server cannot
+// reach by path any more.
+func (m *Mount) abort() error {
+	err := errors.New("the connection's number is unknown")
+	if m.conn != 0 {
+		err = fusectl.Abort(m.conn)
+	}
+	select {
+	case <-m.done:
+	case <-time.After(2 * time.Second):
+		if m.ring != nil {
+			m.ring.Stop()
+		}
+	}
+	return err
+}
+
+// endCovered ends a mount that is no longer on top at its mountpoint
+// (covered by another mount, or detached by someone else) without
+// touching what is on top: it aborts this server's connection.
+func (m *Mount) endCovered(present bool, cover mountinfo.Entry) error {
+	err := m.abort()
+	switch {
+	case !present && err == nil:
+		return nil // detached already; the abort ended its users
+	case !present:
+		return fmt.Errorf("unmount %s: the mount was detached by someone else, and its connection could not be aborted (%v): its clients keep it until they close", m.Mountpoint, err)
+	case err != nil:
+		return fmt.Errorf("unmount %s: another mount (%s) covers this server's; it was left in place, and this server's connection could not be aborted (%v)", m.Mountpoint, cover.FSType, err)
+	}
+	return fmt.Errorf("unmount %s: another mount (%s) covers this server's; it was left in place, this server's connection was aborted, and its dead mount stays beneath: once the other is unmounted, run umount %s", m.Mountpoint, cover.FSType, m.Mountpoint)
 }

@@ -14,6 +14,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/kernfsim/kernfsim/fusefs/uring"
+	"github.com/kernfsim/kernfsim/internal/fusectl"
 	"github.com/kernfsim/kernfsim/internal/mountinfo"
 	"github.com/kernfsim/kernfsim/kernfsim"
 )
@@ -62,10 +63,8 @@ func MountTree(tree *kernfsim.Tree, mountpoint string, opts MountOptions) (*Moun
 	if err != nil {
 		return nil, usage("mountpoint %q: %v", mountpoint, err)
 	}
-	if real, err := filepath.EvalSymlinks(mnt); err == nil {
-		mnt = real // so a live mount reached through a symlink is recognised
-	}
-	if err := CheckMountpoint(mnt, opts.Force); err != nil {
+	mnt = resolve(mnt)
+	if err := checkMountpoint(mnt, opts.Force); err != nil {
 		return nil, err
 	}
 	if err := RaiseFDLimit(); err != nil {
@@ -92,9 +91,16 @@ func MountTree(tree *kernfsim.Tree, mountpoint string, opts MountOptions) (*Moun
 		m.Unmount()
 		return nil, fmt.Errorf("mount %s: %w", mnt, err)
 	}
-	var st unix.Stat_t
-	if unix.Stat(mnt, &st) == nil {
-		m.conn = unix.Minor(st.Dev)
+	if err := m.identify(); err != nil {
+		m.abort()
+		return nil, err
+	}
+	if stacked, err := m.stacked(); err != nil || stacked {
+		m.Unmount()
+		if err != nil {
+			return nil, err
+		}
+		return nil, usage("mountpoint %s is already a mount (another server mounted it at the same moment): unmount it first (umount %s) or choose another directory", mnt, mnt)
 	}
 	if err := primeNoPoll(mnt); err != nil {
 		m.Unmount()
@@ -175,9 +181,17 @@ func (m *Mount) Done() <-chan struct{} { return m.done }
 // (open files, a process's cwd, a mount inside it) it aborts the
 // connection and detaches the mount (see endBusy), so it returns promptly
 // even under load: clients then get ENOTCONN or ECONNABORTED.
+//
+// It unmounts only its own mount. One that another mount covers (mounted
+// on top of it since) is left in place: its connection is aborted, so the
+// server stops, and the dead mount stays beneath the other one until that
+// is unmounted; the error says so.
 func (m *Mount) Unmount() error {
 	m.Server.tree.Barrier()
 	defer m.Server.Close()
+	if top, present, cover := m.onTop(); !top {
+		return m.endCovered(present, cover)
+	}
 	var abortErr error
 	err := unix.Unmount(m.Mountpoint, 0)
 	switch {
@@ -216,10 +230,21 @@ func mountRefused(mnt string, err error) error {
 	return usage("mount %s: the FUSE mount was refused (%s): %s", mnt, strings.TrimSpace(err.Error()), way)
 }
 
+// checkMountpoint is CheckMountpoint; a test replaces it to play a second
+// server whose check passed just before the first one mounted.
+var checkMountpoint = CheckMountpoint
+
 // CheckMountpoint says what is wrong with mnt as a mountpoint, as a
 // *UsageError: missing, not a directory, not empty, already mounted, or a
-// dead FUSE mount (recovered with force). It also checks that FUSE can be
-// mounted at all: /dev/fuse, and fusermount3 for non-root users.
+// FUSE mount whose server is dead or does not answer (recovered with
+// force). It also checks that FUSE can be mounted at all: /dev/fuse, and
+// fusermount3 for non-root users.
+//
+// Every look at a FUSE mount is bounded by probeWait: a stopped or hung
+// server never answers, and a look from this thread would wait forever.
+// A FUSE mount is probed with statfs, which the kernel never answers from
+// its caches (a stat of the root could be answered from a cached
+// attribute long after the server died).
 func CheckMountpoint(mnt string, force bool) error {
 	if _, err := os.Stat("/dev/fuse"); err != nil {
 		return usage("no /dev/fuse (%v): load the fuse module (modprobe fuse) or give the container the device", err)
@@ -229,24 +254,24 @@ func CheckMountpoint(mnt string, force bool) error {
 			return usage("not root, and fusermount3, which mounts FUSE for users, is not installed: run as root, or install the Debian package fuse3")
 		}
 	}
-	fi, err := os.Stat(mnt)
-	switch {
-	case kernfsim.Disconnected(err) && force:
-		if err := unix.Unmount(mnt, unix.MNT_DETACH); err != nil {
-			return usage("mountpoint %s is a dead FUSE mount and --force could not detach it: %v", mnt, err)
+	if table, err := mountinfo.Self(); err == nil {
+		if top, ok := mountinfo.Top(table, mnt); ok {
+			return checkMounted(mnt, top, force)
 		}
-		return CheckMountpoint(mnt, false)
+	}
+	var fi os.FileInfo
+	hung, err := bounded(func() (err error) { fi, err = os.Stat(mnt); return err })
+	switch {
+	case hung:
+		return usage("mountpoint %s lies in a FUSE mount whose server does not answer (stat waited %v): stop or unmount that mount first", mnt, probeWait)
 	case kernfsim.Disconnected(err):
-		return usage("mountpoint %s is a dead FUSE mount (transport endpoint is not connected, its server was killed): add --force to recover it, or run umount -l %s", mnt, mnt)
+		return usage("mountpoint %s lies in a dead FUSE mount (its server was killed): unmount that mount first (umount -l)", mnt)
 	case errors.Is(err, os.ErrNotExist):
 		return usage("mountpoint %s does not exist: create it with mkdir -p %s", mnt, mnt)
 	case err != nil:
 		return usage("mountpoint %s: %v", mnt, err)
 	case !fi.IsDir():
 		return usage("mountpoint %s is not a directory", mnt)
-	}
-	if mounted, err := mountinfo.IsMountpoint(mnt); err == nil && mounted {
-		return usage("mountpoint %s is already a mount: unmount it first (umount %s) or choose another directory", mnt, mnt)
 	}
 	entries, err := os.ReadDir(mnt)
 	if err != nil {
@@ -256,4 +281,118 @@ func CheckMountpoint(mnt string, force bool) error {
 		return usage("mountpoint %s is not empty (%d entries, e.g. %s): mount on an empty directory", mnt, len(entries), entries[0].Name())
 	}
 	return nil
+}
+
+// checkMounted says what to do with mnt, where top is mounted: a live
+// mount is refused; a FUSE mount whose server is dead, or does not answer
+// within probeWait, is refused too, or with force detached (a hung one's
+// connection aborted first, so that its clients return), and mnt checked
+// again.
+func checkMounted(mnt string, top mountinfo.Entry, force bool) error {
+	live := usage("mountpoint %s is already a mount: unmount it first (umount %s) or choose another directory", mnt, mnt)
+	if !top.FUSE() {
+		return live
+	}
+	hung, err := probeFUSE(mnt)
+	switch {
+	case !hung && !kernfsim.Disconnected(err):
+		return live
+	case !force && hung:
+		return usage("mountpoint %s is a FUSE mount whose server does not answer (statfs waited %v; stopped or hung): add --force to abort its connection and recover it, or run umount -f %s", mnt, probeWait, mnt)
+	case !force:
+		return usage("mountpoint %s is a dead FUSE mount (transport endpoint is not connected, its server was killed): add --force to recover it, or run umount -l %s", mnt, mnt)
+	}
+	if hung {
+		if err := fusectl.Abort(top.Minor); err != nil {
+			return usage("mountpoint %s is a FUSE mount whose server does not answer, and --force could not abort its connection: %v", mnt, err)
+		}
+	}
+	if err := unix.Unmount(mnt, unix.MNT_DETACH); err != nil {
+		return usage("mountpoint %s is a dead FUSE mount and --force could not detach it: %v", mnt, err)
+	}
+	return CheckMountpoint(mnt, false)
+}
+
+// resolve follows the symlinks in mnt, so that a live mount reached
+// through one is recognised. A mountpoint in the mount table is left as
+// it is: resolving it would stat the mount's root, which a stopped FUSE
+// server never answers (see probeFUSE). The parent is resolved within
+// probeWait, and left as it is if that does not answer.
+func resolve(mnt string) string {
+	var dir string
+	if hung, err := bounded(func() (err error) { dir, err = filepath.EvalSymlinks(filepath.Dir(mnt)); return err }); hung || err != nil {
+		return mnt
+	}
+	mnt = filepath.Join(dir, filepath.Base(mnt))
+	if table, err := mountinfo.Self(); err != nil {
+		return mnt
+	} else if _, mounted := mountinfo.Top(table, mnt); mounted {
+		return mnt
+	}
+	var real string
+	if hung, err := bounded(func() (err error) { real, err = filepath.EvalSymlinks(mnt); return err }); !hung && err == nil {
+		return real
+	}
+	return mnt
+}
+
+// probeWait bounds each look at a mount that may not answer.
+const probeWait = 2 * time.Second
+
+// probeFUSE asks the server behind the FUSE mount at mnt for its statfs,
+// which the kernel never answers from a cache, and returns the errno, or
+// hung if no answer came within probeWait.
+//
+// The question is asked by a child process (coreutils' stat -f), never by
+// a thread of this one: over io_uring a request is handed to the server's
+// ring at once, so a stopped server leaves its caller in an
+// uninterruptible wait that would keep this process from exiting. A child
+// left so is not waited for; it ends when the connection does (which
+// --force makes happen).
+func probeFUSE(mnt string) (hung bool, err error) {
+	cmd := exec.Command("stat", "-f", "-c", "%t", mnt)
+	cmd.Env = append(os.Environ(), "LC_ALL=C")
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		return false, fmt.Errorf("statfs %s: %w", mnt, err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err == nil {
+			return false, nil
+		}
+		return false, statErrno(stderr.String(), err)
+	case <-time.After(probeWait):
+		cmd.Process.Kill()
+		return true, nil
+	}
+}
+
+// statErrno is the errno behind stat(1)'s message, for the errnos that
+// say a FUSE connection has ended, or err.
+func statErrno(msg string, err error) error {
+	for _, e := range []syscall.Errno{syscall.ENOTCONN, syscall.ECONNABORTED, syscall.ECANCELED} {
+		if strings.Contains(strings.ToLower(msg), e.Error()) {
+			return e
+		}
+	}
+	return fmt.Errorf("%v: %s", err, strings.TrimSpace(msg))
+}
+
+// bounded runs f on a goroutine of its own and returns its error, or
+// hung if it has not returned within probeWait; f is then left to
+// return when the kernel lets it (a request the server has not read ends
+// when this process exits).
+func bounded(f func() error) (hung bool, err error) {
+	done := make(chan error, 1)
+	go func() { done <- f() }()
+	select {
+	case err := <-done:
+		return false, err
+	case <-time.After(probeWait):
+		return true, nil
+	}
 }

@@ -67,10 +67,12 @@ func Run(ctx context.Context, cfg Config) (res Result, err error) {
 	return res, err
 }
 
-// gone reports whether the target is a mount whose server has gone: its
-// root answers ENOTCONN.
+// gone reports whether the target is a mount whose server has gone: a
+// statfs of its root says the connection ended. (Not a stat: with
+// --attr-timeout the kernel answers that from its cache long after the
+// server died; statfs always reaches the server.)
 func (e *env) gone() bool {
-	return e.target.Kind != TargetSim && kernfsim.Disconnected(e.t.stat(e.t.abs("")))
+	return e.target.Kind != TargetSim && deadFS(e.t.abs(""))
 }
 
 // ServerGone is the error for a run whose mount lost its server midway,

@@ -183,7 +183,7 @@ func newPathTarget(dir string) (*pathTarget, error) {
 	var st unix.Stat_t
 	err := Retry(func() error { return unix.Stat(dir, &st) })
 	switch {
-	case kernfsim.Disconnected(err):
+	case kernfsim.Disconnected(err) || deadFS(dir):
 		return nil, deadMount(dir)
 	case err != nil:
 		return nil, BadConfig("Dir", "give an existing directory", "%s: %v", dir, err)
@@ -195,6 +195,12 @@ func newPathTarget(dir string) (*pathTarget, error) {
 		return nil, err
 	}
 	return &pathTarget{dir: abs}, nil
+}
+
+// deadFS reports whether a statfs of dir says its FUSE connection ended.
+func deadFS(dir string) bool {
+	var st unix.Statfs_t
+	return kernfsim.Disconnected(Retry(func() error { return unix.Statfs(dir, &st) }))
 }
 
 // deadMount is the error for a FUSE mount whose server has gone.

@@ -4,6 +4,7 @@ package mountinfo
 
 import (
 	"bufio"
+	"errors"
 	"os"
 	"strconv"
 	"strings"
@@ -63,17 +64,22 @@ func unescapeMountinfo(s string) string {
 	return b.String()
 }
 
-// FUSEMount is a FUSE mount in a mount table.
-type FUSEMount struct {
-	Conn  uint32 // the connection: /sys/fs/fuse/connections/<Conn>, the device's minor
-	Point string // where it is mounted
+// Entry is one line of a mount table.
+type Entry struct {
+	ID, Parent   int    // this mount's ID and its parent's
+	Major, Minor uint32 // the device
+	Point        string // where it is mounted
+	FSType       string // fuse.kernfsim, tmpfs, ...
 }
 
-// FUSE lists the FUSE mounts (fuse, fuse.NAME) in a mountinfo file's
-// contents, in order. fuseblk is left out: its connection is named after
-// the block device, not an anonymous device's minor.
-func FUSE(mountinfo []byte) []FUSEMount {
-	var out []FUSEMount
+// FUSE reports whether the entry is a FUSE mount whose connection is
+// named by its device's minor (fuse, fuse.NAME; not fuseblk, whose
+// connection is named after its block device).
+func (e Entry) FUSE() bool { return e.FSType == "fuse" || strings.HasPrefix(e.FSType, "fuse.") }
+
+// Parse parses a mountinfo file's contents; malformed lines are skipped.
+func Parse(mountinfo []byte) []Entry {
+	var out []Entry
 	for _, line := range strings.Split(string(mountinfo), "\n") {
 		// ID PARENT MAJ:MIN ROOT POINT OPTS [OPTIONAL...] - FSTYPE SOURCE SUPEROPTS
 		pre, post, ok := strings.Cut(line, " - ")
@@ -81,15 +87,55 @@ func FUSE(mountinfo []byte) []FUSEMount {
 		if !ok || len(fields) < 5 || len(tail) < 1 {
 			continue
 		}
-		if fs := tail[0]; fs != "fuse" && !strings.HasPrefix(fs, "fuse.") {
+		id, err1 := strconv.Atoi(fields[0])
+		parent, err2 := strconv.Atoi(fields[1])
+		major, minor, _ := strings.Cut(fields[2], ":")
+		maj, err3 := strconv.ParseUint(major, 10, 32)
+		min, err4 := strconv.ParseUint(minor, 10, 32)
+		if err := errors.Join(err1, err2, err3, err4); err != nil {
 			continue
 		}
-		_, minor, ok := strings.Cut(fields[2], ":")
-		n, err := strconv.ParseUint(minor, 10, 32)
-		if !ok || err != nil {
-			continue
+		out = append(out, Entry{ID: id, Parent: parent, Major: uint32(maj), Minor: uint32(min),
+			Point: unescapeMountinfo(fields[4]), FSType: tail[0]})
+	}
+	return out
+}
+
+// Self is this process's mount table.
+func Self() ([]Entry, error) {
+	b, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return nil, err
+	}
+	return Parse(b), nil
+}
+
+// Top is the mount on top at point (the one a path walk reaches), if any:
+// the mount at point that no other mount at point sits on.
+func Top(table []Entry, point string) (Entry, bool) {
+	var top Entry
+	found := false
+	for _, e := range table {
+		if e.Point == point && (!found || e.Parent == top.ID) {
+			top, found = e, true
 		}
-		out = append(out, FUSEMount{Conn: uint32(n), Point: unescapeMountinfo(fields[4])})
+	}
+	return top, found
+}
+
+// FUSEMount is a FUSE mount in a mount table.
+type FUSEMount struct {
+	Conn  uint32 // the connection: /sys/fs/fuse/connections/<Conn>, the device's minor
+	Point string // where it is mounted
+}
+
+// FUSE lists the FUSE mounts in a mountinfo file's contents, in order.
+func FUSE(mountinfo []byte) []FUSEMount {
+	var out []FUSEMount
+	for _, e := range Parse(mountinfo) {
+		if e.FUSE() {
+			out = append(out, FUSEMount{Conn: e.Minor, Point: e.Point})
+		}
 	}
 	return out
 }

@@ -15,6 +15,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/kernfsim/kernfsim/internal/fusectl"
 	"github.com/kernfsim/kernfsim/internal/mountinfo"
 )
 
@@ -117,8 +118,8 @@ func (g *guard) end(pid int, exited <-chan error, why string) int {
 				continue
 			}
 			aborted[m.Conn] = true
-			if err := abort(m.Conn); err != nil {
-				fmt.Fprintf(g.out, "fuseguard: abort FUSE connection %d (%s): %v\n", m.Conn, m.Point, err)
+			if err := fusectl.Abort(m.Conn); err != nil {
+				fmt.Fprintf(g.out, "fuseguard: %s: %v\n", m.Point, err)
 			} else {
 				fmt.Fprintf(g.out, "fuseguard: aborted FUSE connection %d (%s)\n", m.Conn, m.Point)
 			}
@@ -226,21 +227,6 @@ func fuseMounts(pid int) []mountinfo.FUSEMount {
 		}
 	}
 	return out
-}
-
-// fusectl is where the FUSE control file system is mounted.
-const fusectl = "/sys/fs/fuse/connections"
-
-// abort aborts FUSE connection conn through fusectl, mounting fusectl
-// first if it is not.
-func abort(conn uint32) error {
-	path := fmt.Sprintf("%s/%d/abort", fusectl, conn)
-	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
-		if err := unix.Mount("fusectl", fusectl, "fusectl", 0, ""); err != nil && !errors.Is(err, unix.EBUSY) {
-			return fmt.Errorf("mount fusectl on %s: %w", fusectl, err)
-		}
-	}
-	return os.WriteFile(path, []byte("1"), 0)
 }
 
 // exitStatus is a finished command's exit status.

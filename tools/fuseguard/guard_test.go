@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kernfsim/kernfsim/internal/fusectl"
 	"github.com/kernfsim/kernfsim/internal/fusetest"
 )
 
@@ -106,7 +107,7 @@ func endChildren(t *testing.T, pid int) {
 	for _, f := range strings.Fields(string(b)) {
 		child, _ := strconv.Atoi(f)
 		for _, m := range fuseMounts(child) {
-			if err := abort(m.Conn); err != nil {
+			if err := fusectl.Abort(m.Conn); err != nil {
 				t.Logf("abort connection %d: %v", m.Conn, err)
 			}
 		}

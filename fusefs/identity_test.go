@@ -1,0 +1,54 @@
+package fusefs
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+)
+
+// TestSecondServerRefusesToStack plays two servers started on one empty
+// directory at once: the second one's check passed before the first
+// mounted. The second must find itself on top of the first, unmount
+// itself and fail, and the first must still serve.
+func TestSecondServerRefusesToStack(t *testing.T) {
+	forEachTransport(t, func(t *testing.T, tp Transport) {
+		tr, _ := newServedTree(t, "rwsem")
+		first := mountTest(t, tr, MountOptions{Transport: tp})
+		checkMountpoint = func(string, bool) error { return nil }
+		defer func() { checkMountpoint = CheckMountpoint }()
+		second, err := MountTree(tr, first.Mountpoint, MountOptions{Transport: tp})
+		var ue *UsageError
+		if err == nil {
+			second.Unmount()
+			t.Fatalf("a second server mounted on top of the first at %s", first.Mountpoint)
+		}
+		if !errors.As(err, &ue) || !strings.Contains(err.Error(), "already a mount") {
+			t.Errorf("second mount: got %v, want a usage error saying the mountpoint is already a mount", err)
+		}
+		if top, present, _ := first.onTop(); !top || !present {
+			t.Errorf("after the second server's refusal the first is on top %v, present %v; want both", top, present)
+		}
+		if _, err := os.ReadFile(filepath.Join(first.Mountpoint, "devices/system/cpu/cpu0/topology/core_id")); err != nil {
+			t.Errorf("the first server after the second's refusal: %v", err)
+		}
+	})
+}
+
+func TestStatErrno(t *testing.T) {
+	exit := errors.New("exit status 1")
+	for msg, want := range map[string]error{
+		"stat: cannot read file system information for '/m': Transport endpoint is not connected": syscall.ENOTCONN,
+		"stat: cannot read file system information for '/m': Software caused connection abort":    syscall.ECONNABORTED,
+		"stat: cannot read file system information for '/m': Operation canceled":                  syscall.ECANCELED,
+	} {
+		if got := statErrno(msg, exit); got != want {
+			t.Errorf("statErrno(%q): got %v, want %v", msg, got, want)
+		}
+	}
+	if got := statErrno("stat: cannot read file system information for '/m': Permission denied", exit); errors.Is(got, syscall.ENOTCONN) || got == nil {
+		t.Errorf("statErrno(permission denied): got %v, want an error that is no dead connection", got)
+	}
+}
