@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"slices"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"syscall"
 
@@ -50,37 +52,100 @@ func AddABI(t *kernfsim.Tree, stats kernfsim.Source) (*ABI, error) {
 	return AddABIWith(t, ABIOptions{Stats: stats})
 }
 
-// AddABIWith is AddABI with options.
+// AddABIWith is AddABI with options. A tree that already holds an entry
+// where the ABI adds its own (a host mirror with a file named bus, or with
+// a kernfsim ABI of its own) is an *ABIConflictError, and t is unchanged.
 func AddABIWith(t *kernfsim.Tree, opts ABIOptions) (*ABI, error) {
-	stats := opts.Stats
+	files := []string{"bus/kernfsim/new_device", "bus/kernfsim/delete_device"}
+	if opts.Stats != nil {
+		files = append(files, "kernel/kernfsim/stats")
+	}
+	if err := checkABI(t, []string{"devices/kernfsim", "class/kernfsim"}, files); err != nil {
+		return nil, err
+	}
 	a := &ABI{t: t, max: opts.MaxDevices}
 	if a.max <= 0 {
 		a.max = DefaultMaxDevices
 	}
-	mk := func(path ...string) *kernfsim.Node {
-		d := t.Root()
-		for _, p := range path {
-			if n, err := t.Lookup(d, p); err == nil {
-				d = n
-			} else if d, err = t.Mkdir(d, p, 0o755); err != nil {
-				panic(fmt.Sprintf("kernfsim: building the ABI on a fresh path: %v", err)) // broken invariant
-			}
-		}
-		return d
+	bus, err := mkdirAll(t, "bus/kernfsim")
+	if err == nil {
+		a.devices, err = mkdirAll(t, "devices/kernfsim")
 	}
-	bus := mk("bus", "kernfsim")
-	a.devices, a.class = mk("devices", "kernfsim"), mk("class", "kernfsim")
+	if err == nil {
+		a.class, err = mkdirAll(t, "class/kernfsim")
+	}
+	if err != nil {
+		return nil, err
+	}
 	for name, src := range map[string]kernfsim.Source{"new_device": &newDevice{a}, "delete_device": &deleteDevice{a}} {
 		if _, err := t.AddAttr(bus, name, 0o200, src); err != nil {
 			return nil, err
 		}
 	}
-	if stats != nil {
-		if _, err := t.AddAttr(mk("kernel", "kernfsim"), "stats", 0o444, stats); err != nil {
+	if opts.Stats != nil {
+		kernel, err := mkdirAll(t, "kernel/kernfsim")
+		if err != nil {
+			return nil, err
+		}
+		if _, err := t.AddAttr(kernel, "stats", 0o444, opts.Stats); err != nil {
 			return nil, err
 		}
 	}
 	return a, nil
+}
+
+// ABIConflictError is an entry of the tree where AddABI adds its own:
+// Path (below the root) is a Kind where For, a path of the ABI, needs a
+// directory on its way or nothing at all.
+type ABIConflictError struct {
+	Path string        // e.g. "bus" or "kernel/kernfsim/stats"
+	Kind kernfsim.Kind // what is there
+	For  string        // the ABI's path, e.g. "bus/kernfsim/new_device"
+}
+
+func (e *ABIConflictError) Error() string {
+	what := map[kernfsim.Kind]string{kernfsim.KindDir: "a directory", kernfsim.KindAttr: "a file", kernfsim.KindSymlink: "a symlink"}[e.Kind]
+	if e.Path == e.For {
+		return fmt.Sprintf("%s already exists (%s), and the in-tree ABI adds its own", e.Path, what)
+	}
+	return fmt.Sprintf("%s is %s, where the in-tree ABI needs a directory for %s", e.Path, what, e.For)
+}
+
+// checkABI is an *ABIConflictError for the first of dirs and files t
+// cannot take: a name on the way that is not a directory, or a file that
+// exists already.
+func checkABI(t *kernfsim.Tree, dirs, files []string) error {
+	for _, p := range append(dirs, files...) {
+		parts := strings.Split(p, "/")
+		d := t.Root()
+		for i, name := range parts {
+			n, err := t.Lookup(d, name)
+			if err != nil {
+				break // missing: AddABI makes it
+			}
+			if n.Kind() != kernfsim.KindDir || i == len(parts)-1 && slices.Contains(files, p) {
+				return &ABIConflictError{Path: strings.Join(parts[:i+1], "/"), Kind: n.Kind(), For: p}
+			}
+			d = n
+		}
+	}
+	return nil
+}
+
+// mkdirAll is the directory at path below t's root, made where missing.
+func mkdirAll(t *kernfsim.Tree, path string) (*kernfsim.Node, error) {
+	d := t.Root()
+	for _, name := range strings.Split(path, "/") {
+		n, err := t.Lookup(d, name)
+		if err != nil {
+			n, err = t.Mkdir(d, name, 0o755)
+		}
+		if err != nil {
+			return nil, err
+		}
+		d = n
+	}
+	return d, nil
 }
 
 // parseDeviceName checks one device name the way ValidateName does.

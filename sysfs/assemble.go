@@ -1,6 +1,10 @@
 package sysfs
 
 import (
+	"errors"
+	"fmt"
+	"path/filepath"
+
 	"github.com/kernfsim/kernfsim/kernfsim"
 	"github.com/kernfsim/kernfsim/locking"
 )
@@ -35,8 +39,10 @@ type Assembled struct {
 	Mirror *MirrorReport // nil unless Options.HostDir
 }
 
-// OptionError is an option Assemble cannot build from: Option is "Lock"
-// or "Synth", Err says why. Other errors are failures to build.
+// OptionError is an option Assemble cannot build from: Option is "Lock",
+// "Synth", or "HostDir" for a directory that holds entries where the
+// in-tree ABI adds its own (Err wraps the *ABIConflictError); Err says
+// why. Other errors are failures to build.
 type OptionError struct {
 	Option string
 	Err    error
@@ -69,7 +75,7 @@ func Assemble(o Options) (*Assembled, error) {
 			stats = o.Stats(a.Tree)
 		}
 		if a.ABI, err = AddABIWith(a.Tree, ABIOptions{Stats: stats, MaxDevices: o.MaxDevices}); err != nil {
-			return nil, err
+			return nil, hostConflict(o.HostDir, err)
 		}
 	}
 	a.Tree.Seal()
@@ -87,4 +93,16 @@ func (a *Assembled) populate(o Options) error {
 	}
 	a.Mirror = &rep
 	return nil
+}
+
+// hostConflict is err, an ABI that could not be added, as an
+// *OptionError for HostDir if the mirror of dir holds what it conflicts
+// with, saying what to do.
+func hostConflict(dir string, err error) error {
+	var ce *ABIConflictError
+	if dir == "" || !errors.As(err, &ce) {
+		return err
+	}
+	return &OptionError{Option: "HostDir", Err: fmt.Errorf("%s: %w: remove or rename %s, or mirror a directory without it",
+		dir, ce, filepath.Join(dir, ce.Path))}
 }

@@ -7,7 +7,10 @@
 //	kernfsim cpuinfo [tree flags]      print a /proc/cpuinfo consistent with the tree
 //
 // Exit status: 0 on success, 2 for a bad command line (unknown command or
-// flag, a flag value out of range), 1 for anything that fails at run time.
+// flag, a flag value out of range, an empty MOUNTPOINT, a synthetic tree
+// larger than half the memory available, a --tree host directory holding
+// entries where the in-tree ABI goes), 1 for anything that fails at run
+// time.
 package main
 
 import (

@@ -84,10 +84,10 @@ at once).`,
 	fs.MarkHidden("op") // one name for one thing; --op stays accepted, as in a plain run
 	fs.StringSliceVar(&f.targets, "targets", targetKinds, "row kinds: kernfsim, sim, sys (kernfsim and sys are skipped with a note when unavailable, unless named)")
 	fs.BoolVar(&f.sim, "sim", false, "only the sim rows (--targets sim): no FUSE, no root")
-	fs.StringVar(&f.sysDir, "sys", "/sys", "the real sysfs of the sys rows")
-	fs.StringVar(&f.plot, "plot", "", "also draw per-op latency against threads, a line per row, to `FILE` (.svg, .png or .pdf)")
+	cli.PathVar(fs, &f.sysDir, "sys", "/sys", "the real sysfs of the sys rows")
+	cli.PathVar(fs, &f.plot, "plot", "", "also draw per-op latency against threads, a line per row, to `FILE` (.svg, .png or .pdf)")
 	fs.StringVar(&f.format, "format", "table", "output: table, json or bench")
-	fs.StringVar(&f.out, "out", "", "write the output to `FILE` instead of standard output")
+	cli.PathVar(fs, &f.out, "out", "", "write the output to `FILE` instead of standard output")
 	fs.BoolVar(&f.pin, "pin", true, "pin worker i to CPU i mod ncpus")
 	fs.StringArrayVar(&f.serverArgs, "server-arg", nil, "an extra flag for the kernfsim servers (repeatable)")
 	fs.StringSliceVar(&f.transports, "transports", nil, "kernfsim rows per transport: devfuse, uring, auto (default: one row per lock on the server's default transport)")
@@ -118,6 +118,9 @@ func (f *compareFlags) config(cmd *cobra.Command) (cc loadgen.CompareConfig, not
 	}
 	if err := f.validateLists(); err != nil {
 		return cc, nil, err
+	}
+	if n := given(cmd.Flags(), "transports", "server-arg"); n != "" && !slices.Contains(f.targets, "kernfsim") {
+		return cc, nil, &cli.UsageError{Err: fmt.Errorf("--%s applies to the kernfsim rows, and --targets has none", n)}
 	}
 	explicit := cmd.Flags().Changed("targets")
 	for _, kind := range targetKinds {
@@ -188,6 +191,11 @@ func (f *compareFlags) validateLists() error {
 			return bad("targets", t, strings.Join(targetKinds, ", "))
 		}
 	}
+	for _, tp := range f.transports {
+		if _, err := fusefs.ParseTransport(tp); err != nil {
+			return bad("transports", tp, transportList())
+		}
+	}
 	for _, th := range f.threads {
 		if th <= 0 {
 			return &cli.UsageError{Err: fmt.Errorf("--threads: %d is not a positive thread count", th)}
@@ -220,11 +228,6 @@ func (f *compareFlags) rows(kind string, explicit bool) ([]loadgen.Row, string, 
 			transports = []string{""}
 		}
 		for _, tp := range transports {
-			if tp != "" {
-				if _, err := fusefs.ParseTransport(tp); err != nil {
-					return nil, "", &cli.UsageError{Err: fmt.Errorf("--transports: %v", err)}
-				}
-			}
 			for _, l := range f.locks {
 				rows = append(rows, loadgen.Row{Target: loadgen.Target{Kind: loadgen.TargetKernfsim, Lock: l, ServerTransport: tp}})
 			}

@@ -58,6 +58,28 @@ func addTreeFlags(fs *pflag.FlagSet, f *treeFlags) {
 // flag.
 func (f *treeFlags) validate() error { return cliError(f.Validate()) }
 
+// given are the names of the tree flags given (--lock aside), in
+// cli.TreeFlagNames' order.
+func (f *treeFlags) given() []string {
+	var names []string
+	for _, n := range cli.TreeFlagNames {
+		if f.names[n] && f.fs.Changed(n) {
+			names = append(names, n)
+		}
+	}
+	return names
+}
+
+// given is the first of the named flags set on the command line, or "".
+func given(fs *pflag.FlagSet, names ...string) string {
+	for _, n := range names {
+		if fs.Changed(n) {
+			return n
+		}
+	}
+	return ""
+}
+
 // serverArgs are the tree flags given, for a server's command line.
 func (f *treeFlags) serverArgs() []string {
 	var args []string
@@ -148,6 +170,30 @@ func (v lockValue) Set(s string) error {
 	}
 	*v.p = s
 	return nil
+}
+
+// transportValue is --transport: one of fusefs.Transports, checked even
+// where no server is started.
+type transportValue struct{ p *string }
+
+func (v transportValue) String() string { return *v.p }
+func (v transportValue) Type() string   { return "string" }
+
+func (v transportValue) Set(s string) error {
+	if _, err := fusefs.ParseTransport(s); err != nil {
+		return fmt.Errorf("valid transports are %s", transportList())
+	}
+	*v.p = s
+	return nil
+}
+
+// transportList is fusefs.Transports, for help and errors.
+func transportList() string {
+	names := make([]string, len(fusefs.Transports))
+	for i, t := range fusefs.Transports {
+		names[i] = string(t)
+	}
+	return strings.Join(names, ", ")
 }
 
 // positive checks that each named int flag, if given, is at least 1.

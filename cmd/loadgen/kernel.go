@@ -75,7 +75,7 @@ rcupdate parameters and the seeds' figures. Root only.`,
 
 func (f *kernelFlags) addOutput(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&f.format, "format", "seed", "output: seed (text), json or bench")
-	cmd.Flags().StringVar(&f.out, "out", "", "write the output to `FILE` instead of standard output")
+	cli.PathVar(cmd.Flags(), &f.out, "out", "", "write the output to `FILE` instead of standard output")
 }
 
 // newKernelChildCmd is the hidden `loadgen __kernel` that umount-storm and

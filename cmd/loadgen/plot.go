@@ -32,7 +32,7 @@ format follows the extension of -o: svg, png or pdf.`,
 		},
 		RunE: func(cmd *cobra.Command, args []string) error { return plot(args[0], out) },
 	}
-	cmd.Flags().StringVarP(&out, "out", "o", "", "the plot `FILE`: .svg, .png or .pdf")
+	cli.PathVarP(cmd.Flags(), &out, "out", "o", "", "the plot `FILE`: .svg, .png or .pdf")
 	return cmd
 }
 

@@ -110,6 +110,9 @@ func TestChurnSim(t *testing.T) {
 	}
 }
 
+// quickCompare keeps a comparison that should have been refused short.
+var quickCompare = []string{"--locks", "rwsem", "--threads", "1", "--repeats", "1", "--ops", "files", "--sim-times", "10"}
+
 func TestBadInput(t *testing.T) {
 	notDir := filepath.Join(t.TempDir(), "file")
 	os.WriteFile(notDir, nil, 0o644)
@@ -150,6 +153,37 @@ func TestBadInput(t *testing.T) {
 		{[]string{"compare", "--targets", "sys", "--sim-cost", "auto"}, "apply to the sim"},
 		{[]string{"--sim", "--sim-cost", "auto", "--calibrate", "/does/not/exist"}, "--calibrate: /does/not/exist is not a directory"},
 		{[]string{"compare", "--sim", "--sim-cost", "auto", "--calibrate", "/does/not/exist"}, "--calibrate: /does/not/exist is not a directory"},
+		// a flag's value is checked also where the flag does not apply
+		{[]string{"--sim", "--transport", "bogus"}, `invalid argument "bogus" for "--transport" flag: valid transports are auto, devfuse, uring`},
+		{[]string{"--path", "/sys", "--transport", "bogus"}, "valid transports are auto, devfuse, uring"},
+		{[]string{"--transport", "bogus"}, "valid transports are auto, devfuse, uring"},
+		{append([]string{"compare", "--sim", "--transports", "devfuse,bogus"}, quickCompare...), `--transports: "bogus" is not one of auto, devfuse, uring`},
+		// a flag that does not apply to the target is an error, as --lock with --path is
+		{[]string{"--sim", "--transport", "uring"}, "--transport applies to the server loadgen starts; --sim starts none"},
+		{[]string{"--path", "/sys", "--transport", "devfuse"}, "--transport applies to the server loadgen starts; the mount at --path has its own"},
+		{[]string{"--sim", "--server-arg=--entry-timeout=1s"}, "--server-arg applies to the server loadgen starts"},
+		{[]string{"--path", "/sys", "--server-arg=--entry-timeout=1s"}, "--server-arg applies to the server loadgen starts"},
+		{[]string{"--path", "/sys", "--mem-blocks", "4"}, "--mem-blocks applies to --sim and to the server loadgen starts; the mount at --path has its own"},
+		{[]string{"--path", "/sys", "--tree", "host"}, "--tree applies to --sim"},
+		{append([]string{"compare", "--sim", "--transports", "uring"}, quickCompare...), "--transports applies to the kernfsim rows"},
+		{append([]string{"compare", "--targets", "sim,sys", "--server-arg=--entry-timeout=1s"}, quickCompare...), "--server-arg applies to the kernfsim rows"},
+		{[]string{"teardown", "--sim", "--count", "1", "--server-arg=--entry-timeout=1s"}, "--server-arg applies to the servers loadgen starts; --sim starts none"},
+		{[]string{"teardown", "--path", "/tmp", "--cpus", "4"}, "--cpus applies to --sim"},
+		{[]string{"teardown", "--path", "/tmp", "--server-arg=--entry-timeout=1s"}, "--server-arg applies to the servers loadgen starts"},
+		// an empty path is named, not taken for the current directory, stdout or the default
+		{[]string{"--times", "10", "--path", ""}, `invalid argument "" for "--path" flag: the path is empty`},
+		{[]string{"--sim", "--out", ""}, `invalid argument "" for "--out" flag`},
+		{[]string{"--sim", "--missing", "--missing-path="}, `invalid argument "" for "--missing-path" flag`},
+		{[]string{"--sim", "--sim-cost", "auto", "--calibrate", ""}, `invalid argument "" for "--calibrate" flag`},
+		{append([]string{"compare", "--sim", "--out", ""}, quickCompare...), `invalid argument "" for "--out" flag`},
+		{append([]string{"compare", "--sim", "--plot", ""}, quickCompare...), `invalid argument "" for "--plot" flag`},
+		{[]string{"compare", "--targets", "sys", "--sys", ""}, `invalid argument "" for "--sys" flag`},
+		{[]string{"teardown", "--count", "1", "--path", ""}, `invalid argument "" for "--path" flag`},
+		{[]string{"teardown", "--sim", "--count", "1", "--out="}, `invalid argument "" for "--out" flag`},
+		{[]string{"soak", "--duration", "1s", "--path", ""}, `invalid argument "" for "--path" flag`},
+		{[]string{"unshare", "--count", "1", "--out", ""}, `invalid argument "" for "--out" flag`},
+		{[]string{"umount-storm", "--count", "1", "--out", ""}, `invalid argument "" for "--out" flag`},
+		{[]string{"plot", "result.json", "-o", ""}, `invalid argument "" for "-o, --out" flag`},
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
 			code, out, errOut := runArgs(context.Background(), tc.args...)

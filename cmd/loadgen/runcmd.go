@@ -11,7 +11,6 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/kernfsim/kernfsim/fusefs"
 	"github.com/kernfsim/kernfsim/internal/cli"
 	"github.com/kernfsim/kernfsim/loadgen"
 )
@@ -73,7 +72,7 @@ in 2 sockets) or, with --tree host[:DIR], a mirror of this host's /sys.`,
 }
 
 func addRunFlags(fs *pflag.FlagSet, f *runFlags) {
-	fs.StringVar(&f.path, "path", "", "measure real system calls against `DIR` (/sys, tmpfs, a kernfsim mount)")
+	cli.PathVar(fs, &f.path, "path", "", "measure real system calls against `DIR` (/sys, tmpfs, a kernfsim mount)")
 	fs.BoolVar(&f.sim, "sim", false, "measure the in-process kernfsim walker (no FUSE)")
 	fs.Var(lockValue{&f.lock}, "lock", "lock strategy of --sim or of the server loadgen starts: mutex, rwsem, rcu, none")
 	fs.IntVar(&f.threads, "threads", runtime.NumCPU(), "concurrent workers")
@@ -82,15 +81,15 @@ func addRunFlags(fs *pflag.FlagSet, f *runFlags) {
 	fs.StringArrayVar(&f.fileList, "file", nil, "a file to use, relative to the target (repeatable; default: chosen automatically)")
 	fs.IntVar(&f.bufsize, "bufsize", loadgen.DefaultBufSize, "bytes per read")
 	fs.BoolVar(&f.missing, "missing", false, "every worker opens one missing path; the failing open is the operation")
-	fs.StringVar(&f.missingPath, "missing-path", loadgen.DefaultMissingPath, "the missing path, relative to the target")
+	cli.PathVar(fs, &f.missingPath, "missing-path", loadgen.DefaultMissingPath, "the missing path, relative to the target")
 	fs.StringVar(&f.op, "op", string(loadgen.OpOpenReadClose), "operation: "+opList())
 	fs.BoolVar(&f.pin, "pin", true, "pin worker i to CPU i mod ncpus (--pin=false to let the scheduler place them)")
 	fs.BoolVar(&f.procs, "procs", false, "run workers as separate processes (no shared fd table)")
 	fs.Float64Var(&f.churn, "churn", 0, "add and remove devices at `RATE` per second during the run (kernfsim targets); "+
 		"with --op coldplug, hot-add memory blocks at RATE (default 1000 where the target can)")
 	fs.StringVar(&f.format, "format", "seed", "output: seed, json or bench")
-	fs.StringVar(&f.out, "out", "", "write the output to `FILE` instead of standard output")
-	fs.StringVar(&f.transport, "transport", "", "the `T`ransport of the kernfsim server loadgen starts: auto, devfuse or uring (default: the server's, auto)")
+	cli.PathVar(fs, &f.out, "out", "", "write the output to `FILE` instead of standard output")
+	fs.Var(transportValue{&f.transport}, "transport", "the `T`ransport of the kernfsim server loadgen starts: "+transportList()+" (default: the server's, auto)")
 	fs.StringArrayVar(&f.serverArgs, "server-arg", nil, "an extra flag for the kernfsim server loadgen starts (repeatable), e.g. --server-arg=--entry-timeout=1s")
 	addTreeFlags(fs, &f.tree)
 	addSimCostFlags(fs, &f.simCost)
@@ -136,20 +135,26 @@ func (f *runFlags) target(cmd *cobra.Command) (loadgen.Target, error) {
 	switch {
 	case f.sim && f.path != "":
 		return loadgen.Target{}, &cli.UsageError{Err: errors.New("--sim and --path exclude each other: choose one target")}
-	case f.path != "" && fs.Changed("lock"):
-		return loadgen.Target{}, &cli.UsageError{Err: errors.New("--lock applies to --sim and to the server loadgen starts; the mount at --path has its own")}
 	case f.path != "":
+		if n := given(fs, append([]string{"lock"}, f.tree.given()...)...); n != "" {
+			return loadgen.Target{}, &cli.UsageError{Err: fmt.Errorf("--%s applies to --sim and to the server loadgen starts; the mount at --path has its own", n)}
+		}
+		if n := given(fs, serverOnly...); n != "" {
+			return loadgen.Target{}, &cli.UsageError{Err: fmt.Errorf("--%s applies to the server loadgen starts; the mount at --path has its own", n)}
+		}
 		return loadgen.Target{Kind: loadgen.TargetPath, Dir: f.path}, nil
 	case f.sim:
-		return f.tree.simTarget(f.lock), nil
-	}
-	if f.transport != "" {
-		if _, err := fusefs.ParseTransport(f.transport); err != nil {
-			return loadgen.Target{}, &cli.UsageError{Err: err}
+		if n := given(fs, serverOnly...); n != "" {
+			return loadgen.Target{}, &cli.UsageError{Err: fmt.Errorf("--%s applies to the server loadgen starts; --sim starts none (it walks the tree in process)", n)}
 		}
+		return f.tree.simTarget(f.lock), nil
 	}
 	return loadgen.Target{Kind: loadgen.TargetKernfsim, Lock: f.lock, ServerTransport: f.transport}, nil
 }
+
+// serverOnly are the run's flags for the server loadgen starts, and for
+// nothing else.
+var serverOnly = []string{"transport", "server-arg"}
 
 func (f *runFlags) serverFlags() []string {
 	return append(f.tree.serverArgs(), f.serverArgs...)

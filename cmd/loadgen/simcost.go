@@ -55,7 +55,7 @@ func addSimCostFlags(fs *pflag.FlagSet, f *simCostFlags) {
 		"allocation and VFS walk (a calibrated spin loop), plus the writes every worker shares (ref-walk's dentry references "+
 		"and inode refreshes, the descriptor table): a duration, 0 for the bare sim, or auto: the op's single-thread per-op against --calibrate less the "+
 		"sim's own with those writes (rwsem)")
-	fs.StringVar(&f.calibrate, "calibrate", "/sys", "the directory --sim-cost auto calibrates against")
+	cli.PathVar(fs, &f.calibrate, "calibrate", "/sys", "the directory --sim-cost auto calibrates against")
 }
 
 // check rejects the flags where no sim runs.

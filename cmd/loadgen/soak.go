@@ -67,7 +67,7 @@ the message names the failed condition.`,
 	fs.DurationVar(&f.interval, "interval", soak.DefaultInterval, "how often to print a line")
 	fs.DurationVar(&f.warmup, "warmup", 0, "load before the reference level is taken, per mode (default a quarter of each mode's time)")
 	fs.StringSliceVar(&f.locks, "locks", soak.DefaultLocks, "lock modes to soak in turn, each on a server of its own")
-	fs.StringVar(&f.path, "path", "", "soak the kernfsim mount at `DIR` instead (its own lock; loadgen starts no server)")
+	cli.PathVar(fs, &f.path, "path", "", "soak the kernfsim mount at `DIR` instead (its own lock; loadgen starts no server)")
 	fs.IntVar(&f.serverPID, "server-pid", 0, "with --path: the server's process id (pidof kernfsim), for its RSS and threads")
 	fs.StringSliceVar(&f.readers, "readers", soak.DefaultReaders, "operations the readers do")
 	fs.IntVar(&f.perOp, "per-op", soak.DefaultPerOp, "readers per operation")

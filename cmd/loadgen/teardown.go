@@ -67,7 +67,7 @@ delete_device.`,
 		RunE: func(cmd *cobra.Command, _ []string) error { return f.run(cmd, stderr) },
 	}
 	fs := cmd.Flags()
-	fs.StringVar(&f.path, "path", "", "remove devices of the kernfsim mount at `DIR`")
+	cli.PathVar(fs, &f.path, "path", "", "remove devices of the kernfsim mount at `DIR`")
 	fs.BoolVar(&f.sim, "sim", false, "remove through the tree API in process (no FUSE)")
 	fs.StringSliceVar(&f.locks, "locks", []string{teardown.DefaultLock}, "lock strategies: rcu (a run per --gps), mutex, rwsem")
 	fs.StringSliceVar(&f.gps, "gps", gpNames(), "rcu teardown policies: normal, expedited, deferred")
@@ -85,7 +85,7 @@ delete_device.`,
 	fs.BoolVar(&f.grace.ExpeditedIsNormal, "rcu-normal", false, "expedited grace periods behave as normal ones (rcu_normal=1, PREEMPT_RT)")
 	fs.DurationVar(&f.completeTimeout, "complete-timeout", teardown.DefaultCompleteTimeout, "over FUSE, how long to wait for the teardowns after the storm")
 	fs.StringVar(&f.format, "format", "seed", "output: seed (a table), json or bench")
-	fs.StringVar(&f.out, "out", "", "write the output to `FILE` instead of standard output")
+	cli.PathVar(fs, &f.out, "out", "", "write the output to `FILE` instead of standard output")
 	fs.StringArrayVar(&f.serverArgs, "server-arg", nil, "an extra flag for the kernfsim servers loadgen starts (repeatable)")
 	addTreeFlags(fs, &f.tree)
 	return cmd
@@ -127,13 +127,17 @@ func (f *teardownFlags) config(cmd *cobra.Command) (teardown.Config, error) {
 	case f.sim && f.path != "":
 		return c, &cli.UsageError{Err: errors.New("--sim and --path exclude each other: choose one target")}
 	case f.path != "":
-		for _, n := range []string{"locks", "lock", "gps", "gp", "gp-tick", "expedite-cost", "rcu-normal"} {
-			if fs.Changed(n) {
-				return c, &cli.UsageError{Err: fmt.Errorf("--%s applies to --sim and to the servers loadgen starts; the mount at --path has its own", n)}
-			}
+		if n := given(fs, append([]string{"locks", "lock", "gps", "gp", "gp-tick", "expedite-cost", "rcu-normal"}, f.tree.given()...)...); n != "" {
+			return c, &cli.UsageError{Err: fmt.Errorf("--%s applies to --sim and to the servers loadgen starts; the mount at --path has its own", n)}
+		}
+		if fs.Changed("server-arg") {
+			return c, &cli.UsageError{Err: errors.New("--server-arg applies to the servers loadgen starts; the mount at --path has its own")}
 		}
 		c.Target = loadgen.Target{Kind: loadgen.TargetPath, Dir: f.path}
 	case f.sim:
+		if fs.Changed("server-arg") {
+			return c, &cli.UsageError{Err: errors.New("--server-arg applies to the servers loadgen starts; --sim starts none")}
+		}
 		if _, host := f.tree.HostDir(); host {
 			return c, &cli.UsageError{Err: errors.New("--tree host applies to the servers loadgen starts; teardown --sim builds a synthetic tree (its size does not change a removal)")}
 		}

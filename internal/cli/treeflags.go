@@ -101,6 +101,8 @@ func (f *TreeFlags) BuildWith(lock string, stats StatsFunc) (*Built, error) {
 	a, err := sysfs.Assemble(f.assembly(lock, stats))
 	var oe *sysfs.OptionError
 	switch {
+	case errors.As(err, &oe) && oe.Option == "HostDir":
+		return nil, &UsageError{Err: fmt.Errorf("invalid value for --tree: host:%w", oe.Err)}
 	case errors.As(err, &oe):
 		return nil, &UsageError{Err: oe.Err}
 	case err != nil:
@@ -154,6 +156,8 @@ func (f *TreeFlags) validate() error {
 		}
 	} else if err := f.config().Validate(); err != nil {
 		return &UsageError{Err: flagError(err)}
+	} else if err := checkMemory(f.config()); err != nil {
+		return err
 	}
 	if f.grace.Tick <= 0 || f.grace.ExpediteCost < 0 {
 		return &UsageError{Err: fmt.Errorf("invalid --gp-tick %v or --expedite-cost %v: the tick must be positive, the cost 0 or more", f.grace.Tick, f.grace.ExpediteCost)}
