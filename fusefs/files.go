@@ -21,17 +21,31 @@ func (s *Server) Open(_ <-chan struct{}, in *fuse.OpenIn, out *fuse.OpenOut) fus
 	if n == nil {
 		return fuse.Status(syscall.ESTALE)
 	}
-	c := kernfsim.RootCred
-	if s.opts.Permissions == PermServer {
-		c = cred(&in.InHeader)
-	}
-	f, err := s.tree.Open(n, int(in.Flags&syscall.O_ACCMODE), c)
+	f, err := s.open(&in.InHeader, n, int(in.Flags&syscall.O_ACCMODE))
 	if err != nil {
 		return status(err)
 	}
 	out.Fh = s.handles.add(f).fh
 	out.OpenFlags = fuse.FOPEN_DIRECT_IO | fuse.FOPEN_NOFLUSH
 	return fuse.OK
+}
+
+// open is Tree.Open for the caller of h: as root under default_permissions
+// (the kernel has checked), else with the caller's supplementary groups
+// where they could turn a refusal.
+func (s *Server) open(h *fuse.InHeader, n *kernfsim.Node, flags int) (*kernfsim.File, error) {
+	if s.opts.Permissions != PermServer {
+		return s.tree.Open(n, flags, kernfsim.RootCred)
+	}
+	f, err := s.tree.Open(n, flags, cred(h))
+	if err == nil {
+		return f, nil
+	}
+	err = s.withGroups(h, n, kernfsim.OpenAccess(flags), err, func(c kernfsim.Cred) error {
+		f, err = s.tree.Open(n, flags, c)
+		return err
+	})
+	return f, err
 }
 
 // Read is READ of an open attribute. A FUSE INTERRUPT for it (the client
@@ -89,7 +103,7 @@ func (s *Server) OpenDir(_ <-chan struct{}, in *fuse.OpenIn, out *fuse.OpenOut) 
 	case n.Kind() != kernfsim.KindDir:
 		return fuse.ENOTDIR
 	case s.opts.Permissions == PermServer:
-		return status(s.tree.Permission(n, kernfsim.MayRead, cred(&in.InHeader)))
+		return status(s.permission(&in.InHeader, n, kernfsim.MayRead))
 	}
 	return fuse.OK
 }

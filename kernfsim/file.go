@@ -143,16 +143,20 @@ func (t *Tree) open(n *Node, flags int, c Cred) (*File, syscall.Errno) {
 	return f, 0
 }
 
-func (t *Tree) mayOpen(n *Node, flags int, c Cred) syscall.Errno {
-	var mask Access
+// OpenAccess is the access an open with flags (os.O_RDONLY, O_WRONLY or
+// O_RDWR) asks for.
+func OpenAccess(flags int) Access {
 	switch flags & (os.O_WRONLY | os.O_RDWR) {
 	case os.O_RDONLY:
-		mask = MayRead
+		return MayRead
 	case os.O_WRONLY:
-		mask = MayWrite
-	default:
-		mask = MayRead | MayWrite
+		return MayWrite
 	}
+	return MayRead | MayWrite
+}
+
+func (t *Tree) mayOpen(n *Node, flags int, c Cred) syscall.Errno {
+	mask := OpenAccess(flags)
 	switch {
 	case n.kind == KindSymlink:
 		return syscall.ELOOP

@@ -209,6 +209,84 @@ func (t *Tree) Permission(n *Node, mask Access, c Cred) error {
 	return nil
 }
 
+// GroupMayGrant reports whether a supplementary group that c does not
+// carry could grant mask on n, refused by Permission or Open: FUSE sends a
+// caller's uid and gid alone, and a server reads the groups only then.
+func (t *Tree) GroupMayGrant(n *Node, mask Access, c Cred) bool {
+	r := t.rlock()
+	a := n.attr.Load()
+	t.runlock(r)
+	return groupMayGrant(a, mask, c)
+}
+
+// SetattrNeedsGroups reports whether Setattr(n, args, c) depends on
+// supplementary groups that c does not carry (whether a chmod keeps the
+// setgid bit).
+func (t *Tree) SetattrNeedsGroups(n *Node, args SetattrArgs, c Cred) bool {
+	r := t.rlock()
+	a := n.attr.Load()
+	t.runlock(r)
+	return setgidNeedsGroups(a, args, c)
+}
+
+// MayCreate is the VFS's may_create for name in dir, which every create,
+// link and rename onto a new name passes before the filesystem is asked:
+// EEXIST if name exists, ENOENT if dir was removed, ENOTDIR if dir is not
+// a directory, EACCES without write and search permission on dir.
+func (t *Tree) MayCreate(dir *Node, name string, c Cred) error {
+	r := t.rlock()
+	_, _, e := lookupLocked(dir, name, nameHash(name))
+	switch e {
+	case 0:
+		e = syscall.EEXIST
+	case syscall.ENOENT:
+		if dir.IsActive() {
+			e = permissionLocked(dir, MayWrite|MayExec, c)
+		}
+	}
+	t.runlock(r)
+	if e != 0 {
+		return &fs.PathError{Op: "create", Path: joinPath(dir, name), Err: e}
+	}
+	return nil
+}
+
+// MayDelete is the VFS's may_delete for name in dir, which every unlink,
+// rmdir and rename passes first: ENOENT if name is missing, EACCES without
+// write and search permission on dir, EPERM in a sticky directory for a
+// caller who owns neither it nor the victim (check_sticky).
+func (t *Tree) MayDelete(dir *Node, name string, c Cred) error {
+	r := t.rlock()
+	n, _, e := lookupLocked(dir, name, nameHash(name))
+	if e == 0 {
+		e = permissionLocked(dir, MayWrite|MayExec, c)
+	}
+	if e == 0 && stickyRefuses(dir.attr.Load(), n.attr.Load(), c) {
+		e = syscall.EPERM
+	}
+	t.runlock(r)
+	if e != 0 {
+		return &fs.PathError{Op: "delete", Path: joinPath(dir, name), Err: e}
+	}
+	return nil
+}
+
+// MayLink is the VFS's may_linkat with fs.protected_hardlinks on (the
+// default): a caller other than root may hard-link a node it owns, or a
+// regular file, neither setuid nor setgid-executable, that it may read and
+// write; else EPERM.
+func (t *Tree) MayLink(n *Node, c Cred) error {
+	r := t.rlock()
+	a := n.attr.Load()
+	safe := n.kind == KindAttr && a.Mode&fs.ModeSetuid == 0 && a.Mode&(fs.ModeSetgid|0o010) != fs.ModeSetgid|0o010 &&
+		permitted(a, false, MayRead|MayWrite, c)
+	t.runlock(r)
+	if c.Uid != 0 && c.Uid != a.Uid && !safe {
+		return &fs.PathError{Op: "link", Path: n.Path(), Err: syscall.EPERM}
+	}
+	return nil
+}
+
 // getattrLocked copies n's attributes.
 //
 // Preconditions: the read side is held.

@@ -234,8 +234,10 @@ func (t *Tree) unlinkLocked(n *Node, id *identity) {
 }
 
 // Setattr changes n's mode, owner, group or mtime as root or the owner may
-// (kernfs_iop_setattr). A size on a writable attribute is accepted and
-// ignored, as sysfs does for O_TRUNC.
+// (kernfs_iop_setattr). The mode keeps the setuid, setgid and sticky bits,
+// as kernfs stores the whole mode, but for the setgid bit that a caller
+// outside the group cannot set (setattr_prepare). A size on a writable
+// attribute is accepted and ignored, as sysfs does for O_TRUNC.
 func (t *Tree) Setattr(n *Node, args SetattrArgs, c Cred) error {
 	if err := t.strategy.Lock(); err != nil {
 		return &fs.PathError{Op: "setattr", Path: n.Path(), Err: err}
@@ -243,7 +245,7 @@ func (t *Tree) Setattr(n *Node, args SetattrArgs, c Cred) error {
 	e := syscall.Errno(0)
 	if !n.IsActive() {
 		e = syscall.ENOENT
-	} else if e = setattrPrepare(n, n.attr.Load(), args, c); e == 0 {
+	} else if e = setattrPrepare(n, n.attr.Load(), &args, c); e == 0 {
 		n.attr.Store(applySetattr(n.attr.Load(), args, t.now()))
 	}
 	t.strategy.Unlock()

@@ -1,0 +1,153 @@
+package kernfsim
+
+import (
+	"io/fs"
+	"os"
+	"syscall"
+	"testing"
+)
+
+// TestSetattrKeepsSpecialBits checks that chmod keeps the setuid, setgid
+// and sticky bits, as kernfs stores the whole mode (__kernfs_setattr),
+// except the setgid bit set by an owner outside the group
+// (setattr_prepare), and that the io/fs view shows them.
+func TestSetattrKeepsSpecialBits(t *testing.T) {
+	forEachLock(t, writers, func(t *testing.T, lock string) {
+		tr := newTestTree(t, lock)
+		f := must(tr.Add(tr.Root(), "f", NodeSpec{Kind: KindAttr, Mode: 0o644, Uid: 1000, Gid: 100, Source: NewValue("")}))(t)
+		d := must(tr.Add(tr.Root(), "d", NodeSpec{Kind: KindDir, Mode: 0o755}))(t)
+		owner := Cred{Uid: 1000, Gid: 1000}
+		member := Cred{Uid: 1000, Gid: 1000, Groups: []uint32{100}}
+		for _, c := range []struct {
+			name string
+			n    *Node
+			mode fs.FileMode
+			c    Cred
+			want fs.FileMode
+		}{
+			{"root sets all", f, ModeSpecial | 0o755, RootCred, ModeSpecial | 0o755},
+			{"root sets sticky on a dir", d, fs.ModeSticky | 0o777, RootCred, fs.ModeSticky | 0o777},
+			{"owner sets setuid", f, fs.ModeSetuid | 0o755, owner, fs.ModeSetuid | 0o755},
+			{"owner outside the group loses setgid", f, fs.ModeSetgid | fs.ModeSticky | 0o750, owner, fs.ModeSticky | 0o750},
+			{"owner in the group by a supplementary one keeps setgid", f, fs.ModeSetgid | 0o750, member, fs.ModeSetgid | 0o750},
+			{"plain chmod clears them", f, 0o640, RootCred, 0o640},
+		} {
+			noErr(t, tr.Setattr(c.n, SetattrArgs{Valid: SetMode, Mode: c.mode}, c.c))
+			if got := tr.Getattr(c.n).Mode; got != c.want {
+				t.Errorf("%s: chmod %v: got mode %v, want %v", c.name, c.mode, got, c.want)
+			}
+		}
+		noErr(t, tr.Setattr(f, SetattrArgs{Valid: SetMode, Mode: fs.ModeSetuid | 0o755}, RootCred))
+		if fi := must(fs.Stat(tr.FS(RootCred), "f"))(t); fi.Mode() != fs.ModeSetuid|0o755 {
+			t.Errorf("io/fs view after chmod u+s: got %v, want %v", fi.Mode(), fs.ModeSetuid|0o755)
+		}
+		wantErrno(t, tr.Setattr(f, SetattrArgs{Valid: SetMode, Mode: fs.ModeDir | 0o755}, RootCred), syscall.EINVAL)
+	})
+}
+
+// TestSetattrNeedsGroups checks when a chmod depends on groups that the
+// caller does not carry.
+func TestSetattrNeedsGroups(t *testing.T) {
+	tr := newTestTree(t, "rwsem")
+	f := must(tr.Add(tr.Root(), "f", NodeSpec{Kind: KindAttr, Mode: 0o644, Uid: 1000, Gid: 100, Source: NewValue("")}))(t)
+	sgid := SetattrArgs{Valid: SetMode, Mode: fs.ModeSetgid | 0o644}
+	for _, c := range []struct {
+		name string
+		args SetattrArgs
+		c    Cred
+		want bool
+	}{
+		{"setgid by the owner outside the group", sgid, Cred{Uid: 1000, Gid: 1000}, true},
+		{"setgid by the owner whose gid is the group", sgid, Cred{Uid: 1000, Gid: 100}, false},
+		{"setgid by root", sgid, RootCred, false},
+		{"setgid with a chgrp to the caller's gid", SetattrArgs{Valid: SetMode | SetGid, Mode: fs.ModeSetgid, Gid: 1000}, Cred{Uid: 1000, Gid: 1000}, false},
+		{"plain chmod", SetattrArgs{Valid: SetMode, Mode: 0o600}, Cred{Uid: 1000, Gid: 1000}, false},
+	} {
+		if got := tr.SetattrNeedsGroups(f, c.args, c.c); got != c.want {
+			t.Errorf("%s: got %v, want %v", c.name, got, c.want)
+		}
+	}
+}
+
+// TestSupplementaryGroups checks that a supplementary group grants its
+// class of the mode, and that GroupMayGrant says so exactly when a group
+// the caller does not carry could turn a refusal.
+func TestSupplementaryGroups(t *testing.T) {
+	forEachLock(t, writers, func(t *testing.T, lock string) {
+		tr := newTestTree(t, lock)
+		d := must(tr.Add(tr.Root(), "d", NodeSpec{Kind: KindDir, Mode: 0o750, Gid: 100}))(t)
+		f := must(tr.Add(d, "f", NodeSpec{Kind: KindAttr, Mode: 0o640, Gid: 100, Source: Static("x\n")}))(t)
+		wo := must(tr.Add(d, "wo", NodeSpec{Kind: KindAttr, Mode: 0o604, Gid: 100, Source: Static("x\n")}))(t)
+		own := must(tr.Add(d, "own", NodeSpec{Kind: KindAttr, Mode: 0o040, Uid: 7, Gid: 100, Source: Static("x\n")}))(t)
+		nobody := Cred{Uid: 65534, Gid: 65534}
+		member := Cred{Uid: 65534, Gid: 65534, Groups: []uint32{100}}
+		wantErrno(t, tr.Permission(d, MayExec, nobody), syscall.EACCES)
+		noErr(t, tr.Permission(d, MayExec, member))
+		_, err := tr.Open(f, os.O_RDONLY, nobody)
+		wantErrno(t, err, syscall.EACCES)
+		must(tr.Open(f, os.O_RDONLY, member))(t).Release()
+		if _, err := NewWalker(tr, WalkerOptions{}).ReadFile(member, "d/f", make([]byte, 8)); err != nil {
+			t.Errorf("walker: read d/f as a member of group 100: %v", err)
+		}
+		for _, c := range []struct {
+			name string
+			n    *Node
+			mask Access
+			c    Cred
+			want bool
+		}{
+			{"exec on a 0750 dir of group 100", d, MayExec, nobody, true},
+			{"read of a 0640 file of group 100", f, MayRead, nobody, true},
+			{"write of a 0640 file of group 100", f, MayWrite, nobody, false},
+			{"root", f, MayRead, RootCred, false},
+			{"the owner (the owner class applies)", own, MayRead, Cred{Uid: 7, Gid: 7}, false},
+			{"primary gid is the group", f, MayRead, Cred{Uid: 65534, Gid: 100}, false},
+			{"a 0604 file: the group class grants nothing", wo, MayRead, nobody, false},
+		} {
+			if got := tr.GroupMayGrant(c.n, c.mask, c.c); got != c.want {
+				t.Errorf("GroupMayGrant, %s: got %v, want %v", c.name, got, c.want)
+			}
+		}
+	})
+}
+
+// TestMayCreateDelete checks the VFS's may_create, may_delete and
+// may_linkat, which the namespace operations pass before sysfs refuses.
+func TestMayCreateDelete(t *testing.T) {
+	forEachLock(t, writers, func(t *testing.T, lock string) {
+		tr := newTestTree(t, lock)
+		d := must(tr.Mkdir(tr.Root(), "d", 0o755))(t)
+		f := must(tr.AddAttr(d, "f", 0o444, Static("x\n")))(t)
+		rw := must(tr.AddAttr(d, "rw", 0o666, NewValue("")))(t)
+		sticky := must(tr.Add(tr.Root(), "tmp", NodeSpec{Kind: KindDir, Mode: 0o777}))(t)
+		noErr(t, tr.Setattr(sticky, SetattrArgs{Valid: SetMode, Mode: fs.ModeSticky | 0o777}, RootCred))
+		must(tr.Add(sticky, "theirs", NodeSpec{Kind: KindAttr, Mode: 0o444, Uid: 5, Source: Static("")}))(t)
+		must(tr.Add(sticky, "mine", NodeSpec{Kind: KindAttr, Mode: 0o444, Uid: 1000, Source: Static("")}))(t)
+		user := Cred{Uid: 1000, Gid: 1000}
+		for _, c := range []struct {
+			name string
+			err  error
+			want syscall.Errno
+		}{
+			{"create a new name as root", tr.MayCreate(d, "new", RootCred), 0},
+			{"create an existing name", tr.MayCreate(d, "f", RootCred), syscall.EEXIST},
+			{"create in a 0755 dir as a user", tr.MayCreate(d, "new", user), syscall.EACCES},
+			{"create in a file", tr.MayCreate(f, "new", RootCred), syscall.ENOTDIR},
+			{"delete as root", tr.MayDelete(d, "f", RootCred), 0},
+			{"delete a missing name", tr.MayDelete(d, "missing", RootCred), syscall.ENOENT},
+			{"delete in a 0755 dir as a user", tr.MayDelete(d, "f", user), syscall.EACCES},
+			{"delete another's file in a sticky dir", tr.MayDelete(sticky, "theirs", user), syscall.EPERM},
+			{"delete one's own file in a sticky dir", tr.MayDelete(sticky, "mine", user), 0},
+			{"link root's 0444 file as a user", tr.MayLink(f, user), syscall.EPERM},
+			{"link a 0666 file as a user", tr.MayLink(rw, user), 0},
+			{"link a dir as root", tr.MayLink(d, RootCred), 0},
+			{"link a dir as a user", tr.MayLink(d, user), syscall.EPERM},
+		} {
+			if got := Errno(c.err); c.err == nil && c.want != 0 || c.err != nil && got != c.want {
+				t.Errorf("%s: got %v, want %v", c.name, c.err, ErrnoName(c.want))
+			}
+		}
+		noErr(t, tr.Remove(t.Context(), d))
+		wantErrno(t, tr.MayCreate(d, "new", RootCred), syscall.ENOENT)
+	})
+}
