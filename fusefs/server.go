@@ -13,10 +13,35 @@
 //	handleTable free-list mutexes (OPEN/RELEASE, 1 of 16 shards)
 //	table.grow (only when a chunk of nodeids or handles is added, or an
 //	emptied chunk of nodeids is released)
+//	notifier.mu (the notification queue; nothing is called under it)
 //
 // No lock is held while calling the tree's writers or go-fuse's notify
-// functions. Kernel notifications run in the tree writer's goroutine after
-// the writer has released the tree lock (Tree.Subscribe).
+// functions. Kernel notifications are sent by the Server's notifier
+// goroutine, never by a thread that serves requests (notify.go): the
+// writer, a tree subscriber called after it has released the tree lock
+// (Tree.Subscribe), queues them and waits for them within a bound.
+//
+// What the kernel may cache (Options' timeouts > 0) stays truthful:
+//
+//   - Every tree change is told to the kernel after it is published, in
+//     order (an add's notice never before an earlier remove of the same
+//     name). Once the notifier has sent what was queued
+//     (Server.NotifyBarrier), nothing cached before the change is served.
+//   - A writer returns after its notices were sent, so a client whose
+//     write to new_device or delete_device returned sees the change, in
+//     all but one case: the kernel holds an entry notification until the
+//     lookups and readdirs in progress in that directory (and, for a
+//     delete, in the removed directory) end, and a writer stops waiting
+//     once the notifier has been held in one kernel call for 1 ms over
+//     io_uring, where such a lookup may sit in the waiting queue thread's
+//     own queue, or for 1 s over /dev/fuse (and after 50 ms or 5 s in
+//     all). It then returns first, counted in NotifyStats.Unwaited, and
+//     the kernel is told as soon as those lookups are served: a client
+//     that looks the name up meanwhile may still be given what the
+//     kernel cached before the change.
+//   - Past notifyCap queued notices new ones are dropped (NotifyStats.
+//     Overflows); the kernel then serves what it cached for at most the
+//     mount's longest timeout, and NotifyBarrier waits that long.
 package fusefs
 
 import (
@@ -52,7 +77,11 @@ type Options struct {
 	Permissions     Permissions   // "" means PermServer
 }
 
-// Server is a fuse.RawFileSystem serving one tree.
+// Server is a fuse.RawFileSystem serving one tree. With a kernel cache on
+// it keeps the cache truthful as the package doc says: a change is told
+// to the kernel by the notifier goroutine, and the writer waits for that
+// within a bound, so no thread that serves requests ever blocks on the
+// kernel's notification handling.
 type Server struct {
 	fuse.RawFileSystem // ENOSYS for what a sysfs does not do
 
@@ -65,6 +94,7 @@ type Server struct {
 
 	fuse        atomic.Pointer[fuse.Server] // set by Init
 	unsubscribe func()                      // immutable
+	notes       *notifier                   // immutable pointer: the kernel notification queue
 	transport   atomic.Pointer[transportInfo]
 }
 
@@ -96,12 +126,18 @@ func NewServer(tree *kernfsim.Tree, opts Options) *Server {
 	}
 	s.nodes.t.release = true // nodeids are never reused
 	s.nodes.pin(tree.Root())
+	s.notes = newNotifier(s.kernel, notifyCap, opts.longestTimeout()+time.Second)
 	s.unsubscribe = tree.Subscribe(s.invalidate)
 	return s
 }
 
-// Close stops kernel notifications.
-func (s *Server) Close() { s.unsubscribe() }
+// Close stops kernel notifications: it unsubscribes, drops what is still
+// queued (after an unmount the kernel has nothing left to invalidate) and
+// stops the notifier goroutine.
+func (s *Server) Close() {
+	s.unsubscribe()
+	s.notes.close()
+}
 
 func (s *Server) String() string { return "kernfsim" }
 
