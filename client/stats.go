@@ -26,9 +26,11 @@ type Stats struct {
 	Transport                      string            // server.transport: devfuse or uring
 	Queues, QueueDepth             uint64            // transport.queues, transport.depth (io_uring)
 	Requests                       map[string]uint64 // requests.OPCODE
-	Nodes                          uint64            // tree.nodes
-	TeardownsQueued                uint64            // tree.teardowns_queued
-	TeardownsCompleted             uint64            // tree.teardowns_completed
+	// notify.*: kernel cache notifications (fusefs.NotifyStats)
+	NotifyQueued, NotifyCoalesced, NotifySent, NotifyPending, NotifyOverflows, NotifyUnwaited uint64
+	Nodes                                                                                     uint64 // tree.nodes
+	TeardownsQueued                                                                           uint64 // tree.teardowns_queued
+	TeardownsCompleted                                                                        uint64 // tree.teardowns_completed
 
 	ReadAcquisitions, ReadContended   uint64 // lock.read.*
 	ReadWait                          time.Duration
@@ -51,7 +53,9 @@ func (s *Stats) fields() map[string]any {
 		"transport.queues": &s.Queues, "transport.depth": &s.QueueDepth,
 		"server.nodeids": &s.Nodeids, "server.open_files": &s.OpenFiles, "server.goroutines": &s.Goroutines,
 		"server.polls_after_prime": &s.PollsAfterPrime,
-		"tree.nodes":               &s.Nodes, "tree.teardowns_queued": &s.TeardownsQueued, "tree.teardowns_completed": &s.TeardownsCompleted,
+		"notify.queued":            &s.NotifyQueued, "notify.coalesced": &s.NotifyCoalesced, "notify.sent": &s.NotifySent,
+		"notify.pending": &s.NotifyPending, "notify.overflows": &s.NotifyOverflows, "notify.unwaited": &s.NotifyUnwaited,
+		"tree.nodes": &s.Nodes, "tree.teardowns_queued": &s.TeardownsQueued, "tree.teardowns_completed": &s.TeardownsCompleted,
 		"lock.read.acquisitions": &s.ReadAcquisitions, "lock.read.contended": &s.ReadContended, "lock.read.wait_ns": &s.ReadWait,
 		"lock.write.acquisitions": &s.WriteAcquisitions, "lock.write.contended": &s.WriteContended, "lock.write.wait_ns": &s.WriteWait,
 		"grace.periods": &s.GracePeriods, "grace.expedited": &s.Expedited,

@@ -135,6 +135,13 @@ func (f *StatsFile) Show(_ context.Context, buf *bytes.Buffer) error {
 		for i, n := range s.stats.Requests() {
 			line("requests."+Opcodes[i], n)
 		}
+		ns := s.NotifyStats()
+		line("notify.queued", ns.Queued)
+		line("notify.coalesced", ns.Coalesced)
+		line("notify.sent", ns.Sent)
+		line("notify.pending", ns.Pending)
+		line("notify.overflows", ns.Overflows)
+		line("notify.unwaited", ns.Unwaited)
 	}
 	line("tree.nodes", f.tree.Nodes())
 	td := f.tree.Teardowns()

@@ -91,11 +91,11 @@ func readStats(mnt string) (stats, error) {
 
 // gauges are the values that stand rather than count up: --watch shows
 // them as they are, not per second.
-var gauges = []string{"server.lock", "server.nodeids", "server.open_files", "server.goroutines", "tree.nodes",
+var gauges = []string{"server.lock", "server.nodeids", "server.open_files", "server.goroutines", "notify.pending", "tree.nodes",
 	"grace.callbacks_pending", "grace.latency_max_ns"}
 
 // sectionTitles name the groups of keys, by prefix.
-var sectionTitles = map[string]string{"server": "server", "requests": "requests", "tree": "tree", "lock": "lock counters", "grace": "grace periods"}
+var sectionTitles = map[string]string{"server": "server", "requests": "requests", "notify": "kernel cache notifications", "tree": "tree", "lock": "lock counters", "grace": "grace periods"}
 
 // printStats prints the counters in groups: the server (lock, tables,
 // requests by opcode, non-zero ones only), the tree, the lock's counters
