@@ -1,6 +1,7 @@
 package tests
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"os"
@@ -59,16 +60,11 @@ func TestStats(t *testing.T) {
 		if n, _ := doc.Counters["requests.LOOKUP"].(float64); n == 0 {
 			t.Errorf("requests.LOOKUP %v, want > 0", doc.Counters["requests.LOOKUP"])
 		}
-		// --watch runs until interrupted (here: SIGTERM from the 350 ms
-		// context), a JSON line per interval, and ends with exit 0.
-		ctx, cancel := context.WithTimeout(context.Background(), 350*time.Millisecond)
-		defer cancel()
-		cmd := kernfsimCmd(ctx, "stats", s.mnt, "--watch", "100ms", "--json")
-		cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
-		out, _ := cmd.Output() // ctx's error: it ran until cancelled
-		lines := strings.Split(strings.TrimSpace(string(out)), "\n")
-		if code := cmd.ProcessState.ExitCode(); code != 0 || len(lines) < 2 || !strings.Contains(lines[0], `"per_second":{`) {
-			t.Errorf("--watch: exit %d, %d lines:\n%s", code, len(lines), out)
+		// --watch runs until interrupted, a JSON line per interval, and
+		// ends with exit 0 on SIGTERM.
+		lines, code := watchStats(t, s.mnt, 2)
+		if code != 0 || len(lines) < 2 || !strings.Contains(lines[0], `"per_second":{`) {
+			t.Errorf("--watch: exit %d, %d lines:\n%s", code, len(lines), strings.Join(lines, "\n"))
 		}
 	})
 	t.Run("not a mount", func(t *testing.T) {
@@ -87,4 +83,38 @@ func statsValue(out, key string) string {
 		}
 	}
 	return ""
+}
+
+// watchStats runs kernfsim stats --watch 100ms --json on mnt until it has
+// printed n lines, then sends it SIGTERM, and returns every line it
+// printed and its exit status. It waits for the lines, not for a time, so
+// a slow start on a busy machine only makes it take longer; past
+// statusDeadline it fails the test.
+func watchStats(t *testing.T, mnt string, n int) ([]string, int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), statusDeadline)
+	defer cancel()
+	cmd := kernfsimCmd(ctx, "stats", mnt, "--watch", "100ms", "--json")
+	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
+	cmd.WaitDelay = 5 * time.Second
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var lines []string
+	sc := bufio.NewScanner(out)
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		if lines = append(lines, sc.Text()); len(lines) == n {
+			cmd.Process.Signal(syscall.SIGTERM) // it prints on until it sees the signal
+		}
+	}
+	cmd.Wait() // an exit status other than 0 is the caller's to report
+	if ctx.Err() != nil {
+		t.Fatalf("kernfsim stats --watch: %d lines in %v, want %d", len(lines), statusDeadline, n)
+	}
+	return lines, cmd.ProcessState.ExitCode()
 }

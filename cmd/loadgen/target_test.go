@@ -171,11 +171,14 @@ func TestDeadMount(t *testing.T) {
 	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	for range 200 {
-		if _, err := os.Stat(s.Mountpoint()); errors.Is(err, syscall.ENOTCONN) {
-			break
-		}
-		time.Sleep(5 * time.Millisecond)
+	// The kernel ends the connection once the process is gone: poll for
+	// that, with a deadline, rather than give up after a fixed wait.
+	gone := pollUntil(10*time.Second, func() bool {
+		_, err := os.Stat(s.Mountpoint())
+		return errors.Is(err, syscall.ENOTCONN)
+	})
+	if !gone {
+		t.Fatalf("stat %s: no ENOTCONN 10 s after its server was killed", s.Mountpoint())
 	}
 	code, _, errOut := runArgs(context.Background(), "--path", s.Mountpoint(), "--threads", "1", "--times", "10")
 	if code != cli.ExitUsage || !strings.Contains(errOut, "transport endpoint is not connected") || !strings.Contains(errOut, "umount -l") {

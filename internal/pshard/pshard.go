@@ -22,6 +22,12 @@ import _ "unsafe" // go:linkname runtime.procPin
 func Of(mask uint32) uint32 {
 	p := procPin()
 	procUnpin()
+	return shard(p, mask)
+}
+
+// shard is the shard of P number p: p modulo mask+1. Distinct Ps below
+// mask+1 get distinct shards.
+func shard(p int, mask uint32) uint32 {
 	return uint32(p) & mask
 }
 
