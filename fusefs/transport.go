@@ -94,7 +94,7 @@ func mountURing(fs *Server, mnt string, opts MountOptions, strict bool, onFatal 
 	}
 	ringFD, err := unix.FcntlInt(uintptr(fd), unix.F_DUPFD_CLOEXEC, 0)
 	if err == nil {
-		ring, err = uring.Start(fs, ringFD, uring.Config{MaxWrite: mo.MaxWrite, DisableXAttrs: mo.DisableXAttrs}, onFatal)
+		ring, err = uring.Start(fs, ringFD, uring.Config{MaxWrite: mo.MaxWrite, DisableXAttrs: mo.DisableXAttrs, Debug: mo.Debug, Logger: mo.Logger}, onFatal)
 		if err != nil {
 			unix.Close(ringFD)
 		}

@@ -4,14 +4,21 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"log"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/kernfsim/kernfsim/client"
 	"github.com/kernfsim/kernfsim/fusefs/uring"
+	"github.com/kernfsim/kernfsim/internal/fusetest"
 )
 
 // TestURingUnavailable plays a kernel without io_uring: --transport uring
@@ -77,4 +84,120 @@ func TestStatsShowTransport(t *testing.T) {
 			t.Fatalf("stats over io_uring: %d queues of depth %d (want %d of %d), per-queue counts in\n%s", st.Queues, st.QueueDepth, cpus, uring.DefaultDepth, b)
 		}
 	})
+}
+
+// blockingStore is an attribute whose Store waits until release is closed.
+type blockingStore struct{ started, release chan struct{} }
+
+func (b *blockingStore) Show(context.Context, *bytes.Buffer) error { return nil }
+
+func (b *blockingStore) Store(context.Context, []byte) error {
+	close(b.started)
+	<-b.release
+	return nil
+}
+
+// TestBlockingStoreDoesNotHoldItsQueue writes to an attribute whose Store
+// blocks (as delete_device waits a grace period under --gp normal), then
+// stats a file from the same CPU: over io_uring both requests are the
+// same queue's, and the stat must not wait for the store.
+func TestBlockingStoreDoesNotHoldItsQueue(t *testing.T) {
+	forEachTransport(t, func(t *testing.T, tp Transport) {
+		tr, _ := newServedTree(t, "rcu")
+		m := mountTest(t, tr, MountOptions{Transport: tp})
+		bs := &blockingStore{started: make(chan struct{}), release: make(chan struct{})}
+		must(tr.AddAttr(tr.Root(), "blocking_store", 0o200, bs))(t)
+		wrote := make(chan error, 1)
+		onCPU0(t, func() error {
+			f, err := os.OpenFile(filepath.Join(m.Mountpoint, "blocking_store"), os.O_WRONLY, 0)
+			if err == nil {
+				_, err = f.Write([]byte("x"))
+				f.Close()
+			}
+			return err
+		}, wrote)
+		select {
+		case <-bs.started:
+		case err := <-wrote:
+			t.Fatalf("the write returned (%v) before its store started", err)
+		case <-time.After(30 * time.Second):
+			t.Fatal("the store did not start within 30 s")
+		}
+		statted := make(chan error, 1)
+		onCPU0(t, func() error {
+			_, err := os.Stat(filepath.Join(m.Mountpoint, "devices/system/cpu/cpu0/topology/core_id"))
+			return err
+		}, statted)
+		select {
+		case err := <-statted:
+			if err != nil {
+				t.Errorf("stat while a store blocks: %v", err)
+			}
+		case <-time.After(30 * time.Second):
+			t.Errorf("a stat from the store's CPU waited 30 s for the blocked store")
+			defer func() { <-statted }() // it ends once the store has returned
+		}
+		close(bs.release)
+		if err := <-wrote; err != nil {
+			t.Errorf("write to the blocking attribute: %v", err)
+		}
+	})
+}
+
+// onCPU0 runs f on a thread pinned to CPU 0 and sends its error to done.
+// The thread ends with the goroutine (it is never unlocked), so no pinned
+// thread goes back to the runtime.
+func onCPU0(t *testing.T, f func() error, done chan<- error) {
+	go func() {
+		runtime.LockOSThread()
+		var set unix.CPUSet
+		set.Set(0)
+		if err := unix.SchedSetaffinity(0, &set); err != nil {
+			done <- err
+			return
+		}
+		done <- f()
+	}()
+}
+
+// TestDebugLogsRingRequests mounts over io_uring with Debug: every
+// request the queues serve is logged, as go-fuse logs those it serves on
+// /dev/fuse.
+func TestDebugLogsRingRequests(t *testing.T) {
+	fusetest.RequireFUSE(t)
+	if !fusetest.URing(t) {
+		t.Skip("io_uring unavailable")
+	}
+	var buf syncBuffer
+	saved := log.Writer()
+	log.SetOutput(&buf)
+	defer log.SetOutput(saved)
+	tr, _ := newServedTree(t, "rcu")
+	m := mountTest(t, tr, MountOptions{Transport: TransportURing, Debug: true})
+	if _, err := os.ReadFile(filepath.Join(m.Mountpoint, "devices/system/cpu/cpu0/topology/core_id")); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`LOOKUP n1 "devices"`, "(queue ", "READ n", "tx "} {
+		if !strings.Contains(buf.String(), want) {
+			t.Errorf("the debug log over io_uring lacks %q:\n%s", want, buf.String())
+		}
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for concurrent writers.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer // protected by mu
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }

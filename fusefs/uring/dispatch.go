@@ -3,6 +3,7 @@ package uring
 import (
 	"bytes"
 	"fmt"
+	"log"
 	"os"
 	"sync/atomic"
 	"unsafe"
@@ -62,6 +63,7 @@ type handler struct {
 	fs     fuse.RawFileSystem
 	xattrs bool          // false: answer ENOSYS for xattr opcodes, as go-fuse's DisableXAttrs
 	polls  atomic.Uint64 // POLL requests answered, the prime's included
+	debug  *log.Logger   // every request and reply is logged to it; nil: none
 }
 
 // dispatch serves one request and returns how many payload bytes the

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"unsafe"
@@ -12,7 +13,10 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-const stopTag = ^uint64(0) // user_data of the stop eventfd's poll
+const (
+	stopTag = ^uint64(0)     // user_data of the stop eventfd's poll
+	wakeTag = ^uint64(0) - 1 // user_data of the wake eventfd's poll
+)
 
 // queue is one per-CPU FUSE queue: an io_uring, depth ring entries whose
 // header pages and payloads live in one anonymous mapping outside the Go
@@ -30,6 +34,13 @@ type queue struct {
 	live    int    // entries the kernel has not released
 	stopped bool   // the stop eventfd fired
 	failed  error  // the first REGISTER the kernel refused
+
+	// WRITEs are served on goroutines of their own (see serveAsync): a
+	// store may block (delete_device waits a grace period under --gp
+	// normal), and the queue's other requests must not wait for it.
+	wakeFD   int            // eventfd: a deferred reply is ready; owned by the queue thread
+	finished chan finished  // deferred replies ready to commit; capacity depth, so a send never blocks
+	async    sync.WaitGroup // goroutines serving deferred requests; waited for before the buffers go
 
 	// Shared with the interrupt watchdog (interrupt.go), on the queue's
 	// own cache lines.
@@ -49,9 +60,14 @@ func (q *queue) setup() error {
 		return fmt.Errorf("queue %d: pin to CPU %d: %w", q.id, q.id, err)
 	}
 	var err error
-	if q.ring, err = newRing(uint32(q.depth + 1)); err != nil {
+	if q.ring, err = newRing(uint32(q.depth + 2)); err != nil {
 		return fmt.Errorf("queue %d: %w", q.id, err)
 	}
+	if q.wakeFD, err = unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK); err != nil {
+		q.teardown()
+		return fmt.Errorf("queue %d: eventfd: %w", q.id, err)
+	}
+	q.finished = make(chan finished, q.depth)
 	size := q.depth * (hdrPage + q.payload)
 	q.mem, err = unix.Mmap(-1, 0, size, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS|unix.MAP_POPULATE)
 	if err != nil {
@@ -65,6 +81,11 @@ func (q *queue) setup() error {
 // registered on it), then the buffers. The eventfd belongs to the
 // Transport, which closes it once every queue thread has ended.
 func (q *queue) teardown() {
+	q.async.Wait() // no goroutine writes into the buffers once they go
+	if q.wakeFD > 0 {
+		unix.Close(q.wakeFD)
+		q.wakeFD = 0
+	}
 	if q.ring != nil {
 		q.ring.close()
 		q.ring = nil
@@ -101,6 +122,7 @@ func (q *queue) register() error {
 	s := q.ring.next()
 	s.opcode, s.fd, s.opFlags, s.userData = opPollAdd, int32(q.stopFD), unix.POLLIN, stopTag
 	q.ring.push()
+	q.armWake()
 	q.live = q.depth
 	for q.ring.pending() > 0 {
 		if err := q.ring.enter(false); err != nil {
@@ -115,7 +137,7 @@ func (q *queue) register() error {
 // refusal, or already a request (the last queue to register makes the
 // ring ready).
 func (q *queue) registered(ud uint64, res int32) {
-	if res < 0 && ud != stopTag && q.failed == nil {
+	if res < 0 && ud != stopTag && ud != wakeTag && q.failed == nil {
 		q.live--
 		q.failed = fmt.Errorf("queue %d: FUSE_IO_URING_CMD_REGISTER: %w", q.id, syscall.Errno(-res))
 		return
@@ -151,6 +173,10 @@ func (q *queue) complete(ud uint64, res int32) {
 	switch {
 	case ud == stopTag:
 		q.stopped = true
+	case ud == wakeTag:
+		q.commitFinished(res >= 0)
+	case res == 0 && q.opcode(int(ud)) == opWrite:
+		q.serveAsync(int(ud))
 	case res == 0:
 		unique := q.serve(int(ud))
 		q.commit(int(ud), unique)
@@ -170,16 +196,38 @@ func (q *queue) commit(e int, unique uint64) {
 
 // serve answers the request in entry e in place and returns its unique.
 func (q *queue) serve(e int) uint64 {
+	in := q.copyHeader(e)
+	q.beginRequest(in.Unique, in.Pid)
+	unique := q.answer(e, in, q.cancel)
+	q.endRequest()
+	return unique
+}
+
+// copyHeader copies entry e's in-header where the reply cannot overwrite
+// it and returns the copy.
+func (q *queue) copyHeader(e int) *fuse.InHeader {
 	h := q.header(e)
 	copy(unsafe.Slice((*byte)(unsafe.Add(h, hdrInCopy)), inHeaderSize), unsafe.Slice((*byte)(h), inHeaderSize))
-	in := (*fuse.InHeader)(unsafe.Add(h, hdrInCopy))
+	return (*fuse.InHeader)(unsafe.Add(h, hdrInCopy))
+}
+
+// opcode is the opcode of the request in entry e.
+func (q *queue) opcode(e int) uint32 { return (*fuse.InHeader)(q.header(e)).Opcode }
+
+// answer dispatches the request in entry e and writes its reply in place.
+func (q *queue) answer(e int, in *fuse.InHeader, cancel <-chan struct{}) uint64 {
+	h := q.header(e)
 	ent := (*entInOut)(unsafe.Add(h, hdrEntInOut))
 	unique := in.Unique
-	q.beginRequest(unique, in.Pid)
-	n, st := q.handler.dispatch(in, q.cancel, q.payloadOf(e), int(ent.payloadSz))
-	q.endRequest()
+	if q.handler.debug != nil {
+		logRequest(q.handler.debug, q.id, in, q.payloadOf(e)[:ent.payloadSz])
+	}
+	n, st := q.handler.dispatch(in, cancel, q.payloadOf(e), int(ent.payloadSz))
 	if st != fuse.OK {
 		n = 0
+	}
+	if q.handler.debug != nil {
+		logReply(q.handler.debug, in, st, n)
 	}
 	*(*fuse.OutHeader)(h) = fuse.OutHeader{Length: uint32(outHeaderSize + n), Status: -int32(st), Unique: unique}
 	ent.payloadSz = uint32(n)
@@ -188,6 +236,55 @@ func (q *queue) serve(e int) uint64 {
 	*(*[hdrEntInOut - hdrOpIn]byte)(unsafe.Add(h, hdrOpIn)) = [hdrEntInOut - hdrOpIn]byte{}
 	q.served.Add(1)
 	return unique
+}
+
+// finished is a deferred request whose reply is in its entry.
+type finished struct {
+	entry  int
+	unique uint64
+}
+
+// serveAsync serves the request in entry e on a goroutine of its own,
+// which writes the reply in place (the kernel leaves an entry alone until
+// it is committed) and wakes the queue thread to commit it. The watchdog
+// does not see such a request: a signal to its caller does not cancel it.
+func (q *queue) serveAsync(e int) {
+	in := q.copyHeader(e)
+	q.async.Add(1)
+	go func() {
+		defer q.async.Done()
+		unique := q.answer(e, in, nil)
+		q.finished <- finished{e, unique}
+		var one = [8]byte{1}
+		unix.Write(q.wakeFD, one[:])
+	}()
+}
+
+// commitFinished commits every deferred reply that is ready and, if
+// rearm (the poll did not fail), re-arms the wake poll: after draining,
+// so that a reply finished meanwhile finds the eventfd readable and fires
+// the new poll.
+func (q *queue) commitFinished(rearm bool) {
+	var buf [8]byte
+	unix.Read(q.wakeFD, buf[:])
+	for {
+		select {
+		case f := <-q.finished:
+			q.commit(f.entry, f.unique)
+		default:
+			if rearm && !q.stopped {
+				q.armWake()
+			}
+			return
+		}
+	}
+}
+
+// armWake polls the wake eventfd (one shot).
+func (q *queue) armWake() {
+	s := q.ring.next()
+	s.opcode, s.fd, s.opFlags, s.userData = opPollAdd, int32(q.wakeFD), unix.POLLIN, wakeTag
+	q.ring.push()
 }
 
 // stop makes the loop return (failure paths and forced teardown).

@@ -9,9 +9,13 @@
 // negotiates io_uring), FORGET, INTERRUPT and notifications on /dev/fuse.
 //
 // Concurrency: each queue's ring, buffers and entry state are used by its
-// thread only. Shared between threads: queue.served (atomic), the
-// Transport's channels, and each queue's stop eventfd (written by Stop,
-// closed by the Transport after every queue thread has ended).
+// thread only, but for the entry of a WRITE, which a goroutine of its own
+// serves in place (a store may block; the queue serves its other entries
+// meanwhile) and hands back through the queue's finished channel and wake
+// eventfd; the thread commits it. Shared between threads: queue.served
+// and handler.polls (atomic), the Transport's channels, and each queue's
+// stop eventfd (written by Stop, closed by the Transport after every
+// queue thread has ended).
 //
 // Memory the kernel writes into (rings, header pages, payloads) is mapped
 // outside the Go heap and holds no Go pointers; it is unmapped only after
@@ -21,6 +25,7 @@ package uring
 import (
 	"errors"
 	"fmt"
+	"log"
 	"os"
 	"strconv"
 	"strings"
@@ -36,6 +41,10 @@ type Config struct {
 	Depth         int // ring entries per queue; 0 means DefaultDepth
 	MaxWrite      int // the MaxWrite given to go-fuse: it sizes the payloads
 	DisableXAttrs bool
+	// Debug logs every request and reply to Logger, or to the standard
+	// logger if Logger is nil, as go-fuse's MountOptions.Debug does.
+	Debug  bool
+	Logger *log.Logger
 }
 
 // DefaultDepth is the number of requests a queue can hold at once.
@@ -72,6 +81,12 @@ func Start(fs fuse.RawFileSystem, devFD int, cfg Config, onFatal func(error)) (*
 		done: make(chan struct{}), onFatal: onFatal,
 	}
 	h := &handler{fs: fs, xattrs: !cfg.DisableXAttrs}
+	if cfg.Debug {
+		h.debug = cfg.Logger
+		if h.debug == nil {
+			h.debug = log.Default()
+		}
+	}
 	t.handler = h
 	setup := make(chan error, cpus)
 	var wg sync.WaitGroup
