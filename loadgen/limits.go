@@ -1,7 +1,6 @@
 package loadgen
 
 import (
-	"bufio"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -10,6 +9,8 @@ import (
 	"strings"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/kernfsim/kernfsim/internal/meminfo"
 )
 
 // MaxBufSize is the largest read buffer a worker may have: 256 pages (1
@@ -64,29 +65,12 @@ func checkBuffers(threads, size int) error {
 	if size > MaxBufSize {
 		return BadConfig("BufSize", fmt.Sprintf("give at most %d (256 pages)", MaxBufSize), "%d bytes per read", size)
 	}
-	avail := memAvailable()
+	avail := meminfo.Available()
 	if total := int64(threads) * int64(max(size, 8192)); avail > 0 && total > avail/2 {
 		return BadConfig("BufSize", "use fewer threads or a smaller buffer",
 			"%d threads x %d-byte buffers need %d MiB, more than half the %d MiB available", threads, size, total>>20, avail>>20)
 	}
 	return nil
-}
-
-// memAvailable is MemAvailable from /proc/meminfo in bytes, or 0.
-func memAvailable() int64 {
-	f, err := os.Open("/proc/meminfo")
-	if err != nil {
-		return 0
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), "MemAvailable:"); ok {
-			kb, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
-			return kb << 10
-		}
-	}
-	return 0
 }
 
 // cgroupFile is name (say pids.max) in this process's cgroup, or "".

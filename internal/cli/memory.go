@@ -1,12 +1,9 @@
 package cli
 
 import (
-	"bufio"
 	"fmt"
-	"os"
-	"strconv"
-	"strings"
 
+	"github.com/kernfsim/kernfsim/internal/meminfo"
 	"github.com/kernfsim/kernfsim/sysfs"
 )
 
@@ -32,23 +29,7 @@ func treeMemory(c sysfs.SynthConfig) int64 {
 
 // MemAvailable is the memory available for a new tree, in bytes:
 // MemAvailable of /proc/meminfo, or 0 if unknown. Tests replace it.
-var MemAvailable = readMemAvailable
-
-func readMemAvailable() int64 {
-	f, err := os.Open("/proc/meminfo")
-	if err != nil {
-		return 0
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), "MemAvailable:"); ok {
-			kb, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
-			return kb << 10
-		}
-	}
-	return 0
-}
+var MemAvailable = meminfo.Available
 
 // checkMemory is a *UsageError if the tree c sizes would take more than
 // half the memory available, naming --mem-blocks and the most that fits,
