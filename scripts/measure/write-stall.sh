@@ -24,7 +24,7 @@ print("%.1f ms" % (worst * 1e3))
 one() { # transport tick
 	local mnt=$bin/mnt stop=$bin/stop
 	mkdir -p "$mnt"; rm -f "$stop"
-	"$bin/kernfsim" mount "$mnt" --lock rcu --gp normal --gp-tick "$2" --transport "$1" 2>/dev/null &
+	"$bin/kernfsim" mount "$mnt" --lock rcu --gp normal --gp-tick "$2" --transport "$1" >/dev/null 2>&1 &
 	local srv=$!
 	until [ -e "$mnt/bus/kernfsim/new_device" ]; do sleep 0.05; done
 	for i in 1 2 3 4 5; do echo "stall$i" > "$mnt/bus/kernfsim/new_device"; done
