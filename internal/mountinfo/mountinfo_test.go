@@ -50,3 +50,20 @@ func TestFUSE(t *testing.T) {
 		}
 	}
 }
+
+func TestTop(t *testing.T) {
+	table := Parse([]byte(`1 0 8:1 / / rw - ext4 /dev/sda1 rw
+30 1 0:40 / /mnt/k rw - fuse.kernfsim kernfsim rw
+31 30 0:41 / /mnt/k rw - tmpfs t rw
+32 1 0:42 / /mnt/other rw - fuse.kernfsim kernfsim rw
+`))
+	if top, ok := Top(table, "/mnt/k"); !ok || top.ID != 31 || top.FSType != "tmpfs" {
+		t.Errorf("Top(/mnt/k): got %+v, %v; want the tmpfs (31) on the kernfsim mount", top, ok)
+	}
+	if top, ok := Top(table, "/mnt/other"); !ok || top.Minor != 42 || !top.FUSE() {
+		t.Errorf("Top(/mnt/other): got %+v, %v; want the FUSE mount 0:42", top, ok)
+	}
+	if _, ok := Top(table, "/mnt/none"); ok {
+		t.Errorf("Top(/mnt/none): found a mount where there is none")
+	}
+}
