@@ -84,15 +84,13 @@ type kernel interface {
 // notifier has been inside one kernel call for held, or for total in all.
 type waitBounds struct{ held, total time.Duration }
 
-var (
-	// ringWait is for servers on io_uring, where a waiting writer may be
-	// the queue thread that the notifier, held in the kernel, waits for.
-	// An unheld notification takes microseconds.
-	ringWait = waitBounds{held: time.Millisecond, total: 50 * time.Millisecond}
-	// devFuseWait is for /dev/fuse, where another goroutine serves what
-	// the notifier waits for (unless go-fuse's readers are all busy).
-	devFuseWait = waitBounds{held: time.Second, total: 5 * time.Second}
-)
+// writerWait is how long a writer waits for its notices, on either
+// transport. No writer runs on a thread that serves requests: over
+// /dev/fuse other goroutines serve what a held notifier waits for, and
+// over io_uring the queues serve the requests that change the tree
+// (WRITE, SETATTR) on goroutines of their own. The bound is for a kernel
+// that holds a notification while every reader of go-fuse is busy.
+var writerWait = waitBounds{held: time.Second, total: 5 * time.Second}
 
 // NotifyStats count a Server's kernel notifications.
 type NotifyStats struct {
@@ -404,15 +402,8 @@ func (s *Server) kernel() kernel {
 	return nil
 }
 
-// waitBounds are the bounds for a writer's wait on this server's
-// transport. Until the transport is known (the mount is being made) a
-// ring may already serve, so the short bounds hold.
-func (s *Server) waitBounds() waitBounds {
-	if ti := s.transport.Load(); ti != nil && ti.name != TransportURing {
-		return devFuseWait
-	}
-	return ringWait
-}
+// waitBounds are the bounds for a writer's wait on this server.
+func (s *Server) waitBounds() waitBounds { return writerWait }
 
 // invalidate queues the notices for one tree change, so that no stale
 // positive entry, negative entry or attribute is served, and waits for

@@ -28,17 +28,14 @@
 //     name). Once the notifier has sent what was queued
 //     (Server.NotifyBarrier), nothing cached before the change is served.
 //   - A writer returns after its notices were sent, so a client whose
-//     write to new_device or delete_device returned sees the change, in
-//     all but one case: the kernel holds an entry notification until the
-//     lookups and readdirs in progress in that directory (and, for a
-//     delete, in the removed directory) end, and a writer stops waiting
-//     once the notifier has been held in one kernel call for 1 ms over
-//     io_uring, where such a lookup may sit in the waiting queue thread's
-//     own queue, or for 1 s over /dev/fuse (and after 50 ms or 5 s in
-//     all). It then returns first, counted in NotifyStats.Unwaited, and
-//     the kernel is told as soon as those lookups are served: a client
-//     that looks the name up meanwhile may still be given what the
-//     kernel cached before the change.
+//     write to new_device or delete_device returned sees the change. No
+//     writer runs on a thread that serves requests (over io_uring the
+//     queues serve WRITE and SETATTR on goroutines of their own), so the
+//     lookups a held notification waits for are served meanwhile. Only a
+//     notification held for 1 s in one kernel call (5 s in all) makes the
+//     writer return first, counted in NotifyStats.Unwaited; the kernel is
+//     told when the notifier gets through, and a client that looks the
+//     name up meanwhile may be given what the kernel cached before.
 //   - Past notifyCap queued notices new ones are dropped (NotifyStats.
 //     Overflows); the kernel then serves what it cached for at most the
 //     mount's longest timeout, and NotifyBarrier waits that long.

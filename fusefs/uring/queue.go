@@ -35,9 +35,10 @@ type queue struct {
 	stopped bool   // the stop eventfd fired
 	failed  error  // the first REGISTER the kernel refused
 
-	// WRITEs are served on goroutines of their own (see serveAsync): a
-	// store may block (delete_device waits a grace period under --gp
-	// normal), and the queue's other requests must not wait for it.
+	// WRITE and SETATTR are served on goroutines of their own (see
+	// serveAsync): a store may block (delete_device waits a grace period
+	// under --gp normal), and the queue's other requests must not wait
+	// for it.
 	wakeFD   int            // eventfd: a deferred reply is ready; owned by the queue thread
 	finished chan finished  // deferred replies ready to commit; capacity depth, so a send never blocks
 	async    sync.WaitGroup // goroutines serving deferred requests; waited for before the buffers go
@@ -175,7 +176,7 @@ func (q *queue) complete(ud uint64, res int32) {
 		q.stopped = true
 	case ud == wakeTag:
 		q.commitFinished(res >= 0)
-	case res == 0 && q.opcode(int(ud)) == opWrite:
+	case res == 0 && deferred(q.opcode(int(ud))):
 		q.serveAsync(int(ud))
 	case res == 0:
 		unique := q.serve(int(ud))
@@ -237,6 +238,13 @@ func (q *queue) answer(e int, in *fuse.InHeader, cancel <-chan struct{}) uint64 
 	q.served.Add(1)
 	return unique
 }
+
+// deferred reports whether requests of opcode op are served off the
+// queue thread: those that can change the tree. A writer may wait (a
+// grace period, or the kernel's handling of the cache notifications it
+// sends, which can wait for a lookup queued on this very queue); the
+// queue thread never does, so no tree writer ever runs on it.
+func deferred(op uint32) bool { return op == opWrite || op == opSetattr }
 
 // finished is a deferred request whose reply is in its entry.
 type finished struct {

@@ -9,10 +9,10 @@
 // negotiates io_uring), FORGET, INTERRUPT and notifications on /dev/fuse.
 //
 // Concurrency: each queue's ring, buffers and entry state are used by its
-// thread only, but for the entry of a WRITE, which a goroutine of its own
-// serves in place (a store may block; the queue serves its other entries
-// meanwhile) and hands back through the queue's finished channel and wake
-// eventfd; the thread commits it. Shared between threads: queue.served
+// thread only, but for the entry of a WRITE or SETATTR, which a goroutine
+// of its own serves in place (a writer may block; the queue serves its
+// other entries meanwhile) and hands back through the queue's finished
+// channel and wake eventfd; the thread commits it. Shared between threads: queue.served
 // and handler.polls (atomic), the Transport's channels, and each queue's
 // stop eventfd (written by Stop, closed by the Transport after every
 // queue thread has ended).
