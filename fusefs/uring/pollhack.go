@@ -1,6 +1,10 @@
 package uring
 
-import "github.com/hanwen/go-fuse/v2/fuse"
+import (
+	"bytes"
+
+	"github.com/hanwen/go-fuse/v2/fuse"
+)
 
 // PollHackName is the name go-fuse answers in the root of every mount it
 // serves, whatever the file system holds: opening it and polling it makes
@@ -12,6 +16,16 @@ const PollHackName = ".go-fuse-epoll-hack"
 
 // pollHackNode is go-fuse's nodeid for PollHackName.
 const pollHackNode = ^uint64(0)
+
+var pollHackBytes = []byte(PollHackName)
+
+// cbytes is b up to its first NUL.
+func cbytes(b []byte) []byte {
+	if i := bytes.IndexByte(b, 0); i >= 0 {
+		return b[:i]
+	}
+	return b
+}
 
 // opPoll is FUSE_POLL.
 const opPoll = 40
@@ -27,7 +41,7 @@ func pollHack(in *fuse.InHeader, data []byte) bool {
 	}
 	switch in.Opcode {
 	case opLookup, opMknod, opMkdir, opUnlink, opRmdir, opCreate:
-		return cstring(data) == PollHackName
+		return bytes.Equal(cbytes(data), pollHackBytes) // no string: every root LOOKUP asks
 	}
 	return false
 }
@@ -36,7 +50,7 @@ func pollHack(in *fuse.InHeader, data []byte) bool {
 // doPollHackLookup does: a 0644 regular file that opens, has no xattrs,
 // and answers POLL with ENOSYS. Any other opcode gets ERANGE, which
 // switches no kernel feature off.
-func servePollHack(in *fuse.InHeader, payload []byte) (int, fuse.Status) {
+func (h *handler) servePollHack(in *fuse.InHeader, payload []byte) (int, fuse.Status) {
 	attr := fuse.Attr{Ino: pollHackNode, Mode: fuse.S_IFREG | 0o644, Nlink: 1}
 	switch in.Opcode {
 	case opLookup:
@@ -51,6 +65,7 @@ func servePollHack(in *fuse.InHeader, payload []byte) (int, fuse.Status) {
 	case opGetxattr:
 		return 0, fuse.ENODATA
 	case opPoll:
+		h.polls.Add(1)
 		return 0, fuse.ENOSYS
 	case opAccess, opFlush, opRelease:
 		return 0, fuse.OK
