@@ -150,7 +150,7 @@ func testCachesStayTruthful(t *testing.T, tp Transport) {
 	forEachLock(t, writers, func(t *testing.T, lock string) {
 		tr, _ := newServedTree(t, lock)
 		long := 30 * time.Second
-		m := mountTest(t, tr, MountOptions{Transport: tp, Options: Options{EntryTimeout: long, AttrTimeout: long, NegativeTimeout: long}})
+		m := mountTest(t, tr, MountOptions{Transport: tp, Options: Options{EntryTimeout: long, AttrTimeout: long, NegativeTimeout: new(long)}})
 		mnt := m.Mountpoint
 		dev := filepath.Join(mnt, "devices/kernfsim/d0")
 		if _, err := os.Stat(dev); !errors.Is(err, fs.ErrNotExist) {

@@ -384,13 +384,12 @@ func (q *notifier) stats() NotifyStats {
 // caching reports whether the kernel may cache anything that a tree change
 // could make stale.
 func (s *Server) caching() bool {
-	o := s.opts
-	return o.EntryTimeout > 0 || o.AttrTimeout > 0 || o.NegativeTimeout > 0
+	return s.longestTimeout() > 0
 }
 
 // longestTimeout is the longest the kernel keeps anything it caches.
-func (o Options) longestTimeout() time.Duration {
-	return max(o.EntryTimeout, o.AttrTimeout, o.NegativeTimeout)
+func (s *Server) longestTimeout() time.Duration {
+	return max(s.opts.EntryTimeout, s.opts.AttrTimeout, s.neg.Timeout)
 }
 
 // kernel is the go-fuse server that notifications go through, or nil

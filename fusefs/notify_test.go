@@ -42,7 +42,7 @@ const notifyDevices = 500
 
 func testNotifyNoDeadlock(t *testing.T, tp Transport) {
 	tr, _ := newServedTree(t, "rcu")
-	cached := Options{EntryTimeout: time.Hour, AttrTimeout: time.Hour, NegativeTimeout: time.Hour}
+	cached := Options{EntryTimeout: time.Hour, AttrTimeout: time.Hour, NegativeTimeout: new(time.Hour)}
 	m := mountTest(t, tr, MountOptions{Transport: tp, Options: cached})
 	cpu := firstCPU(t)
 	dir := filepath.Join(m.Mountpoint, "devices/kernfsim")

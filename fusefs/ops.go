@@ -12,7 +12,8 @@ import (
 
 // Lookup is LOOKUP: kernfs_iop_lookup for a new name, d_revalidate for a
 // cached one (with entry timeout 0 the kernel asks again on every walk).
-// A missing name is cached by the kernel only with a negative timeout.
+// A missing name is answered by the server's NegativeRule: a negative
+// entry the kernel keeps, or a plain ENOENT it does not cache.
 func (s *Server) Lookup(_ <-chan struct{}, h *fuse.InHeader, name string, out *fuse.EntryOut) fuse.Status {
 	s.stats.count(opLookup)
 	dir := s.node(h.NodeId)
@@ -25,9 +26,9 @@ func (s *Server) Lookup(_ <-chan struct{}, h *fuse.InHeader, name string, out *f
 		}
 	}
 	n, st, e := s.tree.LookupAttr(dir, name)
-	if e == syscall.ENOENT && s.opts.NegativeTimeout > 0 {
+	if e == syscall.ENOENT && s.neg.Timeout > 0 {
 		*out = fuse.EntryOut{}
-		out.SetEntryTimeout(s.opts.NegativeTimeout)
+		out.SetEntryTimeout(s.neg.Timeout)
 		return fuse.OK
 	}
 	if e != 0 {

@@ -21,7 +21,8 @@
 // writer, a tree subscriber called after it has released the tree lock
 // (Tree.Subscribe), queues them and waits for them within a bound.
 //
-// What the kernel may cache (Options' timeouts > 0) stays truthful:
+// What the kernel may cache (Options' timeouts > 0, and negative entries
+// under a strategy that caches them: ResolveNegatives) stays truthful:
 //
 //   - Every tree change is told to the kernel after it is published, in
 //     order (an add's notice never before an earlier remove of the same
@@ -68,10 +69,62 @@ const (
 
 // Options configure a Server.
 type Options struct {
-	EntryTimeout    time.Duration // how long the kernel may cache a positive entry (0: revalidate every time)
-	AttrTimeout     time.Duration // how long the kernel may cache attributes
-	NegativeTimeout time.Duration // how long the kernel may cache a missing name (0: never)
-	Permissions     Permissions   // "" means PermServer
+	EntryTimeout time.Duration // how long the kernel may cache a positive entry (0: revalidate every time)
+	AttrTimeout  time.Duration // how long the kernel may cache attributes
+	// NegativeTimeout, if set, is how long the kernel may cache a missing
+	// name (0: never), whatever the strategy. Left nil, the strategy
+	// decides, as each kernfs era did (ResolveNegatives).
+	NegativeTimeout *time.Duration
+	Permissions     Permissions // "" means PermServer
+}
+
+// NegativeUntilChanged is the entry timeout of a negative entry that the
+// kernel keeps until its directory changes: every change of the name is
+// told to the kernel (notify.go), so the timeout only bounds how long a
+// notice lost to an overflow can leave a stale negative entry.
+const NegativeUntilChanged = time.Hour
+
+// NegativeRule is how a server answers a LOOKUP of a missing name.
+type NegativeRule struct {
+	// Timeout is how long the kernel keeps the negative entry; 0: the
+	// reply is a plain ENOENT, which the kernel does not cache.
+	Timeout time.Duration
+	// FromLock: the strategy decided (Options.NegativeTimeout was nil).
+	FromLock bool
+}
+
+// ResolveNegatives is the rule a server with o follows under a strategy
+// with traits t. By default a strategy that CachesNegatives (kernfs from
+// Linux 5.15) has the kernel keep a missing name until its directory
+// changes; one that does not (mutex, kernfs up to 5.14) answers every
+// missing LOOKUP afresh. Options.NegativeTimeout overrides either.
+//
+// What this models, and what not: kernfs revalidates a negative dentry on
+// every walk, under the rwsem's read side, against its parent's revision
+// (kernfs_dop_revalidate). Over FUSE the kernel keeps it alone, without
+// asking the server, until it is told of a change; so a cached missing
+// name costs no request at all, where kernfs still takes its read side.
+func ResolveNegatives(o Options, t locking.Traits) NegativeRule {
+	switch {
+	case o.NegativeTimeout != nil:
+		return NegativeRule{Timeout: *o.NegativeTimeout}
+	case t.CachesNegatives:
+		return NegativeRule{Timeout: NegativeUntilChanged, FromLock: true}
+	}
+	return NegativeRule{FromLock: true}
+}
+
+// String is the rule as the status line and reports give it:
+// lock:cached or lock:uncached when the strategy decided, override
+// when Options.NegativeTimeout did.
+func (r NegativeRule) String() string {
+	switch {
+	case !r.FromLock:
+		return "override"
+	case r.Timeout > 0:
+		return "lock:cached"
+	}
+	return "lock:uncached"
 }
 
 // Server is a fuse.RawFileSystem serving one tree. With a kernel cache on
@@ -84,6 +137,7 @@ type Server struct {
 
 	tree    *kernfsim.Tree   // immutable
 	opts    Options          // immutable
+	neg     NegativeRule     // immutable: ResolveNegatives(opts, the tree's traits)
 	reads   locking.ReadSide // immutable: nodeids resolve under the read side unless reads are scoped
 	nodes   nodeTable
 	handles handleTable
@@ -118,12 +172,13 @@ func NewServer(tree *kernfsim.Tree, opts Options) *Server {
 		RawFileSystem: fuse.NewDefaultRawFileSystem(),
 		tree:          tree,
 		opts:          opts,
+		neg:           ResolveNegatives(opts, tree.Strategy().Traits()),
 		reads:         locking.ReadSideOf(tree.Strategy()),
 		stats:         newStats(),
 	}
 	s.nodes.t.release = true // nodeids are never reused
 	s.nodes.pin(tree.Root())
-	s.notes = newNotifier(s.kernel, notifyCap, opts.longestTimeout()+time.Second)
+	s.notes = newNotifier(s.kernel, notifyCap, s.longestTimeout()+time.Second)
 	s.unsubscribe = tree.Subscribe(s.invalidate)
 	return s
 }
@@ -140,6 +195,9 @@ func (s *Server) String() string { return "kernfsim" }
 
 // Init keeps the go-fuse server for notifications.
 func (s *Server) Init(fs *fuse.Server) { s.fuse.Store(fs) }
+
+// Negatives is the rule the server answers missing names by.
+func (s *Server) Negatives() NegativeRule { return s.neg }
 
 // Nodeids is the size of the nodeid table: the root plus every node the
 // kernel has looked up and not forgotten.

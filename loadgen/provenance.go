@@ -132,9 +132,17 @@ type Mount struct {
 	Transport                                  string // devfuse, or what the server reported
 	Permissions                                string // kernel or server
 	EntryTimeout, AttrTimeout, NegativeTimeout time.Duration
+	// Negatives is the server's rule for missing names: lock:cached or
+	// lock:uncached when its lock decided, override when a flag did, ""
+	// from a server too old to say.
+	Negatives string
 }
 
-var statusField = regexp.MustCompile(`(entry-timeout|attr-timeout|negative-timeout|permissions|transport)=(\S+)`)
+// NegativesFromLock reports whether the lock decided how missing names
+// are cached.
+func (m *Mount) NegativesFromLock() bool { return strings.HasPrefix(m.Negatives, "lock:") }
+
+var statusField = regexp.MustCompile(`(entry-timeout|attr-timeout|negative-timeout|negatives|permissions|transport)=(\S+)`)
 
 // parseMount reads a server's status line ("kernfsim: serving ... on MNT:
 // lock=rwsem entry-timeout=0s ... permissions=kernel [transport=T]"); nil
@@ -155,6 +163,8 @@ func parseMount(line string) *Mount {
 			m.AttrTimeout = d
 		case "negative-timeout":
 			m.NegativeTimeout = d
+		case "negatives":
+			m.Negatives = f[2]
 		case "permissions":
 			m.Permissions = f[2]
 		case "transport":
@@ -188,7 +198,7 @@ func (t Target) Describe() string {
 	if lock != "" {
 		s += " lock=" + lock
 	}
-	s += " " + t.Setup()
+	s += " " + t.setup(true)
 	switch {
 	case t.Kind == TargetSim && t.SimCost == 0 && t.sharedWrites():
 		s += " sim=shared"
@@ -201,13 +211,26 @@ func (t Target) Describe() string {
 }
 
 // Setup is Describe without the kind and the lock: what the rows of one
-// kind share in a comparison.
-func (t Target) Setup() string {
+// kind share in a comparison. Where each row's lock decides how missing
+// names are cached, it says negatives=lock and not the row's timeout;
+// Negatives gives each row's.
+func (t Target) Setup() string { return t.setup(false) }
+
+// setup is Setup, with the row's own rule for missing names if own.
+func (t Target) setup(own bool) string {
 	s := "transport=" + t.Transport()
 	switch m := t.Mount; {
 	case m != nil:
 		s += " permissions=" + m.Permissions + " entry-timeout=" + m.EntryTimeout.String() +
-			" attr-timeout=" + m.AttrTimeout.String() + " negative-timeout=" + m.NegativeTimeout.String()
+			" attr-timeout=" + m.AttrTimeout.String()
+		switch {
+		case m.NegativesFromLock() && !own:
+			s += " negatives=lock"
+		case m.Negatives != "":
+			s += " negative-timeout=" + m.NegativeTimeout.String() + " negatives=" + m.Negatives
+		default:
+			s += " negative-timeout=" + m.NegativeTimeout.String()
+		}
 	case t.Kind == TargetSim:
 		s += " permissions=walker"
 	}

@@ -138,6 +138,32 @@ func TestParseMount(t *testing.T) {
 	}
 }
 
+// TestParseMountNegatives: where the lock decides how missing names are
+// cached, a row's header says its own rule and the rows' shared setup
+// says only that the lock decides.
+func TestParseMountNegatives(t *testing.T) {
+	line := "kernfsim: serving synthetic tree of 8 CPUs on /tmp/m: lock=mutex entry-timeout=0s attr-timeout=0s negative-timeout=0s negatives=lock:uncached permissions=server transport=uring"
+	m := parseMount(line)
+	if m == nil || m.Negatives != "lock:uncached" || !m.NegativesFromLock() {
+		t.Fatalf("got %+v, want negatives lock:uncached", m)
+	}
+	tgt := Target{Kind: TargetKernfsim, Lock: "mutex", Mount: m}
+	if got, want := tgt.Describe(), "kernfsim lock=mutex transport=uring permissions=server entry-timeout=0s attr-timeout=0s negative-timeout=0s negatives=lock:uncached"; got != want {
+		t.Errorf("Describe: got %q, want %q", got, want)
+	}
+	if got, want := tgt.Setup(), "transport=uring permissions=server entry-timeout=0s attr-timeout=0s negatives=lock"; got != want {
+		t.Errorf("Setup: got %q, want %q", got, want)
+	}
+	m = parseMount(strings.Replace(line, "negative-timeout=0s negatives=lock:uncached", "negative-timeout=30s negatives=override", 1))
+	if m == nil || m.NegativesFromLock() || m.NegativeTimeout != 30*time.Second {
+		t.Fatalf("override: got %+v", m)
+	}
+	tgt.Mount = m
+	if got, want := tgt.Setup(), "transport=uring permissions=server entry-timeout=0s attr-timeout=0s negative-timeout=30s negatives=override"; got != want {
+		t.Errorf("Setup: got %q, want %q", got, want)
+	}
+}
+
 func TestProvenance(t *testing.T) {
 	p := CaptureProvenance([]string{"loadgen", "--sim", "it's"})
 	if p.Kernel == "" || p.OnlineCPUs < 1 || p.GOMAXPROCS < 1 || p.Version == "" || p.GoVersion == "" || p.CPUModel == "" {

@@ -88,7 +88,7 @@ func inSysroot(t *testing.T, sys, root string, env []string, args ...string) str
 func serveTree(t *testing.T, tr *kernfsim.Tree) string {
 	t.Helper()
 	requireFUSE(t)
-	cached := fusefs.Options{EntryTimeout: time.Hour, AttrTimeout: time.Hour, NegativeTimeout: time.Hour}
+	cached := fusefs.Options{EntryTimeout: time.Hour, AttrTimeout: time.Hour, NegativeTimeout: new(time.Hour)}
 	m, err := fusefs.MountTree(tr, t.TempDir(), fusefs.MountOptions{Options: cached})
 	if err != nil {
 		t.Fatal(err)

@@ -49,7 +49,7 @@ func TestDefaultTarget(t *testing.T) {
 
 // setupLine is the setup of a default server: io_uring where the kernel
 // offers it (auto), /dev/fuse otherwise.
-var setupLine = regexp.MustCompile(`setup:        kernfsim lock=rcu gp=normal tick=4ms transport=(devfuse|uring) permissions=server entry-timeout=0s attr-timeout=0s negative-timeout=0s\n`)
+var setupLine = regexp.MustCompile(`setup:        kernfsim lock=rcu gp=normal tick=4ms transport=(devfuse|uring) permissions=server entry-timeout=0s attr-timeout=0s negative-timeout=1h0m0s negatives=lock:cached\n`)
 
 // Churn through the mount's bus/kernfsim files: only the expected errnos.
 func TestDefaultTargetChurn(t *testing.T) {

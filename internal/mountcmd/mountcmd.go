@@ -24,6 +24,7 @@ import (
 	"github.com/kernfsim/kernfsim/fusefs"
 	"github.com/kernfsim/kernfsim/internal/cli"
 	"github.com/kernfsim/kernfsim/kernfsim"
+	"github.com/kernfsim/kernfsim/locking"
 )
 
 // flags are mount's own flags, besides the tree flags.
@@ -31,6 +32,7 @@ type flags struct {
 	tree        cli.TreeFlags
 	entry, attr time.Duration
 	negative    time.Duration
+	negativeSet bool // --negative-timeout was given: it overrides the lock's rule
 	perms       string
 	transport   string
 	force       bool
@@ -50,9 +52,13 @@ func New() *cobra.Command {
 line once the mount serves; SIGINT or SIGTERM unmounts it and exits 0.
 
 With timeouts of 0 (the default) every path component reaches the server
-as a LOOKUP, so the lock strategy is exercised on every walk. With
-non-zero timeouts every tree change is pushed to the kernel, so nothing
-stale is served.`,
+as a LOOKUP, so the lock strategy is exercised on every walk. Missing
+names follow the lock: under one that caches negatives (kernfs from 5.15)
+the kernel keeps a missing name until its directory changes; under mutex
+(kernfs before 5.15) every lookup of one reaches the server. The status
+line says which rule holds (negatives=lock:cached, lock:uncached, or
+override when --negative-timeout is given). With anything cached, every
+tree change is pushed to the kernel, so nothing stale is served.`,
 		Example: `  kernfsim mount /mnt/k --lock=rwsem
   kernfsim mount /mnt/k --lock rcu --cpus 448 --sockets 4 --mem-blocks 100000
   kernfsim mount /mnt/k --negative-timeout 30s --permissions server
@@ -60,6 +66,7 @@ stale is served.`,
   echo "dev0 4" > /mnt/k/bus/kernfsim/new_device`,
 		Args: cli.MountpointArg("kernfsim mount /mnt/k (mkdir -p /mnt/k first)"),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			f.negativeSet = cmd.Flags().Changed("negative-timeout")
 			return serve(cmd.Context(), args[0], &f, cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
@@ -67,7 +74,9 @@ stale is served.`,
 	fl := cmd.Flags()
 	fl.DurationVar(&f.entry, "entry-timeout", 0, "how long the kernel may cache a directory entry")
 	fl.DurationVar(&f.attr, "attr-timeout", 0, "how long the kernel may cache attributes")
-	fl.DurationVar(&f.negative, "negative-timeout", 0, "how long the kernel may cache a missing name (0: never)")
+	fl.DurationVar(&f.negative, "negative-timeout", 0, "override the lock's rule for missing names: how long the kernel may cache one (0: never). Without it a lock that caches negatives ("+
+		strings.Join(locking.NamesWhere(func(t locking.Traits) bool { return t.CachesNegatives }), ", ")+
+		") has the kernel keep a missing name until its directory changes, and one that does not (mutex, as kernfs before 5.15) never")
 	fl.StringVar(&f.perms, "permissions", "server", "who checks permissions: server (in LOOKUP, ACCESS and OPEN, under the tree's lock, as kernfs does in its walk), or kernel (mounting with default_permissions: a GETATTR per directory walked)")
 	fl.StringVar(&f.transport, "transport", "auto", "how requests reach the server: auto (io_uring where the kernel offers it), devfuse, or uring (per-CPU FUSE-over-io_uring queues, Linux 6.14+)")
 	fl.BoolVar(&f.force, "force", false, "recover a mountpoint left stale by a killed server")
@@ -106,7 +115,10 @@ func (f *flags) options() (fusefs.MountOptions, error) {
 		return o, err
 	}
 	o.Transport = t
-	o.Options = fusefs.Options{EntryTimeout: f.entry, AttrTimeout: f.attr, NegativeTimeout: f.negative, Permissions: fusefs.Permissions(f.perms)}
+	o.Options = fusefs.Options{EntryTimeout: f.entry, AttrTimeout: f.attr, Permissions: fusefs.Permissions(f.perms)}
+	if f.negativeSet {
+		o.Options.NegativeTimeout = &f.negative
+	}
 	o.Force, o.AllowOther, o.Debug = f.force, f.allowOther, f.debug
 	return o, nil
 }
@@ -143,8 +155,9 @@ func serve(ctx context.Context, mountpoint string, f *flags, stdout, stderr io.W
 	if m.FellBack != nil && opts.Transport == fusefs.TransportAuto {
 		fmt.Fprintf(stderr, "kernfsim: serving over /dev/fuse, not io_uring: %v\n", m.FellBack)
 	}
-	fmt.Fprintf(stdout, "kernfsim: serving %s on %s: lock=%s entry-timeout=%v attr-timeout=%v negative-timeout=%v permissions=%s transport=%s\n",
-		f.tree.Describe(), m.Mountpoint, f.tree.LockDetail(), f.entry, f.attr, f.negative, f.perms, m.Transport)
+	neg := m.Server.Negatives()
+	fmt.Fprintf(stdout, "kernfsim: serving %s on %s: lock=%s entry-timeout=%v attr-timeout=%v negative-timeout=%v negatives=%s permissions=%s transport=%s\n",
+		f.tree.Describe(), m.Mountpoint, f.tree.LockDetail(), f.entry, f.attr, neg.Timeout, neg, f.perms, m.Transport)
 	select {
 	case <-ctx.Done():
 	case <-m.Done():
