@@ -40,6 +40,13 @@ func TestParseStats(t *testing.T) {
 		s.ReadWait != 1500*time.Nanosecond || s.Values["new.key"] != "x" || len(s.Keys) != 6 {
 		t.Fatalf("got %+v", s)
 	}
+	s, err = ParseStats([]byte("server.lock rwsem\nlock.read.held_ns 2500\nlock.write.held_ns 7\nlock.hold_sample_every 64\nlock.read.counted 1\n"))
+	if err != nil || s.ReadHeld != 2500*time.Nanosecond || s.WriteHeld != 7 || s.HoldSampleEvery != 64 || !s.ReadCounted {
+		t.Fatalf("lock lines: got %+v, %v", s, err)
+	}
+	if s, err := ParseStats([]byte("server.lock none\nlock.read.counted 0\n")); err != nil || s.ReadCounted {
+		t.Fatalf("lock.read.counted 0: got %v, %v; want false", s.ReadCounted, err)
+	}
 	if _, err := ParseStats([]byte("tree.nodes 1\n")); err == nil {
 		t.Error("a file without server.lock parsed")
 	}

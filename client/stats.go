@@ -32,10 +32,15 @@ type Stats struct {
 	TeardownsQueued                                                                           uint64 // tree.teardowns_queued
 	TeardownsCompleted                                                                        uint64 // tree.teardowns_completed
 
-	ReadAcquisitions, ReadContended   uint64 // lock.read.*
-	ReadWait                          time.Duration
-	WriteAcquisitions, WriteContended uint64 // lock.write.*
-	WriteWait                         time.Duration
+	// lock.read.* and lock.write.*: acquisitions, contentions, wait and
+	// hold time per side, as lock_stat gives them (locking.Stats). Held
+	// is an estimate from one acquisition in HoldSampleEvery.
+	ReadAcquisitions, ReadContended   uint64
+	ReadWait, ReadHeld                time.Duration
+	WriteAcquisitions, WriteContended uint64
+	WriteWait, WriteHeld              time.Duration
+	HoldSampleEvery                   uint64 // lock.hold_sample_every: 0 with the counters off
+	ReadCounted                       bool   // lock.read.counted: false under none, whose readers take nothing (and without the line)
 
 	GracePeriods, Expedited                         uint64 // grace.*
 	GraceLatencyTotal, GraceLatencyMax              time.Duration
@@ -57,7 +62,10 @@ func (s *Stats) fields() map[string]any {
 		"notify.pending": &s.NotifyPending, "notify.overflows": &s.NotifyOverflows, "notify.unwaited": &s.NotifyUnwaited,
 		"tree.nodes": &s.Nodes, "tree.teardowns_queued": &s.TeardownsQueued, "tree.teardowns_completed": &s.TeardownsCompleted,
 		"lock.read.acquisitions": &s.ReadAcquisitions, "lock.read.contended": &s.ReadContended, "lock.read.wait_ns": &s.ReadWait,
+		"lock.read.held_ns":       &s.ReadHeld,
 		"lock.write.acquisitions": &s.WriteAcquisitions, "lock.write.contended": &s.WriteContended, "lock.write.wait_ns": &s.WriteWait,
+		"lock.write.held_ns":     &s.WriteHeld,
+		"lock.hold_sample_every": &s.HoldSampleEvery, "lock.read.counted": &s.ReadCounted,
 		"grace.periods": &s.GracePeriods, "grace.expedited": &s.Expedited,
 		"grace.latency_total_ns": &s.GraceLatencyTotal, "grace.latency_max_ns": &s.GraceLatencyMax,
 		"grace.callbacks_queued": &s.CallbacksQueued, "grace.callbacks_run": &s.CallbacksRun, "grace.callbacks_pending": &s.CallbacksPending,
@@ -105,16 +113,27 @@ func (s *Stats) set(fields map[string]any, k, v string) error {
 		s.Requests[op] = n
 	} else if p, known := fields[k]; !known {
 		return nil
-	} else if d, isDur := p.(*time.Duration); isDur {
-		*d = time.Duration(n)
 	} else {
-		*p.(*uint64) = n
+		store(p, n)
 	}
 	if err != nil {
 		return fmt.Errorf("kernfsim stats file: %s %q is not a count", k, v)
 	}
 	s.Served = s.Served || strings.HasPrefix(k, "server.")
 	return nil
+}
+
+// store puts n where p points: a count, a duration in nanoseconds, or a
+// flag (0 or 1).
+func store(p any, n uint64) {
+	switch p := p.(type) {
+	case *time.Duration:
+		*p = time.Duration(n)
+	case *bool:
+		*p = n != 0
+	default:
+		*p.(*uint64) = n
+	}
 }
 
 // ReadStats reads and parses the stats file of the tree mounted at root.

@@ -9,6 +9,7 @@ import (
 
 	"github.com/kernfsim/kernfsim/internal/pshard"
 	"github.com/kernfsim/kernfsim/kernfsim"
+	"github.com/kernfsim/kernfsim/locking"
 )
 
 // Opcodes counted in Stats, in the order they are printed.
@@ -93,10 +94,10 @@ func (s *Server) PollsAfterPrime() uint64 {
 func (s *Server) Stats() *Stats { return s.stats }
 
 // StatsFile is the contents of kernel/kernfsim/stats: the server's request
-// counters, the tree's lock counters and grace-period engine, and the
-// nodeid table size, one "key value" line each. It is created before the
-// server (the file must exist before a none tree is sealed) and bound to
-// it with Bind.
+// counters, the tree's lock counters (showLock) and grace-period engine,
+// and the nodeid table size, one "key value" line each. It is created
+// before the server (the file must exist before a none tree is sealed)
+// and bound to it with Bind.
 type StatsFile struct {
 	tree *kernfsim.Tree
 	srv  atomic.Pointer[Server]
@@ -115,7 +116,7 @@ func (f *StatsFile) Bind(s *Server) { f.srv.Store(s) }
 func (f *StatsFile) Show(_ context.Context, buf *bytes.Buffer) error {
 	st := f.tree.Strategy()
 	ls := st.Stats()
-	line := func(k string, v any) { fmt.Fprintf(buf, "%s %v\n", k, v) }
+	line := lineWriter(buf)
 	line("server.lock", st.Name())
 	if s := f.srv.Load(); s != nil {
 		line("server.nodeids", s.Nodeids())
@@ -147,12 +148,7 @@ func (f *StatsFile) Show(_ context.Context, buf *bytes.Buffer) error {
 	td := f.tree.Teardowns()
 	line("tree.teardowns_queued", td.Queued)
 	line("tree.teardowns_completed", td.Completed)
-	line("lock.read.acquisitions", ls.ReadAcquisitions)
-	line("lock.read.contended", ls.ReadContended)
-	line("lock.read.wait_ns", ls.ReadWait.Nanoseconds())
-	line("lock.write.acquisitions", ls.WriteAcquisitions)
-	line("lock.write.contended", ls.WriteContended)
-	line("lock.write.wait_ns", ls.WriteWait.Nanoseconds())
+	showLock(line, ls)
 	g := ls.Grace
 	line("grace.periods", g.GracePeriods)
 	line("grace.expedited", g.Expedited)
@@ -162,4 +158,34 @@ func (f *StatsFile) Show(_ context.Context, buf *bytes.Buffer) error {
 	line("grace.callbacks_run", g.CallbacksRun)
 	line("grace.callbacks_pending", g.Pending)
 	return nil
+}
+
+// lineWriter writes the file's "key value" lines to buf.
+func lineWriter(buf *bytes.Buffer) func(k string, v any) {
+	return func(k string, v any) { fmt.Fprintf(buf, "%s %v\n", k, v) }
+}
+
+// showLock writes the lock's lines: per side, acquisitions, contentions,
+// wait time and the estimated hold time (lock_stat's), then the hold
+// time's sample rate (0 with the counters off) and whether the read side
+// is counted at all (0 under none, whose readers take nothing).
+func showLock(line func(k string, v any), ls locking.Stats) {
+	line("lock.read.acquisitions", ls.ReadAcquisitions)
+	line("lock.read.contended", ls.ReadContended)
+	line("lock.read.wait_ns", ls.ReadWait.Nanoseconds())
+	line("lock.read.held_ns", ls.ReadHeld.Nanoseconds())
+	line("lock.write.acquisitions", ls.WriteAcquisitions)
+	line("lock.write.contended", ls.WriteContended)
+	line("lock.write.wait_ns", ls.WriteWait.Nanoseconds())
+	line("lock.write.held_ns", ls.WriteHeld.Nanoseconds())
+	line("lock.hold_sample_every", ls.HoldSampleEvery)
+	line("lock.read.counted", boolDigit(ls.ReadSideCounted))
+}
+
+// boolDigit is b as the file writes a flag: 1 or 0.
+func boolDigit(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }

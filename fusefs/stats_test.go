@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/kernfsim/kernfsim/client"
+	"github.com/kernfsim/kernfsim/locking"
 )
 
 // TestStatsFileParses checks the stats file's one writer (StatsFile)
@@ -46,5 +47,67 @@ func TestStatsFileParses(t *testing.T) {
 		if _, known := map[string]bool{"server.lock": true}[k]; !known && s.Values[k] == "" {
 			t.Errorf("key %s has no value", k)
 		}
+	}
+}
+
+// TestStatsFileLockLines: each lock counter the file writes parses back
+// to its field, every field distinct so that no two keys are swapped.
+func TestStatsFileLockLines(t *testing.T) {
+	want := locking.Stats{ReadAcquisitions: 1, ReadContended: 2, ReadWait: 3, ReadHeld: 4, WriteAcquisitions: 5,
+		WriteContended: 6, WriteWait: 7, WriteHeld: 8, HoldSampleEvery: 64, ReadSideCounted: true}
+	var buf bytes.Buffer
+	line := lineWriter(&buf)
+	line("server.lock", "rwsem")
+	showLock(line, want)
+	s, err := client.ParseStats(buf.Bytes())
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := locking.Stats{ReadAcquisitions: int64(s.ReadAcquisitions), ReadContended: int64(s.ReadContended), ReadWait: s.ReadWait,
+		ReadHeld: s.ReadHeld, WriteAcquisitions: int64(s.WriteAcquisitions), WriteContended: int64(s.WriteContended),
+		WriteWait: s.WriteWait, WriteHeld: s.WriteHeld, HoldSampleEvery: int(s.HoldSampleEvery), ReadSideCounted: s.ReadCounted}
+	if got != want {
+		t.Fatalf("parsed %+v\nwant %+v\nfrom:\n%s", got, want, buf.String())
+	}
+}
+
+// TestStatsFileLockCounters: under every strategy the file shows the
+// tree's lock counters as they stood while it was made: between a
+// snapshot before Show and one after.
+func TestStatsFileLockCounters(t *testing.T) {
+	for _, lock := range locking.Names {
+		t.Run("lock="+lock, func(t *testing.T) {
+			tr, sf := newServedTree(t, lock)
+			st := tr.Strategy()
+			for range 100 {
+				st.RUnlock(st.RLock())
+			}
+			before := st.Stats()
+			var buf bytes.Buffer
+			if err := sf.Show(context.Background(), &buf); err != nil {
+				t.Fatal(err)
+			}
+			after := st.Stats()
+			s, err := client.ParseStats(buf.Bytes())
+			if err != nil {
+				t.Fatal(err)
+			}
+			between := func(what string, got uint64, lo, hi int64) {
+				if got < uint64(lo) || got > uint64(hi) {
+					t.Errorf("%s: file says %d, want %d to %d", what, got, lo, hi)
+				}
+			}
+			between("lock.read.acquisitions", s.ReadAcquisitions, before.ReadAcquisitions, after.ReadAcquisitions)
+			between("lock.read.held_ns", uint64(s.ReadHeld), int64(before.ReadHeld), int64(after.ReadHeld))
+			between("lock.write.acquisitions", s.WriteAcquisitions, before.WriteAcquisitions, after.WriteAcquisitions)
+			between("lock.write.held_ns", uint64(s.WriteHeld), int64(before.WriteHeld), int64(after.WriteHeld))
+			if int(s.HoldSampleEvery) != after.HoldSampleEvery || s.ReadCounted != after.ReadSideCounted {
+				t.Errorf("file says sample rate %d, read counted %v; the lock says %d, %v",
+					s.HoldSampleEvery, s.ReadCounted, after.HoldSampleEvery, after.ReadSideCounted)
+			}
+			if after.ReadSideCounted && s.ReadAcquisitions < 100 {
+				t.Errorf("lock.read.acquisitions %d, want at least the test's 100", s.ReadAcquisitions)
+			}
+		})
 	}
 }

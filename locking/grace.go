@@ -32,8 +32,11 @@ const (
 )
 
 // ReadToken identifies a read-side critical section; pass it back to
-// ReadUnlock. It encodes the reader counter the section entered on.
-type ReadToken uint32
+// ReadUnlock. It encodes the reader counter the section entered on. A
+// Strategy's RLock returns one too: its low bits are the strategy's own
+// (Grace's counter index under rcu) and, when the hold is timed, the rest
+// carry the time it began (holdtime.go). It is 64 bits wide for that.
+type ReadToken uint64
 
 // GraceConfig configures a Grace. The zero value is the default engine.
 type GraceConfig struct {

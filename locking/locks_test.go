@@ -31,12 +31,8 @@ func TestLockCountsContention(t *testing.T) {
 			}
 			r := s.RLock()
 			s.RUnlock(r)
-			want := int64(1)
-			if s.Traits().ScopedReads {
-				want = 0
-			}
-			if got := s.Stats().ReadAcquisitions; got != want {
-				t.Fatalf("read acquisitions: got %d, want %d (scoped readers take no lock)", got, want)
+			if got := s.Stats().ReadAcquisitions; got != 1 {
+				t.Fatalf("read acquisitions: got %d, want 1", got)
 			}
 		})
 	}
@@ -53,11 +49,22 @@ func waitFor(t *testing.T, cond func() bool) {
 }
 
 func TestNoStats(t *testing.T) {
-	s, _ := New("rwsem", Options{NoStats: true})
-	s.RLock()
-	s.RUnlock(0)
-	if st := s.Stats(); st.CountersSwitchedOn || st.ReadAcquisitions != 0 {
-		t.Fatalf("got %+v, want zero stats with counters off", st)
+	for _, name := range Names {
+		t.Run("lock="+name, func(t *testing.T) {
+			s, _ := New(name, Options{NoStats: true, HoldSampleEvery: 1})
+			r := s.RLock()
+			if r.timed() {
+				t.Error("a read side was timed with counters off")
+			}
+			s.RUnlock(r)
+			if s.Lock() == nil {
+				s.Unlock()
+			}
+			if st := s.Stats(); st.CountersSwitchedOn || st.ReadSideCounted || st.ReadAcquisitions != 0 ||
+				st.WriteAcquisitions != 0 || st.HoldSampleEvery != 0 {
+				t.Fatalf("got %+v, want zero stats with counters off", st)
+			}
+		})
 	}
 }
 

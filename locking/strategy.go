@@ -11,6 +11,13 @@
 //	       publish copy-on-write; teardown waits for a grace period
 //	none   no synchronisation; writers are refused once the tree is sealed
 //
+// Each strategy counts its lock as Linux's /proc/lock_stat does (Stats):
+// acquisitions, contentions and wait time exactly, hold time on a sample
+// (Options.HoldSampleEvery, holdtime.go). They count on the lock's own
+// line, which the acquirer has just written, or on the P's own line
+// (rwsem's and rcu's readers), so counting shares no line that the lock
+// does not already share.
+//
 // Lock ordering (outer to inner):
 //
 //	Strategy write side (mutex.mu / rwsem.mu / rcu.writer / none.build)
@@ -22,7 +29,6 @@ package locking
 import (
 	"errors"
 	"strings"
-	"time"
 )
 
 // Strategy is the synchronisation a tree runs under.
@@ -44,7 +50,7 @@ type Strategy interface {
 	Grace() *Grace
 	// Traits says what users of the strategy must do differently under it.
 	Traits() Traits
-	// Stats returns the acquisition counters so far.
+	// Stats returns the lock counters so far.
 	Stats() Stats
 }
 
@@ -53,8 +59,14 @@ var ErrReadOnly = errors.New("lock strategy none is read-only: writers need mute
 
 // Options tune a strategy.
 type Options struct {
-	// NoStats turns the acquisition counters off (they are on by default).
+	// NoStats turns the lock counters off (they are on by default).
 	NoStats bool
+	// HoldSampleEvery is how many acquisitions of a side (per P for
+	// rwsem's and rcu's readers) share one timed hold (Stats.ReadHeld,
+	// WriteHeld): 1 times every one, 0 means DefaultHoldSampleEvery,
+	// others round up to a power of two, at most MaxHoldSampleEvery; New
+	// rejects the rest. Counts are exact whatever it is.
+	HoldSampleEvery int
 	// Grace configures the rcu strategy's grace-period engine.
 	Grace GraceConfig
 }
@@ -63,6 +75,9 @@ type Options struct {
 func New(name string, opts Options) (Strategy, error) {
 	d, err := lookupDef(name)
 	if err != nil {
+		return nil, err
+	}
+	if err := checkHoldSampleEvery(opts.HoldSampleEvery); err != nil {
 		return nil, err
 	}
 	return d.make(opts), nil
@@ -77,17 +92,4 @@ func MustNew(name string) Strategy {
 		panic(err)
 	}
 	return s
-}
-
-// Stats are a strategy's lock counters. Read acquisitions are not counted
-// for rcu and none, whose readers take no lock.
-type Stats struct {
-	ReadAcquisitions   int64
-	ReadContended      int64
-	ReadWait           time.Duration
-	WriteAcquisitions  int64
-	WriteContended     int64
-	WriteWait          time.Duration
-	Grace              GraceStats // zero unless the strategy has a Grace
-	CountersSwitchedOn bool
 }

@@ -43,22 +43,22 @@ type strategyDef struct {
 var builtins = []strategyDef{
 	{"mutex", Traits{DrainBeforeUnlink: true, AcceptsWriters: true}, func(o Options) Strategy {
 		m := &Mutex{}
-		m.stats.off = o.NoStats
+		m.stats.init(o)
 		return m
 	}},
 	{"rwsem", Traits{CachesNegatives: true, DrainBeforeUnlink: true, AcceptsWriters: true}, func(o Options) Strategy {
-		r := &RWSem{count: !o.NoStats}
-		r.stats.off = o.NoStats
+		r := &RWSem{count: !o.NoStats, hold: holdSamplerOf(o.HoldSampleEvery), reads: newReadShards()}
+		r.stats.init(o)
 		return r
 	}},
 	{"rcu", Traits{ScopedReads: true, CachesNegatives: true, AcceptsWriters: true, GracePeriods: true}, func(o Options) Strategy {
-		r := &RCU{grace: NewGrace(o.Grace)}
-		r.stats.off = o.NoStats
+		r := &RCU{grace: NewGrace(o.Grace), count: !o.NoStats, hold: holdSamplerOf(o.HoldSampleEvery), reads: newReadShards()}
+		r.stats.init(o)
 		return r
 	}},
 	{"none", Traits{ScopedReads: true, CachesNegatives: true}, func(o Options) Strategy {
 		n := &None{}
-		n.stats.off = o.NoStats
+		n.stats.init(o)
 		return n
 	}},
 }

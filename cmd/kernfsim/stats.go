@@ -20,6 +20,7 @@ import (
 
 	"github.com/kernfsim/kernfsim/client"
 	"github.com/kernfsim/kernfsim/internal/cli"
+	"github.com/kernfsim/kernfsim/locking"
 )
 
 // statsFlags are the flags of kernfsim stats.
@@ -35,15 +36,21 @@ func newStatsCmd() *cobra.Command {
 		Short: "Print a kernfsim mount's live counters (kernel/kernfsim/stats)",
 		Long: `Print a kernfsim mount's live counters once, grouped: the server (lock,
 nodeid table, open files, goroutines), FUSE requests by opcode, the tree,
-the lock's acquisitions, contention and wait time, and the grace periods.
+the lock's acquisitions, contention, wait time and hold time (as Linux's
+/proc/lock_stat; hold time is estimated from one acquisition in
+lock.hold_sample_every), and the grace periods.
 
 With --watch INTERVAL it prints, every INTERVAL until interrupted, what
-changed per second (requests/s, lock wait per second) and the gauges as they
-stand. --json prints the same as JSON: one document, or with --watch one
-line per interval.`,
+changed per second (requests/s, lock wait per second), the lock's
+utilization over the interval (time held per unit of time: the busy
+fraction of a side that excludes, the mean number of holders of a shared
+read side) and the gauges as they stand. --json prints the same as JSON:
+one document, or with --watch one line per interval (utilization under
+"lock_utilization").`,
 		Example: `  kernfsim stats /mnt/k
   kernfsim stats /mnt/k --watch 1s
-  kernfsim stats /mnt/k --json | jq '.counters["requests.LOOKUP"]'`,
+  kernfsim stats /mnt/k --json | jq '.counters["requests.LOOKUP"]'
+  kernfsim stats /mnt/k --watch 1s --json | jq .lock_utilization`,
 		Args: cli.MountpointArg("kernfsim stats /mnt/k"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if f.watch < 0 || (cmd.Flags().Changed("watch") && f.watch < 10*time.Millisecond) {
@@ -72,6 +79,7 @@ type stats struct {
 	at   time.Time
 	keys []string
 	vals map[string]string
+	lock locking.Stats // the lock's lines, typed (lockStatsOf)
 }
 
 // readStats reads and parses MOUNTPOINT/kernel/kernfsim/stats, "key
@@ -86,13 +94,47 @@ func readStats(mnt string) (stats, error) {
 	case err != nil:
 		return stats{}, &cli.RuntimeError{Err: err}
 	}
-	return stats{at: time.Now(), keys: s.Keys, vals: s.Values}, nil
+	return statsOf(time.Now(), s), nil
+}
+
+// statsOf is the reading s, taken at at.
+func statsOf(at time.Time, s client.Stats) stats {
+	return stats{at: at, keys: s.Keys, vals: s.Values, lock: lockStatsOf(s)}
+}
+
+// lockStatsOf is the lock's counters of one reading, as locking.Stats.
+func lockStatsOf(s client.Stats) locking.Stats {
+	return locking.Stats{
+		ReadAcquisitions: int64(s.ReadAcquisitions), ReadContended: int64(s.ReadContended),
+		ReadWait: s.ReadWait, ReadHeld: s.ReadHeld,
+		WriteAcquisitions: int64(s.WriteAcquisitions), WriteContended: int64(s.WriteContended),
+		WriteWait: s.WriteWait, WriteHeld: s.WriteHeld,
+		HoldSampleEvery: int(s.HoldSampleEvery), ReadSideCounted: s.ReadCounted,
+		CountersSwitchedOn: s.HoldSampleEvery > 0,
+	}
+}
+
+// utilization is each side's time held per unit of wall time from prev to
+// s (locking.Stats.Utilization), keyed "read" and "write"; a side is left
+// out where it is not counted, and both where hold time is not (counters
+// off, or a server without the lines).
+func (s stats) utilization(prev stats) map[string]float64 {
+	wall := s.at.Sub(prev.at)
+	if !s.lock.CountersSwitchedOn || wall <= 0 {
+		return nil
+	}
+	read, write := s.lock.Sub(prev.lock).Utilization(wall)
+	u := map[string]float64{"write": write}
+	if s.lock.ReadSideCounted {
+		u["read"] = read
+	}
+	return u
 }
 
 // gauges are the values that stand rather than count up: --watch shows
 // them as they are, not per second.
 var gauges = []string{"server.lock", "server.nodeids", "server.open_files", "server.goroutines", "notify.pending", "tree.nodes",
-	"grace.callbacks_pending", "grace.latency_max_ns"}
+	"lock.hold_sample_every", "lock.read.counted", "grace.callbacks_pending", "grace.latency_max_ns"}
 
 // sectionTitles name the groups of keys, by prefix.
 var sectionTitles = map[string]string{"server": "server", "requests": "requests", "notify": "kernel cache notifications", "tree": "tree", "lock": "lock counters", "grace": "grace periods"}
@@ -139,7 +181,8 @@ func humanize(name, v string) (label, value string) {
 }
 
 // document is s as JSON: every counter as a number (the lock's name as a
-// string); with prev, also the counters' change per second since it.
+// string); with prev, also the counters' change per second since it and
+// the lock's utilization (lock_utilization, where hold time is counted).
 func (s stats) document(prev *stats, interval time.Duration) map[string]any {
 	counters := map[string]any{}
 	for _, k := range s.keys {
@@ -153,6 +196,9 @@ func (s stats) document(prev *stats, interval time.Duration) map[string]any {
 	if prev != nil {
 		doc["interval_ns"] = int64(interval)
 		doc["per_second"] = s.rates(*prev)
+		if u := s.utilization(*prev); u != nil {
+			doc["lock_utilization"] = u
+		}
 	}
 	return doc
 }
@@ -214,18 +260,16 @@ func watchStats(ctx context.Context, out io.Writer, mnt string, f statsFlags) er
 
 // printRates prints one interval: a time line, then every counter that
 // changed, per second (a nanosecond counter as time per second), and the
-// gauges.
+// gauges; after the lock's lines, its utilization over the interval.
 func printRates(out io.Writer, cur, prev stats) error {
 	bw := bufio.NewWriter(out)
 	fmt.Fprintf(bw, "%s  per second over %v\n", cur.at.Format("15:04:05.000"), cur.at.Sub(prev.at).Round(time.Millisecond))
-	rates := cur.rates(prev)
+	rates, lastLock := cur.rates(prev), lastWithPrefix(cur.keys, "lock.")
 	for _, k := range cur.keys {
 		if slices.Contains(gauges, k) {
 			label, val := humanize(k, cur.vals[k])
 			fmt.Fprintf(bw, "  %-28s %14s\n", label, val)
-			continue
-		}
-		if r := rates[k]; r != 0 {
+		} else if r := rates[k]; r != 0 {
 			label, ns := strings.CutSuffix(k, "_ns")
 			val := strconv.FormatFloat(r, 'f', 1, 64) + "/s"
 			if ns {
@@ -233,6 +277,28 @@ func printRates(out io.Writer, cur, prev stats) error {
 			}
 			fmt.Fprintf(bw, "  %-28s %14s\n", label, val)
 		}
+		if k == lastLock {
+			printUtilization(bw, cur.utilization(prev))
+		}
 	}
 	return bw.Flush()
+}
+
+// printUtilization prints the lock's utilization, read side first.
+func printUtilization(w io.Writer, u map[string]float64) {
+	for _, side := range []string{"read", "write"} {
+		if v, ok := u[side]; ok {
+			fmt.Fprintf(w, "  %-28s %14s\n", "lock."+side+".utilization", strconv.FormatFloat(v, 'f', 3, 64))
+		}
+	}
+}
+
+// lastWithPrefix is the last of keys that starts with prefix, or "".
+func lastWithPrefix(keys []string, prefix string) string {
+	for _, k := range slices.Backward(keys) {
+		if strings.HasPrefix(k, prefix) {
+			return k
+		}
+	}
+	return ""
 }
