@@ -12,13 +12,34 @@ import (
 	"golang.org/x/perf/benchmath"
 )
 
-// Compare defaults: a plain compare finishes in a few minutes on 2 cores.
+// Compare defaults: a plain compare finishes within 2 minutes on 2 cores.
+//
+// Its budget there (rows kernfsim x 4 locks, sim x 4 and sys; ops files
+// and missing; threads 1, 2, 8 and 48): 72 cells x 3 repeats x 2 phases
+// x DefaultCompareMinDuration = 86 s, plus what the count keeps longer
+// than that (the 48-thread FUSE cells: 200 ops per worker at 2 ms for
+// files, at up to 6 ms for missing, 0.4 s and 1.3 s a phase; up to 15 s
+// in all), the rows' warm-ups (9 x 2 x 50 ms) and 10-40 ms of set-up per
+// run (a sim row builds its tree: up to 8 s): 100-110 s.
+//
+// DefaultCompareTimes was 500 before the duration rule: with it, the
+// 48-thread FUSE cells alone took half of the budget.
 const (
-	DefaultCompareTimes   = 500
+	// DefaultCompareTimes is operations per worker in each phase, at
+	// least: a floor under DefaultCompareMinDuration, which decides the
+	// length of most cells.
+	DefaultCompareTimes   = 200
 	DefaultCompareRepeats = 3
 	// DefaultCompareHwlocTimes is discoveries per worker in hwloc and
 	// lstopo cells: one, as an MPI rank does at start-up.
 	DefaultCompareHwlocTimes = 1
+	// DefaultCompareMinDuration is how long each phase of a run lasts at
+	// least (Config.MinDuration): 2000 operations of a 1-thread FUSE
+	// cell at 100us, 200000 of a sim cell at 1us; 50 scheduler ticks.
+	DefaultCompareMinDuration = 200 * time.Millisecond
+	// DefaultCompareWarmUp is how long each row is warmed up, untimed,
+	// before the first repeat (CompareConfig.WarmUp).
+	DefaultCompareWarmUp = 50 * time.Millisecond
 )
 
 // DefaultCompareOps are the seed's two benchmarks.
@@ -66,7 +87,20 @@ type CompareConfig struct {
 	// DefaultCompareHwlocTimes.
 	HwlocTimes int
 	Repeats    int // 0 means DefaultCompareRepeats
-	NoPin      bool
+	// NoPin and PinSingle are Config's: by default the concur workers
+	// are pinned and the single worker is not, as the seed's.
+	NoPin, PinSingle bool
+	// MinDuration is how long each phase of a run lasts at least, past
+	// its Times if need be (Config.MinDuration); 0 means
+	// DefaultCompareMinDuration, a negative value none (Times alone
+	// decide). Not in hwloc and lstopo cells, whose figure is the time to
+	// done of their HwlocTimes discoveries.
+	MinDuration time.Duration
+	// WarmUp is how long each row runs untimed before the first repeat
+	// (one thread, open-read-close, for WarmUp a phase), so that no cell's
+	// first run is its server's or this process's first; 0 means
+	// DefaultCompareWarmUp, a negative value none.
+	WarmUp time.Duration
 	// Server starts the servers of kernfsim rows without a Dir.
 	Server *ServerConfig
 	// SimCost is the sim rows' work outside the lock per operation
@@ -101,11 +135,18 @@ type CompareResult struct {
 	HwlocTimes  int
 	Repeats     int
 	CPUs        int
-	Pinned      bool
+	Pinned      bool   // the concur workers were pinned
 	Rows        []Row  // Dir filled in for kernfsim rows Compare mounted
 	Cells       []Cell // row-major: for each row, op, thread count
 	Elapsed     time.Duration
 	Interrupted bool
+	// SinglePinned says the single phase's worker was pinned
+	// (CompareConfig.PinSingle).
+	SinglePinned bool
+	// MinDuration is how long each phase of a run lasted at least; 0:
+	// Times alone decided. WarmUp is how long each row was warmed up;
+	// 0: not at all.
+	MinDuration, WarmUp time.Duration
 	// Notes say what runs left out, once per row and note ("sys rwsem:
 	// no memory hot-add: ..."), and which cells were skipped.
 	Notes []string
@@ -149,6 +190,11 @@ type CellRun struct {
 	Ratio       float64 // concur/single (Result.Ratio)
 	Efficiency  float64
 	Unexpected  int64
+	// OpsPerWorker is the concur phase's mean operations per worker, and
+	// SingleOps the single worker's: Times, or more where MinDuration
+	// extended the phase.
+	OpsPerWorker float64
+	SingleOps    int64
 	// Done and DoneMax are the median and the largest of the concur
 	// workers' time to done (WorkerResult.Done): the figure of hwloc
 	// cells, the start-up wait of half and of all MPI ranks.
@@ -159,8 +205,13 @@ type CellRun struct {
 // cellRunOf is r's figures.
 func cellRunOf(r Result) CellRun {
 	done, last := r.TimeToDone()
+	var single int64
+	if len(r.Single.Workers) > 0 {
+		single = r.Single.Workers[0].Ops
+	}
 	return CellRun{SinglePerOp: r.SinglePerOp(), PerOp: r.WallPerOp(), WorkerPerOp: r.ConcurPerOp(),
-		NsPerOp: r.NsPerOp(), Ops: r.TotalOps(), P50: r.Concur.Latency.P50, P99: r.Concur.Latency.P99,
+		NsPerOp: r.NsPerOp(), Ops: r.TotalOps(), OpsPerWorker: r.Concur.OpsPerWorker(), SingleOps: single,
+		P50: r.Concur.Latency.P50, P99: r.Concur.Latency.P99,
 		P999: r.Concur.Latency.P999, OpsPerSec: r.OpsPerSec(), Ratio: r.Ratio(), Efficiency: r.Efficiency(),
 		Unexpected: r.Unexpected(), Done: done, DoneMax: last, Warnings: r.Warnings()}
 }
@@ -199,6 +250,8 @@ func (c Cell) Median() CellRun {
 		Ratio:      med(func(r CellRun) float64 { return r.Ratio }),
 		Efficiency: med(func(r CellRun) float64 { return r.Efficiency }),
 		Done:       d(func(r CellRun) time.Duration { return r.Done }), DoneMax: d(func(r CellRun) time.Duration { return r.DoneMax })}
+	m.OpsPerWorker = med(func(r CellRun) float64 { return r.OpsPerWorker })
+	m.SingleOps = int64(med(func(r CellRun) float64 { return float64(r.SingleOps) }))
 	for _, r := range c.Runs {
 		m.Unexpected += r.Unexpected
 		for _, w := range r.Warnings {
@@ -275,6 +328,8 @@ func (c CompareConfig) withDefaults() CompareConfig {
 	if c.HwlocTimes == 0 {
 		c.HwlocTimes = DefaultCompareHwlocTimes
 	}
+	c.MinDuration = orDefault(c.MinDuration, DefaultCompareMinDuration)
+	c.WarmUp = orDefault(c.WarmUp, DefaultCompareWarmUp)
 	if len(c.Ops) == 0 {
 		c.Ops = DefaultCompareOps
 	}
@@ -324,9 +379,10 @@ func parseOpLabel(s string) (Op, bool, bool) {
 }
 
 // Compare runs every row x op x thread count Repeats times, interleaved
-// (A B C A B C ...) so that drift in the machine hits every row alike:
-// repeat by repeat, thread count by thread count, op by op, row by row. It
-// starts the servers kernfsim rows need first and stops them at the end.
+// so that drift in the machine hits every row alike: repeat by repeat,
+// thread count by thread count, op by op, row by row in RowOrder (A B C,
+// C B A, B C A, ...). It starts the servers kernfsim rows need first,
+// warms every row up (WarmUp), and stops the servers at the end.
 // When ctx is cancelled it returns what was measured, Interrupted set,
 // and ctx's error.
 func Compare(ctx context.Context, cc CompareConfig) (res CompareResult, err error) {
@@ -335,8 +391,8 @@ func Compare(ctx context.Context, cc CompareConfig) (res CompareResult, err erro
 		return CompareResult{}, err
 	}
 	res = CompareResult{Provenance: CaptureProvenance(cc.Args), Ops: cc.Ops, Threads: cc.Threads, Times: cc.Times, SimTimes: cc.SimTimes, SysTimes: cc.SysTimes,
-		HwlocTimes: cc.HwlocTimes, Repeats: cc.Repeats,
-		CPUs: len(AllowedCPUs()), Pinned: !cc.NoPin, Rows: slices.Clone(cc.Rows)}
+		HwlocTimes: cc.HwlocTimes, Repeats: cc.Repeats, CPUs: len(AllowedCPUs()), Pinned: !cc.NoPin, SinglePinned: cc.PinSingle,
+		MinDuration: cc.MinDuration, WarmUp: cc.WarmUp, Rows: slices.Clone(cc.Rows)}
 	stop, err := startServers(ctx, res.Rows, cc.Server)
 	defer func() { err = errors.Join(err, stop()) }()
 	if err != nil {
@@ -380,7 +436,7 @@ func simCosts(ctx context.Context, cc CompareConfig, res *CompareResult) error {
 				"so its cost cannot be calibrated per operation")
 			continue
 		}
-		c := Config{Target: res.Rows[i].Target, Op: op, Missing: missing, NoPin: cc.NoPin}
+		c := Config{Target: res.Rows[i].Target, Op: op, Missing: missing, NoPin: cc.NoPin, PinSingle: cc.PinSingle}
 		cal, err := CalibrateSimCost(ctx, c, cc.Calibrate, DefaultLock)
 		if err != nil {
 			return err
@@ -403,29 +459,6 @@ func makeCells(res CompareResult) []Cell {
 	return cells
 }
 
-// runGrid runs the cells in interleaved order.
-func runGrid(ctx context.Context, cc CompareConfig, res *CompareResult, t0 time.Time) error {
-	total, done := cc.Repeats*len(res.Cells), 0
-	for range cc.Repeats {
-		for _, th := range res.Threads {
-			for _, op := range res.Ops {
-				for i := range res.Rows {
-					c := res.Cell(i, op, th)
-					if cc.Progress != nil {
-						cc.Progress(CompareProgress{Done: done, Total: total, Elapsed: time.Since(t0),
-							Next: fmt.Sprintf("%s op=%s threads=%d", c.Row.Label(), op, th)})
-					}
-					if err := runCell(ctx, cc, c, res); err != nil {
-						return err
-					}
-					done++
-				}
-			}
-		}
-	}
-	return nil
-}
-
 // runCell runs c once, adding the run's notes to res's. A sim row cannot
 // run lstopo (it needs a filesystem): the cell stays empty, with a note.
 func runCell(ctx context.Context, cc CompareConfig, c *Cell, res *CompareResult) error {
@@ -436,7 +469,7 @@ func runCell(ctx context.Context, cc CompareConfig, c *Cell, res *CompareResult)
 	}
 	t := res.cellTarget(*c)
 	r, err := Run(ctx, Config{Target: t, Op: op, Missing: missing, Threads: c.Threads,
-		Times: cc.times(c), NoPin: cc.NoPin})
+		Times: cc.times(c), MinDuration: cc.minDuration(c), NoPin: cc.NoPin, PinSingle: cc.PinSingle})
 	if err != nil {
 		return fmt.Errorf("%s op=%s threads=%d: %w", c.Row.Label(), c.Op, c.Threads, err)
 	}

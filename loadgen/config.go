@@ -173,7 +173,23 @@ type Config struct {
 	// first, then the other topology files, then cache files.
 	FileList []string
 	BufSize  int  // bytes per read; 0 means DefaultBufSize
-	NoPin    bool // do not pin worker i to CPU i mod ncpus
+	NoPin    bool // do not pin the concur phase's worker i to CPU i mod ncpus (the seed pins them)
+	// PinSingle pins the single phase's worker to the first CPU this
+	// process may run on. By default it runs unpinned, as the seed's
+	// (Fox Chen's program pins only its concurrent threads): over FUSE
+	// that matters, since a pinned client keeps its requests on one
+	// CPU's queue of an io_uring server while an unpinned one migrates.
+	// The two combine freely: neither set pins the concur workers only
+	// (the seed); PinSingle pins both phases; NoPin pins nothing; NoPin
+	// with PinSingle pins the single worker only.
+	PinSingle bool
+	// MinDuration is how long each phase lasts at least, from its start
+	// barrier: a worker that has done its Times operations goes on until
+	// then, so a phase of cheap operations still spans many scheduler
+	// ticks. 0 means Times alone decide (the seed's rule). Worker
+	// processes (Procs) count from when each sees the barrier. Each
+	// WorkerResult's Ops says what the worker did.
+	MinDuration time.Duration
 	// Procs runs each worker as a separate process, started with
 	// WorkerCommand (which must run ServeWorker). Not with TargetSim.
 	Procs         bool
@@ -200,8 +216,12 @@ type Config struct {
 type Progress struct {
 	Phase   string // "single" or "concur"
 	Done    int64  // operations finished in this phase (0 with Procs)
-	Total   int64  // operations in this phase
+	Total   int64  // operations in this phase (at least, with a MinDuration)
 	Elapsed time.Duration
+	// MinDuration is how long the phase lasts at least
+	// (Config.MinDuration): past Total, Elapsed against it says how far
+	// the phase is.
+	MinDuration time.Duration
 }
 
 // ConfigError is a Config that cannot run: bad input, not a failure.
@@ -276,6 +296,9 @@ func (c Config) validate() error {
 			return BadConfig(field, "give a positive number", "%d is not positive", v)
 		}
 		return nil
+	}
+	if c.MinDuration < 0 {
+		return BadConfig("MinDuration", "give 0 (Times alone) or more", "%v is negative", c.MinDuration)
 	}
 	for _, err := range []error{pos("Threads", c.Threads), pos("Times", c.Times),
 		pos("Files", c.Files), pos("BufSize", c.BufSize), c.validateOp(), c.validateTarget(),

@@ -10,10 +10,13 @@
 // own.
 //
 // A run has two phases, as the original program: a single worker does
-// Times operations, then Threads workers do Times operations each at once.
-// Workers are goroutines locked to their OS thread and, unless NoPin,
-// pinned with sched_setaffinity to CPU i mod ncpus (or separate processes,
-// Config.Procs). They wait at a start barrier, then time their own loop on
+// Times operations, then Threads workers do Times operations each at once
+// (with a MinDuration, each phase also lasts at least that long: its
+// workers go on past Times until then). Workers are goroutines locked to
+// their OS thread (or separate processes, Config.Procs). As in the
+// original, the concur phase's worker i is pinned with sched_setaffinity
+// to CPU i mod ncpus (unless NoPin) and the single worker is not (unless
+// PinSingle). They wait at a start barrier, then time their own loop on
 // the monotonic clock, one clock read per operation, recording each
 // operation's latency in a per-worker HdrHistogram.
 //

@@ -33,6 +33,9 @@ type workerSpec struct {
 	BufSize int    `json:"bufsize"`
 	Dir     string `json:"dir"`
 	Plan    plan   `json:"plan"`
+	// MinDurationNs is the least duration of the loop, from when the
+	// worker sees the start barrier (Config.MinDuration); 0: none.
+	MinDurationNs int64 `json:"min_duration_ns,omitempty"`
 }
 
 // workerReport is what a worker process sends back.
@@ -75,6 +78,9 @@ func ServeWorker(ctx context.Context, in io.Reader, out io.Writer, start io.Read
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+	if spec.MinDurationNs > 0 {
+		w.until = monoNow() + spec.MinDurationNs
+	}
 	stop := new(atomic.Bool)
 	defer context.AfterFunc(ctx, func() { stop.Store(true) })()
 	w.loop(stop)
@@ -102,13 +108,14 @@ type child struct {
 }
 
 // procs runs n workers as processes.
-func (e *env) procs(ctx context.Context, name string, n int) ([]outcome, time.Duration, error) {
+func (e *env) procs(ctx context.Context, ph phaseSpec) ([]outcome, time.Duration, error) {
+	n := ph.n
 	r, w, err := os.Pipe()
 	if err != nil {
 		return nil, 0, err
 	}
 	defer w.Close()
-	kids, err := e.startChildren(n, r)
+	kids, err := e.startChildren(ph, r)
 	r.Close()
 	if err != nil {
 		return nil, 0, err
@@ -130,16 +137,16 @@ func (e *env) procs(ctx context.Context, name string, n int) ([]outcome, time.Du
 	t0 := time.Now()
 	e.barrier = monoNow()
 	w.Close()
-	outs := collect(ctx, results, n, stopAll, func() { e.report(name, t0, n, 0) })
+	outs := collect(ctx, results, n, stopAll, func() { e.report(ph, t0, 0) })
 	return outs, time.Since(t0), nil
 }
 
-// startChildren starts n worker processes, each with its spec written to
-// its standard input and start as its file descriptor 3.
-func (e *env) startChildren(n int, start *os.File) ([]*child, error) {
-	kids := make([]*child, 0, n)
-	for i := range n {
-		spec, err := json.Marshal(workerSpec{Index: i, CPU: e.cpuOf(i), Times: e.cfg.Times,
+// startChildren starts the phase's worker processes, each with its spec
+// written to its standard input and start as its file descriptor 3.
+func (e *env) startChildren(ph phaseSpec, start *os.File) ([]*child, error) {
+	kids := make([]*child, 0, ph.n)
+	for i := range ph.n {
+		spec, err := json.Marshal(workerSpec{Index: i, CPU: e.cpuOf(ph, i), Times: ph.times, MinDurationNs: ph.minDur.Nanoseconds(),
 			BufSize: e.cfg.BufSize, Dir: e.target.Dir, Plan: *e.p})
 		if err != nil {
 			return nil, err

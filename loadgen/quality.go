@@ -30,14 +30,27 @@ func (r Result) Warnings() []string {
 		return nil
 	}
 	if e := r.Efficiency(); e > MaxEfficiency {
-		w = append(w, fmt.Sprintf("efficiency %.2f is above %.2f, which no real scaling gives: "+
-			"the run is too short or too noisy to compare phases (raise --times)", e, MaxEfficiency))
+		w = append(w, r.efficiencyWarning(e))
 	}
 	if loop := r.medianLoop(); r.Threads > r.CPUs && loop < MinWorkerLoop {
 		w = append(w, fmt.Sprintf("a worker's loop took %s, under %s (a few scheduler time slices), with %d threads on %d CPUs: "+
-			"the workers may have run one after another instead of at once (raise --times)", textout.Dur(loop), textout.Dur(MinWorkerLoop), r.Threads, r.CPUs))
+			"the workers may have run one after another instead of at once (raise --times or --min-duration)", textout.Dur(loop), textout.Dur(MinWorkerLoop), r.Threads, r.CPUs))
 	}
 	return w
+}
+
+// efficiencyWarning explains an efficiency e above MaxEfficiency: a run
+// too short or noisy, or, where only the concur workers were pinned (the
+// seed's way) and a server answers, a pinned client served faster than
+// the unpinned single one.
+func (r Result) efficiencyWarning(e float64) string {
+	s := fmt.Sprintf("efficiency %.2f is above %.2f, which no real scaling gives: "+
+		"the run is too short or too noisy to compare phases (raise --times or --min-duration)", e, MaxEfficiency)
+	if r.Pinned && !r.SinglePinned && r.Target.Kind != TargetSim {
+		s += ", or the pinned concur workers were served faster than the unpinned single one " +
+			"(a FUSE server over io_uring queues each CPU's requests apart; --pin-single compares like with like)"
+	}
+	return s
 }
 
 // medianLoop is the median of the concur workers' loop times.

@@ -17,7 +17,10 @@ func ReadCompareJSON(r io.Reader) (CompareResult, error) {
 	if err := json.NewDecoder(r).Decode(&raw); err != nil {
 		return CompareResult{}, fmt.Errorf("not a JSON document: %w", err)
 	}
-	var head struct{ Schema string }
+	var head struct {
+		Schema       string
+		SinglePinned *bool `json:"single_pinned"`
+	}
 	json.Unmarshal(raw, &head)
 	switch head.Schema {
 	case SchemaCompare:
@@ -32,7 +35,11 @@ func ReadCompareJSON(r io.Reader) (CompareResult, error) {
 	}
 	res := CompareResult{Provenance: j.Provenance.ToProvenance(), Ops: j.Ops, Threads: j.Threads, Times: j.Times,
 		SimTimes: j.SimTimes, SysTimes: j.SysTimes, HwlocTimes: j.HwlocTimes, Repeats: j.Repeats, CPUs: j.CPUs, Pinned: j.Pinned,
-		Elapsed: time.Duration(j.ElapsedNs), Interrupted: j.Interrupted, Notes: j.Notes}
+		Elapsed: time.Duration(j.ElapsedNs), Interrupted: j.Interrupted, Notes: j.Notes,
+		SinglePinned: j.SinglePinned, MinDuration: time.Duration(j.MinDurationNs), WarmUp: time.Duration(j.WarmUpNs)}
+	if head.SinglePinned == nil {
+		res.SinglePinned = j.Pinned // written before the single worker ran unpinned by default
+	}
 	for op, ns := range j.SimCostsNs {
 		if res.SimCosts == nil {
 			res.SimCosts = map[string]time.Duration{}
@@ -75,5 +82,5 @@ func (j JSONCellRun) toCellRun() CellRun {
 		WorkerPerOp: time.Duration(j.WorkerPerOpNs), NsPerOp: j.NsPerOp, Ops: j.Ops, P50: time.Duration(j.P50Ns),
 		P99: time.Duration(j.P99Ns), P999: time.Duration(j.P999Ns), OpsPerSec: j.OpsPerSec, Ratio: j.Ratio,
 		Efficiency: j.Efficiency, Unexpected: j.Unexpected, Done: time.Duration(j.DoneNs),
-		DoneMax: time.Duration(j.DoneMaxNs), Warnings: j.Warnings}
+		DoneMax: time.Duration(j.DoneMaxNs), Warnings: j.Warnings, OpsPerWorker: j.OpsPerWorker, SingleOps: j.SingleOps}
 }

@@ -18,12 +18,8 @@ import (
 // efficiency (e1.00 ideal).
 func WriteCompareTable(w io.Writer, r CompareResult) error {
 	ew := textout.NewWriter(w)
-	pin := "pinned"
-	if !r.Pinned {
-		pin = "not pinned"
-	}
-	ew.Printf("loadgen compare: median per-op of %d runs x %s, %d CPUs, workers %s, %s\n",
-		r.Repeats, workPerRun(r), r.CPUs, pin, r.Elapsed.Round(1e8))
+	ew.Printf("loadgen compare: median per-op of %d runs x %s, %d CPUs, %s, %s\n",
+		r.Repeats, runLength(r), r.CPUs, PinText(r.SinglePinned, r.Pinned), r.Elapsed.Round(1e8))
 	WriteProvenance(ew, r.Provenance, 8)
 	for _, s := range compareSetups(r) {
 		ew.Printf("%-8s %s\n", "setup:", s)
@@ -239,10 +235,18 @@ type JSONCompare struct {
 	HwlocTimes  int            `json:"hwloc_times,omitempty"` // per worker in hwloc and lstopo cells
 	Repeats     int            `json:"repeats"`
 	CPUs        int            `json:"cpus"`
-	Pinned      bool           `json:"pinned"`
+	Pinned      bool           `json:"pinned"` // the concur workers
 	ElapsedNs   int64          `json:"elapsed_ns"`
 	Interrupted bool           `json:"interrupted"`
 	Notes       []string       `json:"notes,omitempty"`
+	// SinglePinned is CompareResult.SinglePinned: the single worker was
+	// pinned. (Documents from before the key pinned it as the concur
+	// workers.)
+	SinglePinned bool `json:"single_pinned"`
+	// MinDurationNs is how long each phase lasted at least (0: times
+	// alone decided), WarmUpNs how long each row was warmed up.
+	MinDurationNs int64 `json:"min_duration_ns"`
+	WarmUpNs      int64 `json:"warm_up_ns"`
 	// SimMode is the sim rows' mode: bare, calibrated or fixed
 	// (CompareResult.SimMode); SimCostsNs their work outside the lock
 	// per op, SimCalibrations how it was calibrated.
@@ -293,12 +297,18 @@ type JSONCellRun struct {
 	Ops           int64    `json:"ops"`                   // the concur phase's operations, every worker's
 	P999Ns        int64    `json:"p999_ns"`
 	Ratio         float64  `json:"ratio"` // concur/single
+	// OpsPerWorker is the concur phase's mean operations per worker and
+	// SingleOps the single worker's: times, or more where min_duration_ns
+	// extended the phase.
+	OpsPerWorker float64 `json:"ops_per_worker"`
+	SingleOps    int64   `json:"single_ops"`
 }
 
 // WriteCompareJSON writes r as one indented JSON document (JSONCompare).
 func WriteCompareJSON(w io.Writer, r CompareResult) error {
 	j := JSONCompare{Schema: SchemaCompare, Provenance: JSONProvenanceOf(r.Provenance), Ops: r.Ops, Threads: r.Threads, Times: r.Times, SimTimes: r.SimTimes, SysTimes: r.SysTimes,
-		HwlocTimes: r.HwlocTimes, Repeats: r.Repeats, CPUs: r.CPUs, Pinned: r.Pinned, ElapsedNs: int64(r.Elapsed),
+		HwlocTimes: r.HwlocTimes, Repeats: r.Repeats, CPUs: r.CPUs, Pinned: r.Pinned, SinglePinned: r.SinglePinned,
+		MinDurationNs: int64(r.MinDuration), WarmUpNs: int64(r.WarmUp), ElapsedNs: int64(r.Elapsed),
 		Interrupted: r.Interrupted, Notes: r.Notes, SimMode: r.SimMode(), Cells: []JSONCell{}}
 	for op, cost := range r.SimCosts {
 		if j.SimCostsNs == nil {
@@ -330,7 +340,7 @@ func jsonCellRun(c CellRun) JSONCellRun {
 	return JSONCellRun{SinglePerOpNs: int64(c.SinglePerOp), PerOpNs: int64(c.PerOp), WorkerPerOpNs: int64(c.WorkerPerOp), P50Ns: int64(c.P50),
 		P99Ns: int64(c.P99), OpsPerSec: c.OpsPerSec, Efficiency: c.Efficiency, Unexpected: c.Unexpected,
 		DoneNs: int64(c.Done), DoneMaxNs: int64(c.DoneMax), NsPerOp: c.NsPerOp, Ops: c.Ops, P999Ns: int64(c.P999),
-		Ratio: c.Ratio, Warnings: c.Warnings}
+		Ratio: c.Ratio, Warnings: c.Warnings, OpsPerWorker: c.OpsPerWorker, SingleOps: c.SingleOps}
 }
 
 func jsonSpread(s Spread) JSONSpread {

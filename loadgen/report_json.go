@@ -41,6 +41,13 @@ type JSONRun struct {
 	Notes          []string            `json:"notes,omitempty"`
 	Warnings       []string            `json:"warnings,omitempty"` // Result.Warnings: figures that may mislead
 	Interrupted    bool                `json:"interrupted"`
+	// SinglePinned says the single worker was pinned (Config.PinSingle);
+	// pinned is the concur workers'.
+	SinglePinned bool `json:"single_pinned"`
+	// MinDurationNs is how long each phase lasted at least
+	// (Config.MinDuration); 0: times alone decided. The operations done
+	// are each phase's ops_per_worker, and each worker's ops.
+	MinDurationNs int64 `json:"min_duration_ns"`
 }
 
 // JSONProvenance is a Provenance.
@@ -142,6 +149,9 @@ type JSONPhase struct {
 	WallPerOpNs float64      `json:"wall_per_op_ns"` // wall / ops per worker
 	Latency     JSONLatency  `json:"latency"`
 	Workers     []JSONWorker `json:"workers"` // completion order
+	// OpsPerWorker is the mean of the workers' ops: times, or more where
+	// min_duration_ns extended the phase.
+	OpsPerWorker float64 `json:"ops_per_worker"`
 }
 
 // JSONWorker is a WorkerResult.
@@ -199,7 +209,7 @@ func ToJSON(r Result) JSONRun {
 		Single: jsonPhase(r.Single), Concur: jsonPhase(r.Concur), Ratio: r.Ratio(),
 		Efficiency: r.Efficiency(), OpsPerSec: r.OpsPerSec(), Errors: JSONErrors(r.Errors),
 		Unexpected: r.Unexpected(), Notes: r.Notes, Interrupted: r.Interrupted,
-		SimCalibration: jsonSimCalibration(r.SimCalibration)}
+		SimCalibration: jsonSimCalibration(r.SimCalibration), SinglePinned: r.SinglePinned, MinDurationNs: int64(r.MinDuration)}
 	if r.Concur.Ran && (r.Op == OpHwloc || r.Op == OpLstopo) {
 		med, last := r.TimeToDone()
 		j.TimeToDone = &JSONTimeToDone{MedianNs: int64(med), LastNs: int64(last)}
@@ -235,7 +245,7 @@ func jsonPhase(p Phase) *JSONPhase {
 	j := &JSONPhase{WallNs: int64(p.Wall), PerOpNs: float64(meanPerOp(p.Workers)), WallPerOpNs: float64(wallPerOp(p)), Latency: JSONLatency{
 		Count: p.Latency.Count, MeanNs: int64(p.Latency.Mean), P50Ns: int64(p.Latency.P50),
 		P99Ns: int64(p.Latency.P99), P999Ns: int64(p.Latency.P999), MaxNs: int64(p.Latency.Max)},
-		Workers: []JSONWorker{}}
+		Workers: []JSONWorker{}, OpsPerWorker: p.OpsPerWorker()}
 	for _, w := range p.Workers {
 		j.Workers = append(j.Workers, JSONWorker{Worker: w.Worker, CPU: w.CPU, Ops: w.Ops,
 			TotalNs: int64(w.Total), PerOpNs: perOpNs(w), DoneNs: int64(w.Done)})

@@ -61,6 +61,9 @@ func WriteSummary(w io.Writer, r Result) error {
 			ew.Printf("%-13s %s\n", ph.name+":", DescribeLatency(ph.p.Latency))
 		}
 	}
+	if r.MinDuration > 0 {
+		ew.Printf("length:       %s\n", describeLength(r))
+	}
 	ew.Printf("clock:        %.0fns per read, one read per operation (included above)\n", r.ClockCostNs)
 	if r.Concur.Ran {
 		ew.Printf("throughput:   %.0f ops/s, %d workers in %s\n", r.OpsPerSec(), len(r.Concur.Workers), textout.Dur(r.Concur.Wall))
@@ -139,15 +142,41 @@ func describeOp(r Result) string {
 	if r.Procs {
 		workers = "processes"
 	}
-	pin := "pinned to CPU i mod " + strconv.Itoa(r.CPUs)
-	if !r.Pinned {
-		pin = "not pinned"
-	}
 	if r.Op != OpLstopo {
 		fmt.Fprintf(&b, ", %d-byte reads", r.BufSize)
 	}
-	fmt.Fprintf(&b, ", workers are %s, %s", workers, pin)
+	fmt.Fprintf(&b, ", workers are %s, %s", workers, describePin(r))
 	return b.String()
+}
+
+// describePin says which workers were pinned: the concur phase's to CPU
+// i mod ncpus (Pinned), the single phase's (SinglePinned).
+func describePin(r Result) string {
+	single := "the single worker not pinned (as the seed's)"
+	if r.SinglePinned {
+		single = "the single worker pinned"
+		if w := r.Single.Workers; len(w) > 0 && w[0].CPU >= 0 {
+			single += " to CPU " + strconv.Itoa(w[0].CPU)
+		}
+	}
+	if !r.Pinned {
+		return "not pinned; " + single
+	}
+	return "pinned to CPU i mod " + strconv.Itoa(r.CPUs) + "; " + single
+}
+
+// PinText says which workers a comparison pinned, for its header: "single
+// worker not pinned, workers pinned" (the default, as the seed's).
+func PinText(single, workers bool) string {
+	switch {
+	case single && workers:
+		return "single worker and workers pinned"
+	case single:
+		return "single worker pinned, workers not pinned"
+	case workers:
+		return "single worker not pinned, workers pinned"
+	}
+	return "single worker and workers not pinned"
 }
 
 func describeFiles(r Result) string {
@@ -207,4 +236,29 @@ func describeErrors(r Result) string {
 		parts = append(parts, fmt.Sprintf("%s x%d on %s (%s)", e.Name(), e.Count, e.Path, kind))
 	}
 	return strings.Join(parts, "; ")
+}
+
+// describeLength says how MinDuration extended the phases: the
+// operations each worker did.
+func describeLength(r Result) string {
+	s := fmt.Sprintf("each phase at least %d ops per worker and %s from its start", r.Times, textout.Dur(r.MinDuration))
+	if w := r.Single.Workers; r.Single.Ran && len(w) > 0 {
+		s += fmt.Sprintf("; the single worker did %d ops", w[0].Ops)
+	}
+	if w := r.Concur.Workers; r.Concur.Ran && len(w) > 0 {
+		s += fmt.Sprintf(", the concur workers %s each", opsRange(w))
+	}
+	return s
+}
+
+// opsRange is the workers' operations: "2345", or "2001-2300 (mean 2150)".
+func opsRange(ws []WorkerResult) string {
+	lo, hi, sum := ws[0].Ops, ws[0].Ops, int64(0)
+	for _, w := range ws {
+		lo, hi, sum = min(lo, w.Ops), max(hi, w.Ops), sum+w.Ops
+	}
+	if lo == hi {
+		return strconv.FormatInt(lo, 10)
+	}
+	return fmt.Sprintf("%d-%d (mean %d)", lo, hi, sum/int64(len(ws)))
 }

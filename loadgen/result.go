@@ -18,9 +18,9 @@ type Result struct {
 	Op          Op
 	Missing     bool
 	Threads     int
-	Times       int // per worker, as configured
-	CPUs        int // CPUs this process may run on
-	Pinned      bool
+	Times       int  // per worker, as configured
+	CPUs        int  // CPUs this process may run on
+	Pinned      bool // the concur phase's workers were pinned (not Config.NoPin)
 	Procs       bool
 	BufSize     int
 	Files       []string // relative to the target: the K files (or dirs), the random set, or hwloc's list
@@ -37,6 +37,12 @@ type Result struct {
 	// writer, say).
 	Notes       []string
 	Interrupted bool
+	// SinglePinned says the single phase's worker was pinned
+	// (Config.PinSingle); by default it is not, as the seed's.
+	SinglePinned bool
+	// MinDuration is how long each phase lasted at least
+	// (Config.MinDuration); 0: Times alone decided.
+	MinDuration time.Duration
 }
 
 // Phase is one phase of a run: single (one worker) or concur (Threads
@@ -52,7 +58,7 @@ type Phase struct {
 type WorkerResult struct {
 	Worker int           `json:"worker"`
 	CPU    int           `json:"cpu"` // -1 when not pinned
-	Ops    int64         `json:"ops"` // finished operations: Times unless interrupted
+	Ops    int64         `json:"ops"` // finished operations: Times unless interrupted, more when MinDuration extended the loop
 	Total  time.Duration `json:"total_ns"`
 	// Done is the worker's time to done: from the phase's start barrier
 	// (not from its own first operation) to its last operation's end. An
@@ -137,22 +143,39 @@ func (r Result) SinglePerOp() time.Duration { return meanPerOp(r.Single.Workers)
 func (r Result) ConcurPerOp() time.Duration { return meanPerOp(r.Concur.Workers) }
 
 // WallPerOp is the concur phase's wall time per operation of a worker:
-// Wall over the operations each worker did. When the workers run all at
-// once, as in the original, it equals ConcurPerOp; unlike it, it stays
-// right when a short run lets the scheduler run the workers one after
-// another (each then times only its own turn). Tables, benchmark lines and
+// Wall over the operations each worker did (their mean, which is each
+// one's count when every worker did Times; a phase MinDuration extended
+// lets each do as many as it could). When the workers run all at once,
+// as in the original, it equals ConcurPerOp; unlike it, it stays right
+// when a short run lets the scheduler run the workers one after another
+// (each then times only its own turn). Tables, benchmark lines and
 // Efficiency use it.
 func (r Result) WallPerOp() time.Duration { return wallPerOp(r.Concur) }
 
+// wallPerOp is Wall x workers / their operations: Wall over the mean
+// operations of a worker.
 func wallPerOp(p Phase) time.Duration {
 	var ops int64
 	for _, w := range p.Workers {
-		ops = max(ops, w.Ops)
+		ops += w.Ops
 	}
 	if ops == 0 {
 		return 0
 	}
-	return p.Wall / time.Duration(ops)
+	return p.Wall * time.Duration(len(p.Workers)) / time.Duration(ops)
+}
+
+// OpsPerWorker is the mean of the phase's workers' operations: Times,
+// unless MinDuration extended the phase or it was interrupted.
+func (p Phase) OpsPerWorker() float64 {
+	if len(p.Workers) == 0 {
+		return 0
+	}
+	var ops int64
+	for _, w := range p.Workers {
+		ops += w.Ops
+	}
+	return float64(ops) / float64(len(p.Workers))
 }
 
 func meanPerOp(ws []WorkerResult) time.Duration {

@@ -17,7 +17,9 @@ import (
 const ProgressEvery = 200 * time.Millisecond
 
 // Run measures one configuration: set up the target and choose the files,
-// run the single phase, then the concur phase, and return what they
+// run the single phase (one worker, unpinned unless PinSingle), then the
+// concur phase (Threads workers, pinned unless NoPin), each for Times
+// operations per worker and at least MinDuration, and return what they
 // measured. A *ConfigError means bad input. When ctx is cancelled, Run
 // stops the workers, cleans up (a server it started is stopped and its
 // mountpoint removed) and returns what was measured with Interrupted set
@@ -43,11 +45,10 @@ func Run(ctx context.Context, cfg Config) (res Result, err error) {
 		e.churn.start()
 	}
 	for _, ph := range []struct {
-		name string
-		n    int
+		spec phaseSpec
 		out  *Phase
-	}{{"single", 1, &res.Single}, {"concur", cfg.Threads, &res.Concur}} {
-		if *ph.out, err = e.phase(ctx, ph.name, ph.n, tally); err != nil || ctx.Err() != nil || e.gone() {
+	}{{e.singleSpec(), &res.Single}, {e.concurSpec(), &res.Concur}} {
+		if *ph.out, err = e.phase(ctx, ph.spec, tally); err != nil || ctx.Err() != nil || e.gone() {
 			break
 		}
 	}
@@ -177,14 +178,49 @@ func (e *env) close() error {
 
 func (e *env) newResult() Result {
 	return Result{Provenance: CaptureProvenance(e.cfg.Args), Target: e.target, Op: e.cfg.Op, Missing: e.cfg.Missing, Threads: e.cfg.Threads,
-		Times: e.cfg.Times, CPUs: len(e.cpus), Pinned: !e.cfg.NoPin, Procs: e.cfg.Procs,
+		Times: e.cfg.Times, CPUs: len(e.cpus), Pinned: !e.cfg.NoPin, SinglePinned: e.cfg.PinSingle,
+		MinDuration: e.cfg.MinDuration, Procs: e.cfg.Procs,
 		BufSize: e.cfg.BufSize, Files: e.p.Names, FilesPerOp: e.p.filesPerOp(), ClockCostNs: clockCost(), Notes: e.notes,
 		SimCalibration: e.cfg.SimCalibration}
 }
 
-// cpuOf is the CPU worker i is pinned to, or -1.
-func (e *env) cpuOf(i int) int {
-	if e.cfg.NoPin {
+// phaseSpec is what one phase runs: n workers, each doing at least times
+// operations and going on until minDur after the start barrier, pinned
+// to CPU i mod ncpus if pin.
+type phaseSpec struct {
+	name   string // "single" or "concur", for Progress
+	n      int
+	times  int
+	minDur time.Duration
+	pin    bool
+}
+
+// singleSpec is the single phase: one worker, unpinned unless
+// Config.PinSingle, as the seed's.
+func (e *env) singleSpec() phaseSpec {
+	return phaseSpec{name: "single", n: 1, times: e.cfg.Times, minDur: e.cfg.MinDuration, pin: e.cfg.PinSingle}
+}
+
+// concurSpec is the concur phase: Threads workers, pinned unless
+// Config.NoPin.
+func (e *env) concurSpec() phaseSpec {
+	return phaseSpec{name: "concur", n: e.cfg.Threads, times: e.cfg.Times, minDur: e.cfg.MinDuration, pin: !e.cfg.NoPin}
+}
+
+// until is the CLOCK_MONOTONIC before which a worker of the phase whose
+// start barrier opened at barrier does not end (worker.until); 0 without
+// a MinDuration.
+func (ph phaseSpec) until(barrier int64) int64 {
+	if ph.minDur <= 0 {
+		return 0
+	}
+	return barrier + ph.minDur.Nanoseconds()
+}
+
+// cpuOf is the CPU worker i of a phase is pinned to, or -1 when the
+// phase's workers are not pinned.
+func (e *env) cpuOf(ph phaseSpec, i int) int {
+	if !ph.pin {
 		return -1
 	}
 	return e.cpus[i%len(e.cpus)]
@@ -211,16 +247,16 @@ func (e *env) warmUp() {
 	}
 }
 
-// phase runs n workers at once and summarises them, adding their failures
-// to tally. It collects garbage first, so that the set-up's garbage is not
-// collected on a phase's time.
-func (e *env) phase(ctx context.Context, name string, n int, tally ErrorTally) (Phase, error) {
+// phase runs spec's workers at once and summarises them, adding their
+// failures to tally. It collects garbage first, so that the set-up's
+// garbage is not collected on a phase's time.
+func (e *env) phase(ctx context.Context, spec phaseSpec, tally ErrorTally) (Phase, error) {
 	runtime.GC()
 	run := e.threads
 	if e.cfg.Procs {
 		run = e.procs
 	}
-	outs, wall, err := run(ctx, name, n)
+	outs, wall, err := run(ctx, spec)
 	ph := Phase{Ran: len(outs) > 0, Wall: wall}
 	all := NewHistogram()
 	for _, o := range outs {
@@ -239,13 +275,14 @@ func (e *env) phase(ctx context.Context, name string, n int, tally ErrorTally) (
 	return ph, err
 }
 
-// threads runs n workers as goroutines locked to their threads. It raises
-// GOMAXPROCS to n+1 while they run, so that every worker thread is
-// scheduled by the kernel as the original's pthreads were, not queued for
-// one of GOMAXPROCS Ps by Go's scheduler (which would hand a P from thread
-// to thread whenever a worker blocks, and run each worker for 10 ms
-// slices).
-func (e *env) threads(ctx context.Context, name string, n int) ([]outcome, time.Duration, error) {
+// threads runs the phase's n workers as goroutines locked to their
+// threads. It raises GOMAXPROCS to n+1 while they run, so that every
+// worker thread is scheduled by the kernel as the original's pthreads
+// were, not queued for one of GOMAXPROCS Ps by Go's scheduler (which
+// would hand a P from thread to thread whenever a worker blocks, and run
+// each worker for 10 ms slices).
+func (e *env) threads(ctx context.Context, ph phaseSpec) ([]outcome, time.Duration, error) {
+	n := ph.n
 	if old := runtime.GOMAXPROCS(0); old < n+1 {
 		runtime.GOMAXPROCS(n + 1)
 		defer runtime.GOMAXPROCS(old)
@@ -255,16 +292,19 @@ func (e *env) threads(ctx context.Context, name string, n int) ([]outcome, time.
 	start, stop := make(chan struct{}), new(atomic.Bool)
 	results := make(chan outcome, n)
 	for i := range ws {
-		ws[i] = newWorker(i, e.cpuOf(i), e.cfg.Times, e.cfg.BufSize, e.t, e.p)
+		ws[i] = newWorker(i, e.cpuOf(ph, i), ph.times, e.cfg.BufSize, e.t, e.p)
 		ready.Add(1)
 		go ws[i].runThread(&ready, start, stop, results)
 	}
 	ready.Wait()
 	t0 := time.Now()
 	e.barrier = monoNow()
+	for _, w := range ws {
+		w.until = ph.until(e.barrier) // read by the worker after <-start: closing start publishes it
+	}
 	close(start)
 	report := func() {
-		e.report(name, t0, n, sumDone(ws))
+		e.report(ph, t0, sumDone(ws))
 		if e.gone() {
 			stop.Store(true) // every further operation would fail with ENOTCONN
 		}
@@ -317,9 +357,10 @@ func collect(ctx context.Context, results <-chan outcome, n int, stop, tick func
 	return outs
 }
 
-func (e *env) report(phase string, t0 time.Time, n int, done int64) {
+func (e *env) report(ph phaseSpec, t0 time.Time, done int64) {
 	if e.cfg.Progress != nil {
-		e.cfg.Progress(Progress{Phase: phase, Done: done, Total: int64(n) * int64(e.cfg.Times), Elapsed: time.Since(t0)})
+		e.cfg.Progress(Progress{Phase: ph.name, Done: done, Total: int64(ph.n) * int64(ph.times),
+			MinDuration: ph.minDur, Elapsed: time.Since(t0)})
 	}
 }
 

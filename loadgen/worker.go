@@ -27,6 +27,10 @@ type worker struct {
 	index int
 	cpu   int // -1: not pinned
 	times int
+	// until is CLOCK_MONOTONIC (monoNow) before which the loop does not
+	// end, even with its times done; 0: times alone decide
+	// (Config.MinDuration). Set before the worker starts.
+	until int64
 	t     target
 	p     *plan
 	buf   []byte // BufSize bytes: the read buffer
@@ -64,14 +68,18 @@ func newWorker(index, cpu, times, bufSize int, t target, p *plan) *worker {
 	return w
 }
 
-// loop runs the worker's operations until times are done or stop is set.
-// It reads the monotonic clock once per operation: the end of one is the
-// start of the next.
+// loop runs the worker's operations until times are done and the clock
+// has passed until, or until stop is set. It reads the monotonic clock
+// once per operation: the end of one is the start of the next.
 func (w *worker) loop(stop *atomic.Bool) {
+	var need time.Duration // how long after base the loop may end
+	if w.until != 0 {
+		need = time.Duration(w.until - monoNow()) // read before base: the loop ends at until or later
+	}
 	base := time.Now()
 	var prev time.Duration
 	j := 0
-	for ; j < w.times && !stop.Load(); j++ {
+	for ; (j < w.times || prev < need) && !stop.Load(); j++ {
 		var err error
 		cp, churned := w.churnPath(j)
 		if churned {

@@ -35,6 +35,9 @@ type compareFlags struct {
 	format     string
 	out        string
 	pin        bool
+	pinSingle  bool
+	minDur     time.Duration
+	warmUp     time.Duration
 	serverArgs []string
 	transports []string
 	tree       treeFlags
@@ -50,11 +53,20 @@ func newCompareCmd(stderr io.Writer) *cobra.Command {
 		Use:   "compare [flags]",
 		Short: "Compare lock strategies side by side: files and missing, over thread counts",
 		Long: `compare runs every target x lock x op x thread count --repeats times,
-interleaved (A B C A B C ...) so that drift in the machine hits every row
-alike, and prints per op a table: per row (target and lock) and thread count
-the median per-op, its ratio to mutex's (x) and the scaling efficiency (e,
-1.00 ideal). Rows: kernfsim (FUSE mounts loadgen starts, one per lock), sim
-(the in-process walker, one per lock) and sys (the real /sys, a reference).
+interleaved so that drift in the machine hits every row alike (the rows
+forward in one repeat and backward in the next, A B C C B A, and rotated
+every two repeats), and prints per op a table: per row (target and lock) and
+thread count the median per-op, its ratio to mutex's (x) and the scaling
+efficiency (e, 1.00 ideal). Rows: kernfsim (FUSE mounts loadgen starts, one
+per lock), sim (the in-process walker, one per lock) and sys (the real /sys,
+a reference).
+
+Each phase of a run does at least --times operations per worker and lasts at
+least --min-duration (the workers go on until then; the operations done are
+in --format json), so that cheap cells still span many scheduler ticks. Each
+row is warmed up, untimed, for --warm-up before the first repeat. As in the
+seed, the concurrent workers are pinned to CPU i mod ncpus (--pin) and the
+single worker is not (--pin-single pins it).
 
 The field workloads (--op hwloc, lstopo, coldplug) compare /sys with a mirror
 of it: unless --tree or a flag sizing a synthetic tree is given, the kernfsim
@@ -74,7 +86,7 @@ at once).`,
 	fs := cmd.Flags()
 	fs.StringSliceVar(&f.locks, "locks", locking.Names, "lock strategies")
 	fs.IntSliceVar(&f.threads, "threads", nil, "thread counts (default 1, ncpus, 4 x ncpus, 48)")
-	fs.IntVar(&f.times, "times", loadgen.DefaultCompareTimes, "operations per worker in each run")
+	fs.IntVar(&f.times, "times", loadgen.DefaultCompareTimes, "operations per worker in each phase of a run, at least (--min-duration goes on past them)")
 	fs.IntVar(&f.simTimes, "sim-times", 0, "operations per worker in each sim run (default 20 x --times: sim operations are 10-50 times cheaper)")
 	fs.IntVar(&f.sysTimes, "sys-times", 0, "operations per worker in each sys run of files, missing and the like (default 10 x --times: /sys is 30-100 times faster than FUSE)")
 	fs.IntVar(&f.hwlocTimes, "hwloc-times", loadgen.DefaultCompareHwlocTimes, "discoveries per worker in hwloc and lstopo runs (an MPI rank does one)")
@@ -88,7 +100,11 @@ at once).`,
 	cli.PathVar(fs, &f.plot, "plot", "", "also draw per-op latency against threads, a line per row, to `FILE` (.svg, .png or .pdf)")
 	fs.StringVar(&f.format, "format", "table", "output: table, json or bench")
 	cli.PathVar(fs, &f.out, "out", "", "write the output to `FILE` instead of standard output")
-	fs.BoolVar(&f.pin, "pin", true, "pin worker i to CPU i mod ncpus")
+	fs.BoolVar(&f.pin, "pin", true, "pin the concurrent phase's worker i to CPU i mod ncpus")
+	fs.BoolVar(&f.pinSingle, "pin-single", false, "pin the single phase's worker too, to the first CPU (the seed runs it unpinned)")
+	fs.DurationVar(&f.minDur, "min-duration", loadgen.DefaultCompareMinDuration,
+		"each phase of a run lasts at least this long, past --times if need be (0: --times alone; not hwloc and lstopo)")
+	fs.DurationVar(&f.warmUp, "warm-up", loadgen.DefaultCompareWarmUp, "warm each row up, untimed, this long before the first repeat (0: none)")
 	fs.StringArrayVar(&f.serverArgs, "server-arg", nil, "an extra flag for the kernfsim servers (repeatable)")
 	fs.StringSliceVar(&f.transports, "transports", nil, "kernfsim rows per transport: devfuse, uring, auto (default: one row per lock on the server's default transport)")
 	addTreeFlags(fs, &f.tree)
@@ -100,6 +116,9 @@ at once).`,
 // skipped, for stderr.
 func (f *compareFlags) config(cmd *cobra.Command) (cc loadgen.CompareConfig, notes []string, err error) {
 	if err := positive(cmd.Flags(), "times", "sim-times", "sys-times", "hwloc-times", "repeats"); err != nil {
+		return cc, nil, err
+	}
+	if err := notNegative(map[string]time.Duration{"min-duration": f.minDur, "warm-up": f.warmUp}); err != nil {
 		return cc, nil, err
 	}
 	if f.sim {
@@ -137,7 +156,8 @@ func (f *compareFlags) config(cmd *cobra.Command) (cc loadgen.CompareConfig, not
 		}
 	}
 	cc.Ops, cc.Threads, cc.Times, cc.SimTimes, cc.Repeats, cc.NoPin = f.ops, f.threads, f.times, f.simTimes, f.repeats, !f.pin
-	cc.SysTimes = f.sysTimes
+	cc.SysTimes, cc.PinSingle = f.sysTimes, f.pinSingle
+	cc.MinDuration, cc.WarmUp = noneIfZero(f.minDur), noneIfZero(f.warmUp)
 	cc.HwlocTimes, cc.Args = f.hwlocTimes, commandLine(cmd)
 	if err := f.simCost.check(cmd, slices.Contains(f.targets, "sim")); err != nil {
 		return cc, nil, err
@@ -148,6 +168,15 @@ func (f *compareFlags) config(cmd *cobra.Command) (cc loadgen.CompareConfig, not
 	}
 	cc.Server = &loadgen.ServerConfig{Command: serverCommand(), Args: append(f.tree.serverArgs(), f.serverArgs...)}
 	return cc, notes, nil
+}
+
+// noneIfZero is a duration flag as CompareConfig takes it: 0 there is
+// the default, a negative value none.
+func noneIfZero(d time.Duration) time.Duration {
+	if d == 0 {
+		return -1
+	}
+	return d
 }
 
 // hostOps are the field workloads, compared on a mirror of the sys rows'

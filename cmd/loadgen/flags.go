@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"slices"
 	"strconv"
@@ -204,6 +205,16 @@ func positive(fs *pflag.FlagSet, names ...string) error {
 		}
 		if v, err := strconv.Atoi(fs.Lookup(n).Value.String()); err == nil && v <= 0 {
 			return &cli.UsageError{Err: fmt.Errorf("--%s must be at least 1, got %d", n, v)}
+		}
+	}
+	return nil
+}
+
+// notNegative checks that each duration flag (by name) is 0 or more.
+func notNegative(flags map[string]time.Duration) error {
+	for _, n := range slices.Sorted(maps.Keys(flags)) {
+		if d := flags[n]; d < 0 {
+			return &cli.UsageError{Err: fmt.Errorf("--%s must be 0 or more, got %v", n, d)}
 		}
 	}
 	return nil

@@ -7,6 +7,7 @@ import (
 	"os"
 	"runtime"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -29,6 +30,8 @@ type runFlags struct {
 	missingPath string
 	op          string
 	pin         bool
+	pinSingle   bool
+	minDur      time.Duration
 	procs       bool
 	churn       float64
 	format      string
@@ -45,10 +48,14 @@ func newRunCmd(stderr io.Writer) *cobra.Command {
 		Use:   "loadgen [--path DIR | --sim] [flags]",
 		Short: "Reproduce the sysfs open/read/close and missing-file benchmarks against kernfsim or any directory",
 		Long: `loadgen runs Fox Chen's sysfs benchmark as Ian Kent used it for the kernfs
-locking work: a single worker does --times operations, then --threads workers,
-each pinned to CPU i mod ncpus, do --times operations each at once. It prints
-the original's lines (single:, concur: ... CPU n, times:) and then a summary:
-latency percentiles, throughput, concur/single and scaling efficiency.
+locking work: a single worker, not pinned, does --times operations, then
+--threads workers, each pinned to CPU i mod ncpus, do --times operations each
+at once. It prints the original's lines (single:, concur: ... CPU n, times:)
+and then a summary: latency percentiles, throughput, concur/single and
+scaling efficiency. --pin=false leaves the concurrent workers unpinned too;
+--pin-single pins the single worker to the first CPU (over an io_uring FUSE
+server that keeps its requests on one CPU's queue). --min-duration makes each
+phase last at least that long: its workers go on past --times until then.
 
 Targets: --sim is the in-process kernfsim walker (no FUSE; workers are uid
 1000, gid 1000, so permission checks are a user's); --path DIR is real system
@@ -83,7 +90,9 @@ func addRunFlags(fs *pflag.FlagSet, f *runFlags) {
 	fs.BoolVar(&f.missing, "missing", false, "every worker opens one missing path; the failing open is the operation")
 	cli.PathVar(fs, &f.missingPath, "missing-path", loadgen.DefaultMissingPath, "the missing path, relative to the target")
 	fs.StringVar(&f.op, "op", string(loadgen.OpOpenReadClose), "operation: "+opList())
-	fs.BoolVar(&f.pin, "pin", true, "pin worker i to CPU i mod ncpus (--pin=false to let the scheduler place them)")
+	fs.BoolVar(&f.pin, "pin", true, "pin the concurrent phase's worker i to CPU i mod ncpus (--pin=false to let the scheduler place them)")
+	fs.BoolVar(&f.pinSingle, "pin-single", false, "pin the single phase's worker to the first CPU (the seed runs it unpinned)")
+	fs.DurationVar(&f.minDur, "min-duration", 0, "each phase lasts at least this long: its workers go on past --times until then (0: --times alone, as the seed)")
 	fs.BoolVar(&f.procs, "procs", false, "run workers as separate processes (no shared fd table)")
 	fs.Float64Var(&f.churn, "churn", 0, "add and remove devices at `RATE` per second during the run (kernfsim targets); "+
 		"with --op coldplug, hot-add memory blocks at RATE (default 1000 where the target can)")
@@ -109,6 +118,9 @@ func (f *runFlags) config(cmd *cobra.Command) (loadgen.Config, error) {
 	if err := positive(fs, "threads", "times", "files", "bufsize"); err != nil {
 		return loadgen.Config{}, err
 	}
+	if err := notNegative(map[string]time.Duration{"min-duration": f.minDur}); err != nil {
+		return loadgen.Config{}, err
+	}
 	if err := f.tree.validate(); err != nil {
 		return loadgen.Config{}, err
 	}
@@ -126,7 +138,7 @@ func (f *runFlags) config(cmd *cobra.Command) (loadgen.Config, error) {
 	}
 	return loadgen.Config{Target: t, Op: loadgen.Op(f.op), Missing: f.missing, MissingPath: f.missingPath,
 		Threads: f.threads, Times: f.times, Files: f.files, FileList: f.fileList, BufSize: f.bufsize,
-		NoPin: !f.pin, Procs: f.procs, WorkerCommand: selfCommand("__worker"), Churn: f.churn, Args: commandLine(cmd),
+		NoPin: !f.pin, PinSingle: f.pinSingle, MinDuration: f.minDur, Procs: f.procs, WorkerCommand: selfCommand("__worker"), Churn: f.churn, Args: commandLine(cmd),
 		Server: &loadgen.ServerConfig{Command: serverCommand(), Args: f.serverFlags()}}, nil
 }
 
@@ -169,13 +181,7 @@ func (f *runFlags) run(cmd *cobra.Command, stderr io.Writer) error {
 		return err
 	}
 	res, err := measure(cmd, stderr, f.out, func(prog *progressLine) (loadgen.Result, error) {
-		cfg.Progress = func(p loadgen.Progress) {
-			if p.Total > 0 && p.Done > 0 {
-				prog.set("loadgen: %s %d/%d ops, %v%s", p.Phase, p.Done, p.Total, roundDur(p.Elapsed), eta(p.Done, p.Total, p.Elapsed))
-			} else {
-				prog.set("loadgen: %s running, %v", p.Phase, roundDur(p.Elapsed))
-			}
-		}
+		cfg.Progress = func(p loadgen.Progress) { prog.set("%s", progressText(p)) }
 		return loadgen.Run(cmd.Context(), cfg)
 	}, func(r loadgen.Result) bool { return r.Single.Ran }, writerFor(f.format, loadgen.WriteSeed, loadgen.WriteJSON, loadgen.WriteBench))
 	if err == nil && res.Unexpected() > 0 {
@@ -183,6 +189,17 @@ func (f *runFlags) run(cmd *cobra.Command, stderr io.Writer) error {
 		return &exitError{cli.ExitRuntime}
 	}
 	return err
+}
+
+// progressText is the status line of a run's progress.
+func progressText(p loadgen.Progress) string {
+	switch {
+	case p.MinDuration > 0 && p.Done >= p.Total:
+		return fmt.Sprintf("loadgen: %s %d ops, %v of at least %v", p.Phase, p.Done, roundDur(p.Elapsed), p.MinDuration)
+	case p.Total > 0 && p.Done > 0:
+		return fmt.Sprintf("loadgen: %s %d/%d ops, %v%s", p.Phase, p.Done, p.Total, roundDur(p.Elapsed), eta(p.Done, p.Total, p.Elapsed))
+	}
+	return fmt.Sprintf("loadgen: %s running, %v", p.Phase, roundDur(p.Elapsed))
 }
 
 // selfCommand is this program run with a hidden subcommand, or nil if its
