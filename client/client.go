@@ -21,6 +21,12 @@ const (
 	StatsPath        = "kernel/kernfsim/stats"
 )
 
+// FallbackNotice begins the line a kernfsim server prints on stderr when
+// it was left to choose its transport and serves over /dev/fuse because
+// io_uring is unavailable; the reason, with what would enable it,
+// follows on the line.
+const FallbackNotice = "kernfsim: serving over /dev/fuse, not io_uring: "
+
 // NewDevice is the write to new_device that creates device name with
 // nattrs extra attributes: "NAME NATTRS\n".
 func NewDevice(name string, nattrs int) []byte {

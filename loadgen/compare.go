@@ -195,6 +195,12 @@ type CellRun struct {
 	// extended the phase.
 	OpsPerWorker float64
 	SingleOps    int64
+	// Lock is how busy the target's lock was over the concur phase
+	// (Phase.Lock): each side's utilization (held over wall) and the
+	// fraction of acquisitions that waited. LockCounted is false for a
+	// target without lock counters (the real /sys).
+	LockRead, LockWrite, LockContended float64
+	LockCounted                        bool
 	// Done and DoneMax are the median and the largest of the concur
 	// workers' time to done (WorkerResult.Done): the figure of hwloc
 	// cells, the start-up wait of half and of all MPI ranks.
@@ -209,11 +215,16 @@ func cellRunOf(r Result) CellRun {
 	if len(r.Single.Workers) > 0 {
 		single = r.Single.Workers[0].Ops
 	}
-	return CellRun{SinglePerOp: r.SinglePerOp(), PerOp: r.WallPerOp(), WorkerPerOp: r.ConcurPerOp(),
+	c := CellRun{SinglePerOp: r.SinglePerOp(), PerOp: r.WallPerOp(), WorkerPerOp: r.ConcurPerOp(),
 		NsPerOp: r.NsPerOp(), Ops: r.TotalOps(), OpsPerWorker: r.Concur.OpsPerWorker(), SingleOps: single,
 		P50: r.Concur.Latency.P50, P99: r.Concur.Latency.P99,
 		P999: r.Concur.Latency.P999, OpsPerSec: r.OpsPerSec(), Ratio: r.Ratio(), Efficiency: r.Efficiency(),
 		Unexpected: r.Unexpected(), Done: done, DoneMax: last, Warnings: r.Warnings()}
+	if u := r.Concur.Lock; u != nil {
+		c.LockCounted, c.LockContended = true, u.Contended()
+		c.LockRead, c.LockWrite = u.Utilization()
+	}
+	return c
 }
 
 // fieldOp reports whether the op label names an operation whose figure is
@@ -252,6 +263,12 @@ func (c Cell) Median() CellRun {
 		Done:       d(func(r CellRun) time.Duration { return r.Done }), DoneMax: d(func(r CellRun) time.Duration { return r.DoneMax })}
 	m.OpsPerWorker = med(func(r CellRun) float64 { return r.OpsPerWorker })
 	m.SingleOps = int64(med(func(r CellRun) float64 { return float64(r.SingleOps) }))
+	if !slices.ContainsFunc(c.Runs, func(r CellRun) bool { return !r.LockCounted }) {
+		m.LockCounted = true
+		m.LockRead = med(func(r CellRun) float64 { return r.LockRead })
+		m.LockWrite = med(func(r CellRun) float64 { return r.LockWrite })
+		m.LockContended = med(func(r CellRun) float64 { return r.LockContended })
+	}
 	for _, r := range c.Runs {
 		m.Unexpected += r.Unexpected
 		for _, w := range r.Warnings {

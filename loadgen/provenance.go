@@ -132,6 +132,10 @@ type Mount struct {
 	Transport                                  string // devfuse, or what the server reported
 	Permissions                                string // kernel or server
 	EntryTimeout, AttrTimeout, NegativeTimeout time.Duration
+	// FellBack is why a server left to choose its transport serves over
+	// /dev/fuse (client.FallbackNotice), with what would enable io_uring;
+	// "" if it did not say.
+	FellBack string
 	// Negatives is the server's rule for missing names: lock:cached or
 	// lock:uncached when its lock decided, override when a flag did, ""
 	// from a server too old to say.

@@ -71,16 +71,20 @@ func (j JSONTarget) toTarget() Target {
 	if m := j.Mount; m != nil {
 		t.Mount = &Mount{Lock: m.Lock, Transport: m.Transport, Permissions: m.Permissions,
 			EntryTimeout: time.Duration(m.EntryTimeoutNs), AttrTimeout: time.Duration(m.AttrTimeoutNs),
-			NegativeTimeout: time.Duration(m.NegativeTimeoutNs)}
+			NegativeTimeout: time.Duration(m.NegativeTimeoutNs), Negatives: m.Negatives, FellBack: m.FellBack}
 	}
 	return t
 }
 
 // toCellRun is jsonCellRun's inverse.
 func (j JSONCellRun) toCellRun() CellRun {
-	return CellRun{SinglePerOp: time.Duration(j.SinglePerOpNs), PerOp: time.Duration(j.PerOpNs),
+	c := CellRun{SinglePerOp: time.Duration(j.SinglePerOpNs), PerOp: time.Duration(j.PerOpNs),
 		WorkerPerOp: time.Duration(j.WorkerPerOpNs), NsPerOp: j.NsPerOp, Ops: j.Ops, P50: time.Duration(j.P50Ns),
 		P99: time.Duration(j.P99Ns), P999: time.Duration(j.P999Ns), OpsPerSec: j.OpsPerSec, Ratio: j.Ratio,
 		Efficiency: j.Efficiency, Unexpected: j.Unexpected, Done: time.Duration(j.DoneNs),
 		DoneMax: time.Duration(j.DoneMaxNs), Warnings: j.Warnings, OpsPerWorker: j.OpsPerWorker, SingleOps: j.SingleOps}
+	if l := j.Lock; l != nil {
+		c.LockCounted, c.LockRead, c.LockWrite, c.LockContended = true, l.ReadUtilization, l.WriteUtilization, l.Contended
+	}
+	return c
 }

@@ -30,6 +30,9 @@ const benchPkg = "github.com/kernfsim/kernfsim/loadgen"
 // percentiles (p50-ns, p99-ns, p99.9-ns), throughput (ops/s), the
 // concur/single ratio and the scaling efficiency; hwloc and lstopo lines add
 // the median and the largest worker time to done (done-ns, done-max-ns).
+// Where the target has lock counters, each side's utilization over the
+// concur phase (lock-read-util, lock-write-util: held over wall) and the
+// fraction of acquisitions that waited (lock-contended) follow.
 // loadgen compare writes the same metrics, a line per repeat. Figures are
 // printed as go test prints them.
 func WriteBench(w io.Writer, r Result) error {
@@ -71,6 +74,9 @@ func writeBenchLine(ew *textout.Writer, p Provenance, name string, op Op, c Cell
 		{c.OpsPerSec, "ops/s"}, {c.Ratio, "ratio"}, {c.Efficiency, "efficiency"}}
 	if op == OpHwloc || op == OpLstopo {
 		m = append(m, [2]any{float64(c.Done), "done-ns"}, [2]any{float64(c.DoneMax), "done-max-ns"})
+	}
+	if c.LockCounted {
+		m = append(m, [2]any{c.LockRead, "lock-read-util"}, [2]any{c.LockWrite, "lock-write-util"}, [2]any{c.LockContended, "lock-contended"})
 	}
 	for _, v := range m {
 		ew.Printf(benchFormat(v[0].(float64)), v[0], v[1])

@@ -24,10 +24,17 @@ func WriteCompareTable(w io.Writer, r CompareResult) error {
 	for _, s := range compareSetups(r) {
 		ew.Printf("%-8s %s\n", "setup:", s)
 	}
+	if why := uringFallback(r); why != "" {
+		ew.Printf("%-8s kernfsim rows over /dev/fuse, not io_uring: %s\n", "note:", why)
+	}
 	ew.Printf("\ncell: per-op ±S  xR eE\n")
 	ew.Printf("  ±S  the runs' spread: the farther of min and max from the median, in %% of it\n")
 	ew.Printf("  xR  R times mutex's per-op (lower is better); x1.20~ when the two cells' min-max ranges overlap: not resolved\n")
 	ew.Printf("  eE  scaling efficiency (1.00 ideal); a ! after it: a run was too short or noisy to trust (see warnings)\n")
+	if hasLockCounts(r) {
+		ew.Printf("lock use (below each table, the concur phase): rR wW cC%%\n")
+		ew.Printf("  rR, wW  the read and write sides' time held over wall time (a shared side: the mean number of holders); cC%% acquisitions that waited\n")
+	}
 	if r.Interrupted {
 		ew.Printf("interrupted: medians of the runs done so far\n")
 	}
@@ -43,11 +50,18 @@ func WriteCompareTable(w io.Writer, r CompareResult) error {
 		if err := writeOpTable(w, r, op); err != nil {
 			return err
 		}
+		if hasLockCounts(r) {
+			fmt.Fprintln(w)
+			if err := writeLockTable(w, r, op); err != nil {
+				return err
+			}
+		}
 	}
+	writeFindings(ew, r)
 	if n := r.Unexpected(); n > 0 {
 		ew.Printf("\nunexpected errors: %d (run the row alone to see them)\n", n)
 	}
-	writeCompareWarnings(ew, r)
+	writeGroupedWarnings(ew, r)
 	if len(r.Notes) > 0 {
 		ew.Printf("\nnotes:\n")
 	}
@@ -147,7 +161,7 @@ func cellText(r CompareResult, c *Cell) string {
 		fig += fmt.Sprintf(" x%.2f%s", v, unresolved)
 	}
 	fig += fmt.Sprintf(" e%.2f", m.Efficiency)
-	if len(m.Warnings) > 0 {
+	if flagged(*c) {
 		fig += "!"
 	}
 	return fig
@@ -161,48 +175,6 @@ func spreadPct(s Spread) string {
 	}
 	d := max(s.Max-s.Median, s.Median-s.Min)
 	return fmt.Sprintf("%.0f%%", 100*float64(d)/float64(s.Median))
-}
-
-// writeCompareWarnings lists the cells marked !, a line each: which kinds
-// of warning, in how many of its runs.
-func writeCompareWarnings(ew *textout.Writer, r CompareResult) {
-	first := true
-	for _, c := range r.Cells {
-		kinds := runWarnings(c)
-		if len(kinds) == 0 {
-			continue
-		}
-		if first {
-			ew.Printf("\nwarnings (runs that may mislead; each run's own in --format json):\n")
-			first = false
-		}
-		ew.Printf("  %s op=%s threads=%d: %s\n", c.Row.Label(), c.Op, c.Threads, strings.Join(kinds, "; "))
-	}
-	if !first {
-		ew.Printf("  (raise --times, or --sim-times for the sim rows, and --repeats for more runs per cell)\n")
-	}
-}
-
-// runWarnings says, per kind of warning, in how many of c's runs it came.
-func runWarnings(c Cell) []string {
-	var eff, short int
-	for _, run := range c.Runs {
-		for _, w := range run.Warnings {
-			if strings.HasPrefix(w, "efficiency") {
-				eff++
-			} else {
-				short++
-			}
-		}
-	}
-	var out []string
-	if eff > 0 {
-		out = append(out, fmt.Sprintf("efficiency above %.2f in %d of %d runs", MaxEfficiency, eff, len(c.Runs)))
-	}
-	if short > 0 {
-		out = append(out, fmt.Sprintf("worker loops under %s in %d of %d runs", textout.Dur(MinWorkerLoop), short, len(c.Runs)))
-	}
-	return out
 }
 
 // compareSetups says how each kind of row was served, once per kind.
@@ -302,6 +274,16 @@ type JSONCellRun struct {
 	// extended the phase.
 	OpsPerWorker float64 `json:"ops_per_worker"`
 	SingleOps    int64   `json:"single_ops"`
+	// Lock is how busy the lock was over the concur phase; absent for a
+	// target without lock counters (the real /sys).
+	Lock *JSONCellLock `json:"lock,omitempty"`
+}
+
+// JSONCellLock is a run's lock figures (CellRun.Lock*).
+type JSONCellLock struct {
+	ReadUtilization  float64 `json:"read_utilization"`  // read side held over wall (mean readers inside)
+	WriteUtilization float64 `json:"write_utilization"` // write side held over wall
+	Contended        float64 `json:"contended"`         // fraction of acquisitions that waited
 }
 
 // WriteCompareJSON writes r as one indented JSON document (JSONCompare).
@@ -337,10 +319,14 @@ func WriteCompareJSON(w io.Writer, r CompareResult) error {
 }
 
 func jsonCellRun(c CellRun) JSONCellRun {
-	return JSONCellRun{SinglePerOpNs: int64(c.SinglePerOp), PerOpNs: int64(c.PerOp), WorkerPerOpNs: int64(c.WorkerPerOp), P50Ns: int64(c.P50),
+	j := JSONCellRun{SinglePerOpNs: int64(c.SinglePerOp), PerOpNs: int64(c.PerOp), WorkerPerOpNs: int64(c.WorkerPerOp), P50Ns: int64(c.P50),
 		P99Ns: int64(c.P99), OpsPerSec: c.OpsPerSec, Efficiency: c.Efficiency, Unexpected: c.Unexpected,
 		DoneNs: int64(c.Done), DoneMaxNs: int64(c.DoneMax), NsPerOp: c.NsPerOp, Ops: c.Ops, P999Ns: int64(c.P999),
 		Ratio: c.Ratio, Warnings: c.Warnings, OpsPerWorker: c.OpsPerWorker, SingleOps: c.SingleOps}
+	if c.LockCounted {
+		j.Lock = &JSONCellLock{ReadUtilization: c.LockRead, WriteUtilization: c.LockWrite, Contended: c.LockContended}
+	}
+	return j
 }
 
 func jsonSpread(s Spread) JSONSpread {

@@ -140,6 +140,12 @@ type JSONMount struct {
 	EntryTimeoutNs    int64  `json:"entry_timeout_ns"`
 	AttrTimeoutNs     int64  `json:"attr_timeout_ns"`
 	NegativeTimeoutNs int64  `json:"negative_timeout_ns"`
+	// Negatives is the server's rule for missing names: lock:cached,
+	// lock:uncached or override; absent from servers too old to say.
+	Negatives string `json:"negatives,omitempty"`
+	// FellBack is why a server left to choose its transport serves over
+	// /dev/fuse; absent if it did not fall back.
+	FellBack string `json:"fell_back,omitempty"`
 }
 
 // JSONPhase is a Phase; nil when the phase did not run.
@@ -152,6 +158,38 @@ type JSONPhase struct {
 	// OpsPerWorker is the mean of the workers' ops: times, or more where
 	// min_duration_ns extended the phase.
 	OpsPerWorker float64 `json:"ops_per_worker"`
+	// Lock is how the target's lock was used over the phase; absent for
+	// a target without lock counters (the real /sys).
+	Lock *JSONLockUse `json:"lock,omitempty"`
+}
+
+// JSONLockUse is a LockUse: the lock's counters over the phase, as
+// lock_stat gives them, and each side's utilization (held over wall).
+type JSONLockUse struct {
+	ReadAcquisitions  int64   `json:"read_acquisitions"`
+	ReadContended     int64   `json:"read_contended"`
+	ReadWaitNs        int64   `json:"read_wait_ns"`
+	ReadHeldNs        int64   `json:"read_held_ns"`
+	ReadUtilization   float64 `json:"read_utilization"`
+	ReadCounted       bool    `json:"read_counted"`
+	WriteAcquisitions int64   `json:"write_acquisitions"`
+	WriteContended    int64   `json:"write_contended"`
+	WriteWaitNs       int64   `json:"write_wait_ns"`
+	WriteHeldNs       int64   `json:"write_held_ns"`
+	WriteUtilization  float64 `json:"write_utilization"`
+	HoldSampleEvery   int     `json:"hold_sample_every"`
+	WallNs            int64   `json:"wall_ns"`
+}
+
+func jsonLockUse(u *LockUse) *JSONLockUse {
+	if u == nil {
+		return nil
+	}
+	read, write := u.Utilization()
+	return &JSONLockUse{ReadAcquisitions: u.ReadAcquisitions, ReadContended: u.ReadContended,
+		ReadWaitNs: int64(u.ReadWait), ReadHeldNs: int64(u.ReadHeld), ReadUtilization: read, ReadCounted: u.ReadSideCounted,
+		WriteAcquisitions: u.WriteAcquisitions, WriteContended: u.WriteContended, WriteWaitNs: int64(u.WriteWait),
+		WriteHeldNs: int64(u.WriteHeld), WriteUtilization: write, HoldSampleEvery: u.HoldSampleEvery, WallNs: int64(u.Wall)}
 }
 
 // JSONWorker is a WorkerResult.
@@ -225,7 +263,7 @@ func JSONTargetOf(t Target) JSONTarget {
 	j := JSONTarget{Kind: string(t.Kind), Label: TargetLabel(t), Dir: t.Dir, Lock: t.Lock, Transport: t.Transport()}
 	if m := t.Mount; m != nil {
 		j.Mount = &JSONMount{Lock: m.Lock, Transport: m.Transport, Permissions: m.Permissions,
-			EntryTimeoutNs: int64(m.EntryTimeout), AttrTimeoutNs: int64(m.AttrTimeout), NegativeTimeoutNs: int64(m.NegativeTimeout)}
+			EntryTimeoutNs: int64(m.EntryTimeout), AttrTimeoutNs: int64(m.AttrTimeout), NegativeTimeoutNs: int64(m.NegativeTimeout), Negatives: m.Negatives, FellBack: m.FellBack}
 	}
 	if t.Kind == TargetSim && (t.Build == nil || t.Tree.CPUs > 0) {
 		j.CPUs = t.Tree.WithDefaults().CPUs
@@ -245,7 +283,7 @@ func jsonPhase(p Phase) *JSONPhase {
 	j := &JSONPhase{WallNs: int64(p.Wall), PerOpNs: float64(meanPerOp(p.Workers)), WallPerOpNs: float64(wallPerOp(p)), Latency: JSONLatency{
 		Count: p.Latency.Count, MeanNs: int64(p.Latency.Mean), P50Ns: int64(p.Latency.P50),
 		P99Ns: int64(p.Latency.P99), P999Ns: int64(p.Latency.P999), MaxNs: int64(p.Latency.Max)},
-		Workers: []JSONWorker{}, OpsPerWorker: p.OpsPerWorker()}
+		Workers: []JSONWorker{}, OpsPerWorker: p.OpsPerWorker(), Lock: jsonLockUse(p.Lock)}
 	for _, w := range p.Workers {
 		j.Workers = append(j.Workers, JSONWorker{Worker: w.Worker, CPU: w.CPU, Ops: w.Ops,
 			TotalNs: int64(w.Total), PerOpNs: perOpNs(w), DoneNs: int64(w.Done)})

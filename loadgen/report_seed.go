@@ -75,6 +75,9 @@ func WriteSummary(w io.Writer, r Result) error {
 			ew.Printf("time-to-done: median %s, last %s (per worker, from the start barrier to its end: an MPI rank's wait)\n",
 				textout.Dur(med), textout.Dur(last))
 		}
+		if u := r.Concur.Lock; u != nil {
+			ew.Printf("lock:         concur %s\n", u.describe())
+		}
 	}
 	if r.Churn != nil && r.Op == OpColdplug {
 		ew.Printf("hot-add:      %s\n", describeHotAdd(*r.Churn))

@@ -52,6 +52,9 @@ type Phase struct {
 	Workers []WorkerResult // in completion order
 	Wall    time.Duration  // from the start barrier to the last worker's end
 	Latency Latency        // every operation of every worker
+	// Lock is how the target's lock was used over the phase, nil for a
+	// target without lock counters (the real /sys).
+	Lock *LockUse
 }
 
 // WorkerResult is one worker's loop.

@@ -97,8 +97,9 @@ type env struct {
 	t      target
 	p      *plan
 	cpus   []int
-	churn  writer  // nil without churn or a coldplug writer
-	server *Server // nil unless Run started one
+	churn  writer    // nil without churn or a coldplug writer
+	server *Server   // nil unless Run started one
+	lock   lockProbe // the target's lock counters; nil without any
 	notes  []string
 	// barrier is CLOCK_MONOTONIC (monoNow) when the running phase's start
 	// barrier opened.
@@ -115,6 +116,7 @@ func setup(ctx context.Context, cfg Config) (e *env, err error) {
 	if e.t, err = e.openTarget(ctx); err != nil {
 		return e, err
 	}
+	e.lock = lockProbeOf(e.t)
 	if e.p, err = makePlan(e.t, cfg); err != nil {
 		return e, err
 	}
@@ -256,8 +258,11 @@ func (e *env) phase(ctx context.Context, spec phaseSpec, tally ErrorTally) (Phas
 	if e.cfg.Procs {
 		run = e.procs
 	}
-	outs, wall, err := run(ctx, spec)
-	ph := Phase{Ran: len(outs) > 0, Wall: wall}
+	var outs []outcome
+	var wall time.Duration
+	var err error
+	use := measureLock(e.lock, func() time.Duration { outs, wall, err = run(ctx, spec); return wall })
+	ph := Phase{Ran: len(outs) > 0, Wall: wall, Lock: use}
 	all := NewHistogram()
 	for _, o := range outs {
 		if o.err != nil {

@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/kernfsim/kernfsim/client"
 )
 
 // fuseSuperMagic is statfs's f_type of a FUSE mount.
@@ -193,12 +195,20 @@ func (s *Server) Mountpoint() string { return s.mnt }
 func (s *Server) Mount() *Mount {
 	s.outMu.Lock()
 	defer s.outMu.Unlock()
+	var m *Mount
+	fellBack := ""
 	for _, line := range strings.Split(s.output.String(), "\n") {
-		if m := parseMount(line); m != nil {
-			return m
+		if reason, ok := strings.CutPrefix(line, client.FallbackNotice); ok {
+			fellBack = reason
+		}
+		if pm := parseMount(line); pm != nil && m == nil {
+			m = pm
 		}
 	}
-	return nil
+	if m != nil {
+		m.FellBack = fellBack
+	}
+	return m
 }
 
 // Stderr is what the server has printed so far (stdout and stderr).

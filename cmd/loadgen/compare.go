@@ -32,6 +32,7 @@ type compareFlags struct {
 	sysDir     string
 	sim        bool
 	plot       string
+	seed       bool
 	format     string
 	out        string
 	pin        bool
@@ -79,7 +80,8 @@ at once).`,
   loadgen compare --ops hwloc                         # /sys and its mirror under each lock
   loadgen compare --ops coldplug --tree synthetic --mem-blocks 100000 --targets kernfsim,sim
   loadgen compare --targets sim --locks mutex,rwsem --format bench > sim.txt; benchstat -col /lock sim.txt
-  loadgen compare --sim-cost auto --locks rwsem --threads 1,2,8,48   # sim rows with the kernel's work outside the lock`,
+  loadgen compare --sim-cost auto --locks rwsem --threads 1,2,8,48   # sim rows with the kernel's work outside the lock
+  loadgen compare --locks mutex,rwsem --threads 1,16,48 --seed        # beside seed 002's published figures`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return f.run(cmd, stderr) },
 	}
@@ -99,6 +101,7 @@ at once).`,
 	cli.PathVar(fs, &f.sysDir, "sys", "/sys", "the real sysfs of the sys rows")
 	cli.PathVar(fs, &f.plot, "plot", "", "also draw per-op latency against threads, a line per row, to `FILE` (.svg, .png or .pdf)")
 	fs.StringVar(&f.format, "format", "table", "output: table, json or bench")
+	fs.BoolVar(&f.seed, "seed", false, "after the table, seed 002's published figures beside this run's at the same op and thread count (files and missing at 1, 16 and 48 threads), with the ratio of rwsem to mutex there and here")
 	cli.PathVar(fs, &f.out, "out", "", "write the output to `FILE` instead of standard output")
 	fs.BoolVar(&f.pin, "pin", true, "pin the concurrent phase's worker i to CPU i mod ncpus")
 	fs.BoolVar(&f.pinSingle, "pin-single", false, "pin the single phase's worker too, to the first CPU (the seed runs it unpinned)")
@@ -120,6 +123,9 @@ func (f *compareFlags) config(cmd *cobra.Command) (cc loadgen.CompareConfig, not
 	}
 	if err := notNegative(map[string]time.Duration{"min-duration": f.minDur, "warm-up": f.warmUp}); err != nil {
 		return cc, nil, err
+	}
+	if f.seed && f.format != "table" {
+		return cc, nil, &cli.UsageError{Err: fmt.Errorf("--seed adds a table to the text output, not to --format %s: drop one of them", f.format)}
 	}
 	if f.sim {
 		if cmd.Flags().Changed("targets") {
@@ -326,5 +332,11 @@ func eta(done, total int64, elapsed time.Duration) string {
 }
 
 func (f *compareFlags) write(w io.Writer, res loadgen.CompareResult) error {
-	return writerFor(f.format, loadgen.WriteCompareTable, loadgen.WriteCompareJSON, loadgen.WriteCompareBench)(w, res)
+	if err := writerFor(f.format, loadgen.WriteCompareTable, loadgen.WriteCompareJSON, loadgen.WriteCompareBench)(w, res); err != nil {
+		return err
+	}
+	if f.seed && f.format == "table" {
+		return loadgen.WriteSeedTable(w, res)
+	}
+	return nil
 }

@@ -60,9 +60,10 @@ var (
 	machineJSON = regexp.MustCompile(`"(version|revision|go_version|kernel|cpu_model|start)": "[^"]*"`)
 )
 
-// warnings are what a run says of its own figures: they come and go with
-// the machine's load.
-var warnings = regexp.MustCompile(`(?m)^(# )?warning:.*\n|(?s)\nwarnings[^\n]*:\n.*?\(raise --times[^\n]*\n|` +
+// warnings are what a run says of its own figures, and what compare's
+// summary finds: they come and go with the machine's load (the summary's
+// and the warnings' own tests use fixed figures).
+var warnings = regexp.MustCompile(`(?m)^(# )?warning:.*\n|\n(warnings|explained|summary)[^\n]*:\n(  .*\n)*|` +
 	`(?m)^\s*"warnings": \[\n(?:.*\n)*?\s*\],\n|!`)
 
 // shape replaces every figure with #, the build and machine with *, and

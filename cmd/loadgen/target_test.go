@@ -37,14 +37,31 @@ func TestDefaultTarget(t *testing.T) {
 			if code != cli.ExitOK {
 				t.Fatalf("exit %d, stderr %q", code, errOut)
 			}
-			if rest := checkSeed(t, out, times, 2); !strings.Contains(rest, "target:       kernfsim: FUSE mount at ") ||
+			rest := checkSeed(t, out, times, 2)
+			if !strings.Contains(rest, "target:       kernfsim: FUSE mount at ") ||
 				!strings.Contains(rest, "lock rcu") || !strings.Contains(rest, "errors:       none") ||
 				!setupLine.MatchString(rest) {
 				t.Errorf("summary:\n%s", rest)
 			}
+			// The server's lock counters, read from its stats file around
+			// the phase: each of the 2 x times operations entered the read side.
+			if m := lockLine.FindStringSubmatch(rest); m == nil || atoi(t, m[1]) < 2*times {
+				t.Errorf("summary lacks a lock line with at least %d read acquisitions:\n%s", 2*times, rest)
+			}
 			noLeftovers(t)
 		})
 	}
+}
+
+var lockLine = regexp.MustCompile(`(?m)^lock:         concur read (\d+) acquisitions .*; hold times sampled 1 in 64$`)
+
+func atoi(t *testing.T, s string) int {
+	t.Helper()
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
 }
 
 // setupLine is the setup of a default server: io_uring where the kernel

@@ -21,6 +21,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/kernfsim/kernfsim/client"
 	"github.com/kernfsim/kernfsim/fusefs"
 	"github.com/kernfsim/kernfsim/internal/cli"
 	"github.com/kernfsim/kernfsim/kernfsim"
@@ -153,7 +154,7 @@ func serve(ctx context.Context, mountpoint string, f *flags, stdout, stderr io.W
 	}
 	stats.Bind(m.Server)
 	if m.FellBack != nil && opts.Transport == fusefs.TransportAuto {
-		fmt.Fprintf(stderr, "kernfsim: serving over /dev/fuse, not io_uring: %v\n", m.FellBack)
+		fmt.Fprintf(stderr, "%s%v\n", client.FallbackNotice, m.FellBack)
 	}
 	neg := m.Server.Negatives()
 	fmt.Fprintf(stdout, "kernfsim: serving %s on %s: lock=%s entry-timeout=%v attr-timeout=%v negative-timeout=%v negatives=%s permissions=%s transport=%s\n",

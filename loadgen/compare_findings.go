@@ -1,0 +1,309 @@
+package loadgen
+
+import (
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/kernfsim/kernfsim/internal/textout"
+)
+
+// A comparison's findings: what its tables show, said in a few lines per
+// op, as a patch cover letter would (WriteCompareTable prints them after
+// the tables). For each target kind with a mutex row, each other lock's
+// ratio to mutex where the runs' ranges do not overlap (resolved), the
+// thread counts where they do (within noise), and for the FUSE rows what
+// bounds them: the tree's own code (the sim row at one thread) against
+// the whole per-op, and how busy the lock was.
+
+// Findings are the summary lines of op: a line per lock of each kind.
+func (r *CompareResult) Findings(op string) []string {
+	var out []string
+	for _, kind := range []TargetKind{TargetKernfsim, TargetSim} {
+		out = append(out, r.kindFindings(op, kind)...)
+	}
+	return out
+}
+
+// kindFindings are op's findings for the rows of kind.
+func (r *CompareResult) kindFindings(op string, kind TargetKind) []string {
+	var lines []string
+	anyResolved, rows := false, 0
+	for i, row := range r.Rows {
+		if row.Target.Kind != kind || row.Target.Lock == "mutex" {
+			continue
+		}
+		var resolved, noise []string
+		for _, th := range r.Threads {
+			c := r.Cell(i, op, th)
+			if c == nil || len(c.Runs) == 0 {
+				continue
+			}
+			v, ok := r.RatioToMutex(*c)
+			switch {
+			case !ok:
+				continue
+			case r.Unresolved(*c):
+				noise = append(noise, fmt.Sprint(th))
+			default:
+				resolved = append(resolved, fmt.Sprintf("x%.2f at %d", v, th))
+			}
+		}
+		if len(resolved) == 0 && len(noise) == 0 {
+			continue
+		}
+		rows++
+		anyResolved = anyResolved || len(resolved) > 0
+		var parts []string
+		if len(resolved) > 0 {
+			parts = append(parts, strings.Join(resolved, ", ")+" threads")
+		}
+		if len(noise) > 0 {
+			parts = append(parts, "within noise at "+strings.Join(noise, ", "))
+		}
+		lines = append(lines, fmt.Sprintf("%s against mutex: %s", row.Label(), strings.Join(parts, "; ")))
+	}
+	if rows > 0 && !anyResolved {
+		lines = []string{fmt.Sprintf("%s: no lock differs from mutex beyond the runs' spread, at any thread count", TargetLabel(Target{Kind: kind}))}
+	}
+	if kind == TargetKernfsim && rows > 0 {
+		lines = append(lines, r.mountBound(op)...)
+	}
+	return lines
+}
+
+// mountBound says what bounds the kernfsim rows of op: the share of a
+// one-thread per-op that the tree's own code takes (the sim mutex row's
+// single per-op), and the lock's busy fraction where it was measured.
+func (r *CompareResult) mountBound(op string) []string {
+	mount, sim := r.rowCell(TargetKernfsim, "mutex", op, 1), r.rowCell(TargetSim, "mutex", op, 1)
+	var out []string
+	if mount != nil && sim != nil && mount.Median().SinglePerOp > 0 {
+		ms, ss := mount.Median().SinglePerOp, sim.Median().SinglePerOp
+		out = append(out, fmt.Sprintf("kernfsim rows: the tree's own code (sim mutex, %s) is %.1f%% of a one-thread per-op on the mount (%s); the rest is the FUSE transport and the kernel's walk, the same under every lock",
+			textout.Dur(ss), 100*float64(ss)/float64(ms), textout.Dur(ms)))
+	}
+	if line := r.lockBusyLine(op); line != "" {
+		out = append(out, line)
+	}
+	return out
+}
+
+// rowCell is the cell of the first row of kind under lock, or nil.
+func (r *CompareResult) rowCell(kind TargetKind, lock, op string, threads int) *Cell {
+	i := slices.IndexFunc(r.Rows, func(row Row) bool { return row.Target.Kind == kind && row.Target.Lock == lock })
+	if i < 0 {
+		return nil
+	}
+	if c := r.Cell(i, op, threads); c != nil && len(c.Runs) > 0 {
+		return c
+	}
+	return nil
+}
+
+// lockBusyLine says how busy the kernfsim rows' locks were at the
+// largest thread count, and whether the lock can be what bounds them:
+// not where mutex, whose read side excludes, was held for under half the
+// phase.
+func (r *CompareResult) lockBusyLine(op string) string {
+	if len(r.Threads) == 0 {
+		return ""
+	}
+	th := slices.Max(r.Threads)
+	var parts []string
+	mutexBusy := -1.0
+	for i, row := range r.Rows {
+		if row.Target.Kind != TargetKernfsim {
+			continue
+		}
+		c := r.Cell(i, op, th)
+		if c == nil || len(c.Runs) == 0 {
+			continue
+		}
+		m := c.Median()
+		if !m.LockCounted {
+			continue
+		}
+		parts = append(parts, fmt.Sprintf("%s r%.3f w%.3f", row.Target.Lock, m.LockRead, m.LockWrite))
+		if row.Target.Lock == "mutex" && mutexBusy < 0 {
+			mutexBusy = m.LockRead + m.LockWrite
+		}
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	s := fmt.Sprintf("kernfsim rows at %d threads, the lock held over the wall time (r read side, mean holders where shared; w write side): %s",
+		th, strings.Join(parts, ", "))
+	switch {
+	case mutexBusy >= 0.5:
+		s += fmt.Sprintf("; mutex was busy %.0f%% of the time: the lock bounds these rows", 100*mutexBusy)
+	case mutexBusy >= 0:
+		s += fmt.Sprintf("; mutex was busy %.0f%% of the time: the lock is not what bounds these rows, the transport is", 100*mutexBusy)
+	}
+	return s
+}
+
+// lockCellText is c's lock figures: each side's utilization and the
+// fraction of acquisitions that waited; "-" without counters.
+func lockCellText(c *Cell) string {
+	if c == nil || len(c.Runs) == 0 {
+		return "-"
+	}
+	m := c.Median()
+	if !m.LockCounted {
+		return "-"
+	}
+	return fmt.Sprintf("r%.3f w%.3f c%.1f%%", m.LockRead, m.LockWrite, 100*m.LockContended)
+}
+
+// writeLockTable writes op's lock figures, a line per row with counters.
+func writeLockTable(w io.Writer, r CompareResult, op string) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 3, ' ', 0)
+	head := []string{"lock use", "lock"}
+	for _, th := range r.Threads {
+		head = append(head, fmt.Sprintf("threads=%d", th))
+	}
+	fmt.Fprintln(tw, strings.Join(head, "\t"))
+	for i, row := range r.Rows {
+		if row.Target.Kind == TargetPath {
+			continue
+		}
+		line := []string{TargetLabel(row.Target), row.Target.Lock}
+		for _, th := range r.Threads {
+			line = append(line, lockCellText(r.Cell(i, op, th)))
+		}
+		fmt.Fprintln(tw, strings.Join(line, "\t"))
+	}
+	return tw.Flush()
+}
+
+// A run's warnings are grouped by kind: one line per kind, naming the
+// cells it came in. An efficiency above MaxEfficiency on a FUSE row is
+// explained instead: over FUSE a lone client waits at every request for
+// the server's thread to wake on an idle vCPU, while concurrent clients
+// keep the CPUs awake, so the single per-op that efficiency divides by is
+// inflated. That is the transport, not a short or noisy run, and more
+// operations would not change it.
+
+// warnKind is a kind of run warning.
+type warnKind int
+
+const (
+	warnShort      warnKind = iota // a worker loop under MinWorkerLoop
+	warnEfficiency                 // efficiency above MaxEfficiency
+	warnKinds
+)
+
+// kindOf is the kind of the warning w (Result.Warnings).
+func kindOf(w string) warnKind {
+	if strings.HasPrefix(w, "efficiency") {
+		return warnEfficiency
+	}
+	return warnShort
+}
+
+// explained reports whether a warning of kind k in c is explained by how
+// c was measured, not a fault of its runs.
+func explained(c Cell, k warnKind) bool {
+	return k == warnEfficiency && c.Row.Target.Kind == TargetKernfsim
+}
+
+// flagged reports whether a run of c has a warning that is not explained:
+// the cell's figure may mislead (the ! in tables).
+func flagged(c Cell) bool {
+	for _, run := range c.Runs {
+		for _, w := range run.Warnings {
+			if !explained(c, kindOf(w)) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// warnedCells lists, for kind k, the cells of r where it came and whether
+// it is explained there: "sim rcu files threads=8 (1 of 3 runs)".
+func warnedCells(r CompareResult, k warnKind, wantExplained bool) []string {
+	var out []string
+	for _, c := range r.Cells {
+		if explained(c, k) != wantExplained {
+			continue
+		}
+		n := 0
+		for _, run := range c.Runs {
+			if slices.ContainsFunc(run.Warnings, func(w string) bool { return kindOf(w) == k }) {
+				n++
+			}
+		}
+		if n > 0 {
+			out = append(out, fmt.Sprintf("%s %s threads=%d (%d/%d)", c.Row.Label(), c.Op, c.Threads, n, len(c.Runs)))
+		}
+	}
+	return out
+}
+
+// writeGroupedWarnings writes a line per kind of warning with the cells
+// it affects, then what is explained.
+func writeGroupedWarnings(ew *textout.Writer, r CompareResult) {
+	what := [warnKinds]string{
+		warnShort:      fmt.Sprintf("worker loops under %s (raise --times, or --sim-times for the sim rows)", textout.Dur(MinWorkerLoop)),
+		warnEfficiency: fmt.Sprintf("efficiency above %.2f (raise --repeats; --times, or --sim-times for the sim rows)", MaxEfficiency),
+	}
+	first := true
+	for k := range warnKinds {
+		cells := warnedCells(r, k, false)
+		if len(cells) == 0 {
+			continue
+		}
+		if first {
+			ew.Printf("\nwarnings (runs that may mislead, the cells marked !; each run's own in --format json):\n")
+			first = false
+		}
+		ew.Printf("  %s: %s\n", what[k], strings.Join(cells, ", "))
+	}
+	if cells := warnedCells(r, warnEfficiency, true); len(cells) > 0 {
+		ew.Printf("\nexplained, not faults:\n")
+		ew.Printf("  efficiency above %.2f on the FUSE rows, %d cells: a lone client waits at every request for the server's thread to wake on an idle vCPU, "+
+			"while concurrent clients keep the CPUs awake, so the single per-op that efficiency divides by is inflated (the transport, not noise: more runs would not change it)\n",
+			MaxEfficiency, len(cells))
+	}
+}
+
+// writeFindings writes the summary: op's findings, per op.
+func writeFindings(ew *textout.Writer, r CompareResult) {
+	first := true
+	for _, op := range r.Ops {
+		lines := r.Findings(op)
+		if len(lines) == 0 {
+			continue
+		}
+		if first {
+			ew.Printf("\nsummary (resolved: the runs' min-max ranges do not overlap mutex's):\n")
+			first = false
+		}
+		ew.Printf("  op=%s\n", op)
+		for _, l := range lines {
+			ew.Printf("    %s\n", l)
+		}
+	}
+}
+
+// hasLockCounts reports whether any run of r measured its lock.
+func hasLockCounts(r CompareResult) bool {
+	return slices.ContainsFunc(r.Cells, func(c Cell) bool {
+		return slices.ContainsFunc(c.Runs, func(run CellRun) bool { return run.LockCounted })
+	})
+}
+
+// uringFallback is why the kernfsim rows whose server chose its transport
+// serve over /dev/fuse, with what would enable io_uring; "" if none did.
+func uringFallback(r CompareResult) string {
+	for _, row := range r.Rows {
+		if m := row.Target.Mount; row.Target.Kind == TargetKernfsim && m != nil && m.FellBack != "" {
+			return m.FellBack
+		}
+	}
+	return ""
+}

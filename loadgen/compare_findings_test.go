@@ -1,0 +1,124 @@
+package loadgen
+
+import (
+	"bytes"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kernfsim/kernfsim/internal/textout"
+)
+
+// syntheticCompare is a comparison of kernfsim and sim rows under mutex
+// and rwsem, op missing at 1 and 48 threads on 2 CPUs, whose runs have
+// the per-ops given (µs, one per repeat) by perOp[row][threads].
+func syntheticCompare(perOp map[string]map[int][]float64) CompareResult {
+	r := CompareResult{Ops: []string{"missing"}, Threads: []int{1, 48}, CPUs: 2, Repeats: 3}
+	for _, label := range []string{"kernfsim mutex", "kernfsim rwsem", "sim mutex", "sim rwsem"} {
+		kind, lock, _ := strings.Cut(label, " ")
+		row := Row{Target: Target{Kind: map[string]TargetKind{"kernfsim": TargetKernfsim, "sim": TargetSim}[kind], Lock: lock}}
+		r.Rows = append(r.Rows, row)
+		for _, th := range r.Threads {
+			c := Cell{Row: row, Op: "missing", Threads: th}
+			for _, us := range perOp[label][th] {
+				d := time.Duration(us * float64(time.Microsecond))
+				c.Runs = append(c.Runs, CellRun{PerOp: d, SinglePerOp: d})
+			}
+			r.Cells = append(r.Cells, c)
+		}
+	}
+	return r
+}
+
+var seedLike = map[string]map[int][]float64{
+	"kernfsim mutex": {1: {46, 47, 48}, 48: {6300, 6400, 6500}},
+	"kernfsim rwsem": {1: {45, 47, 49}, 48: {1100, 1170, 1200}},
+	"sim mutex":      {1: {0.79, 0.80, 0.81}, 48: {47, 48, 49}},
+	"sim rwsem":      {1: {0.60, 0.61, 0.62}, 48: {25, 26, 27}},
+}
+
+func TestFindings(t *testing.T) {
+	r := syntheticCompare(seedLike)
+	got := strings.Join(r.Findings("missing"), "\n")
+	for _, want := range []string{
+		"kernfsim rwsem against mutex: x0.18 at 48 threads; within noise at 1",
+		"sim rwsem against mutex: x0.76 at 1, x0.54 at 48 threads",
+		"kernfsim rows: the tree's own code (sim mutex, 800ns) is 1.7% of a one-thread per-op on the mount (47.0us)",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("findings:\n%s\nwant a line with %q", got, want)
+		}
+	}
+}
+
+func TestFindingsNothingResolved(t *testing.T) {
+	flat := map[string]map[int][]float64{
+		"kernfsim mutex": {1: {46, 47, 48}, 48: {6300, 6400, 6500}},
+		"kernfsim rwsem": {1: {45, 47, 49}, 48: {6350, 6420, 6600}},
+	}
+	r := syntheticCompare(flat)
+	got := r.Findings("missing")
+	if len(got) == 0 || got[0] != "kernfsim: no lock differs from mutex beyond the runs' spread, at any thread count" {
+		t.Errorf("findings: %q", got)
+	}
+}
+
+func TestSeedTable(t *testing.T) {
+	r := syntheticCompare(seedLike)
+	var b bytes.Buffer
+	if err := WriteSeedTable(&b, r); err != nil {
+		t.Fatal(err)
+	}
+	out := strings.Join(strings.Fields(b.String()), " ")
+	for _, want := range []string{
+		"seed 002 (Ian Kent, 2021",
+		// 48 threads: the seed's x0.08, the mount's x0.18 (resolved, smaller), the sim's x0.54
+		"missing 48 2.14ms 161us x0.08 (48) 6.40ms 1.17ms x0.18 same direction, smaller (seed: 48 CPUs, here 2) 48.0us 26.0us x0.54 same direction, smaller",
+		"not measured (give --threads 16 and --locks mutex,rwsem)",
+		"missing 1 2.39us 2.14us x0.90 (16) 47.0us 47.0us x1.00~ not resolved here 800ns 610ns x0.76 reproduces",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("seed table:\n%s\nwant %q", out, want)
+		}
+	}
+	r.Ops = []string{"stat"}
+	b.Reset()
+	if err := WriteSeedTable(&b, r); err != nil || !strings.Contains(b.String(), "seed 002 measured --ops files,missing") {
+		t.Errorf("seed table of an op the seed did not measure: %v\n%s", err, b.String())
+	}
+}
+
+func TestGroupedWarnings(t *testing.T) {
+	r := syntheticCompare(seedLike)
+	effWarn := "efficiency 1.20 is above 1.05"
+	shortWarn := "worker loop of 5ms is under 20ms"
+	for i := range r.Cells {
+		c := &r.Cells[i]
+		switch c.Row.Label() + fmt.Sprint(c.Threads) {
+		case "kernfsim mutex1", "kernfsim rwsem48":
+			c.Runs[0].Warnings = []string{effWarn}
+		case "sim rwsem48":
+			c.Runs[1].Warnings = []string{effWarn, shortWarn}
+			c.Runs[2].Warnings = []string{shortWarn}
+		}
+	}
+	var b bytes.Buffer
+	ew := textout.NewWriter(&b)
+	writeGroupedWarnings(ew, r)
+	out := b.String()
+	for _, want := range []string{
+		"worker loops under 20.0ms (raise --times, or --sim-times for the sim rows): sim rwsem missing threads=48 (2/3)\n",
+		"efficiency above 1.05 (raise --repeats; --times, or --sim-times for the sim rows): sim rwsem missing threads=48 (1/3)\n",
+		"efficiency above 1.05 on the FUSE rows, 2 cells: a lone client waits",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("warnings:\n%s\nwant %q", out, want)
+		}
+	}
+	for _, c := range r.Cells {
+		if want := c.Row.Label() == "sim rwsem" && c.Threads == 48; flagged(c) != want {
+			t.Errorf("%s threads=%d: flagged %v, want %v", c.Row.Label(), c.Threads, flagged(c), want)
+		}
+	}
+}

@@ -1,0 +1,113 @@
+package loadgen
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/kernfsim/kernfsim/client"
+	"github.com/kernfsim/kernfsim/internal/textout"
+	"github.com/kernfsim/kernfsim/locking"
+)
+
+// LockUse is how the target's lock was used during a phase, as lock_stat
+// gives it: the change of the strategy's counters over the phase
+// (locking.Stats.Sub) and the phase's wall time. A sim target's counters
+// are its tree's strategy's; a kernfsim mount's are read from its stats
+// file before and after the phase (a few requests each, under the lock,
+// counted too). A target without counters (the real /sys) has none.
+type LockUse struct {
+	locking.Stats               // the counters' change over the phase
+	Wall          time.Duration // the phase's wall time, which Utilization divides by
+}
+
+// Utilization is the time each side was held per unit of wall time
+// (locking.Stats.Utilization): for an exclusive side (every write side,
+// and mutex's read side) the fraction of the phase it was busy, for a
+// shared read side the mean number of readers inside.
+func (u LockUse) Utilization() (read, write float64) { return u.Stats.Utilization(u.Wall) }
+
+// Contended is the fraction of acquisitions, both sides, that found the
+// lock held and waited.
+func (u LockUse) Contended() float64 {
+	acq := u.ReadAcquisitions + u.WriteAcquisitions
+	if acq == 0 {
+		return 0
+	}
+	return float64(u.ReadContended+u.WriteContended) / float64(acq)
+}
+
+// lockProbe reads a target's lock counters.
+type lockProbe func() (locking.Stats, error)
+
+// lockProbeOf is t's probe, or nil if it has no counters: a sim target's
+// strategy, or the stats file of a kernfsim mount.
+func lockProbeOf(t target) lockProbe {
+	switch t := t.(type) {
+	case *simTarget:
+		s := t.t.Strategy()
+		return func() (locking.Stats, error) { return s.Stats(), nil }
+	case *pathTarget:
+		probe := func() (locking.Stats, error) {
+			c, err := client.ReadStats(t.dir)
+			if err != nil {
+				return locking.Stats{}, err
+			}
+			return lockStatsOf(c), nil
+		}
+		if _, err := probe(); err != nil {
+			return nil // not a kernfsim mount (the real /sys), or an old server
+		}
+		return probe
+	}
+	return nil
+}
+
+// lockStatsOf is the lock counters of a stats file reading.
+func lockStatsOf(c client.Stats) locking.Stats {
+	return locking.Stats{
+		ReadAcquisitions: int64(c.ReadAcquisitions), ReadContended: int64(c.ReadContended),
+		ReadWait: c.ReadWait, ReadHeld: c.ReadHeld,
+		WriteAcquisitions: int64(c.WriteAcquisitions), WriteContended: int64(c.WriteContended),
+		WriteWait: c.WriteWait, WriteHeld: c.WriteHeld,
+		HoldSampleEvery: int(c.HoldSampleEvery), ReadSideCounted: c.ReadCounted,
+		CountersSwitchedOn: c.HoldSampleEvery > 0,
+	}
+}
+
+// measureLock runs phase between two readings of probe and returns the
+// lock's use over it; nil if probe is nil or a reading failed (the
+// server went away: the phase's own errors say so).
+func measureLock(probe lockProbe, phase func() time.Duration) *LockUse {
+	if probe == nil {
+		phase()
+		return nil
+	}
+	before, err := probe()
+	wall := phase()
+	if err != nil {
+		return nil
+	}
+	after, err := probe()
+	if err != nil || !after.CountersSwitchedOn {
+		return nil
+	}
+	return &LockUse{Stats: after.Sub(before), Wall: wall}
+}
+
+// describe is u in one line, for the seed format's summary.
+func (u LockUse) describe() string {
+	read, write := u.Utilization()
+	side := func(name string, acq, cont int64, wait, held time.Duration, util float64) string {
+		s := fmt.Sprintf("%s %d acquisitions", name, acq)
+		if acq > 0 {
+			s += fmt.Sprintf(" (%.1f%% contended, waited %s)", 100*float64(cont)/float64(acq), textout.Dur(wait))
+		}
+		return s + fmt.Sprintf(", held %s (%.3f of the wall time)", textout.Dur(held), util)
+	}
+	s := ""
+	if u.ReadSideCounted {
+		s = side("read", u.ReadAcquisitions, u.ReadContended, u.ReadWait, u.ReadHeld, read) + "; "
+	}
+	s += side("write", u.WriteAcquisitions, u.WriteContended, u.WriteWait, u.WriteHeld, write)
+	return s + fmt.Sprintf("; hold times sampled 1 in %d", u.HoldSampleEvery)
+}
