@@ -89,9 +89,7 @@ func (m *Mount) abort() error {
 	select {
 	case <-m.done:
 	case <-time.After(2 * time.Second):
-		if m.ring != nil {
-			m.ring.Stop()
-		}
+		m.srv.StopQueues()
 	}
 	return err
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/hanwen/go-fuse/v2/fuse"
 	"golang.org/x/sys/unix"
 
+	"github.com/kernfsim/kernfsim/fusefs/uring"
 	"github.com/kernfsim/kernfsim/kernfsim"
 
 	"github.com/kernfsim/kernfsim/internal/fusetest"
@@ -96,7 +97,7 @@ func mountGoFuseFS(b *testing.B, tr *kernfsim.Tree) string {
 	b.Cleanup(func() { srv.Unmount() })
 	// go-fuse's own prime runs with signals unblocked; a signal can lose
 	// its POLL. Ours checks, as every kernfsim mount's does.
-	if err := primeNoPoll(mnt); err != nil {
+	if err := uring.PrimeNoPoll(mnt); err != nil {
 		b.Fatal(err)
 	}
 	return mnt

@@ -50,9 +50,8 @@ type Mount struct {
 	// FellBack says why io_uring was asked for (auto) but not used; nil
 	// if it was used or not asked for.
 	FellBack error
-	fuse     *fuse.Server
-	ring     *uring.Transport // nil on /dev/fuse
-	conn     uint32           // /sys/fs/fuse/connections/<conn>
+	srv      *uring.Server
+	conn     uint32 // /sys/fs/fuse/connections/<conn>
 	done     chan struct{}
 }
 
@@ -79,15 +78,18 @@ func MountTree(tree *kernfsim.Tree, mountpoint string, opts MountOptions) (*Moun
 		fs.Close()
 		return nil, err
 	}
-	fs.setTransport(m.Transport, m.ring)
+	var ring *uring.Server
+	if m.Transport == TransportURing {
+		ring = m.srv
+	}
+	fs.setTransport(m.Transport, ring)
 	go func() {
-		m.fuse.Serve()
-		if m.ring != nil {
-			<-m.ring.Done()
-		}
+		m.srv.Serve()
 		close(m.done)
 	}()
-	if err := m.fuse.WaitMount(); err != nil {
+	// WaitMount primes the mount (uring.PrimeNoPoll), before any client
+	// in this process opens a file on it.
+	if err := m.srv.WaitMount(); err != nil {
 		m.Unmount()
 		return nil, fmt.Errorf("mount %s: %w", mnt, err)
 	}
@@ -102,18 +104,14 @@ func MountTree(tree *kernfsim.Tree, mountpoint string, opts MountOptions) (*Moun
 		}
 		return nil, usage("mountpoint %s is already a mount (another server mounted it at the same moment): unmount it first (umount %s) or choose another directory", mnt, mnt)
 	}
-	if err := primeNoPoll(mnt); err != nil {
-		m.Unmount()
-		return nil, fmt.Errorf("mount %s: the kernel would send FUSE POLL, which can deadlock a client in this process with the garbage collector: %w", mnt, err)
-	}
-	if m.ring != nil {
-		m.Server.transport.Load().primedPolls.Store(m.ring.Polls())
-	}
+	m.Server.transport.Load().primedPolls.Store(m.srv.Polls())
 	return m, nil
 }
 
-// mount mounts over the transport opts asks for and sets m's fuse,
-// ring, Transport and FellBack.
+// mount mounts over the transport opts asks for and sets m's srv,
+// Transport and FellBack. A queue that fails while serving makes the
+// uring.Server abort the connection: every client then gets ENOTCONN
+// rather than a hang.
 func (m *Mount) mount(opts MountOptions) error {
 	want := opts.Transport
 	if want == "" {
@@ -126,33 +124,25 @@ func (m *Mount) mount(opts MountOptions) error {
 	if want == TransportURing && why != nil {
 		return usage("--transport uring: %v; or use --transport devfuse", why)
 	}
-	if want == TransportDevFuse || why != nil {
-		srv, err := fuse.NewServer(m.Server, m.Mountpoint, fuseOptions(opts))
-		if err != nil {
-			return mountRefused(m.Mountpoint, err)
-		}
-		m.fuse, m.Transport, m.FellBack = srv, TransportDevFuse, why
-		return nil
+	cfg := uring.Config{}
+	switch {
+	case want == TransportDevFuse || why != nil:
+		cfg.Only = uring.DevFuse
+	case want == TransportURing:
+		cfg.Only = uring.URing
 	}
-	srv, ring, fellBack, err := mountURing(m.Server, m.Mountpoint, opts, want == TransportURing, m.fatal)
-	if err != nil {
-		return err
+	srv, err := uring.NewServer(m.Server, m.Mountpoint, fuseOptions(opts), cfg)
+	switch {
+	case err != nil && cfg.Only == uring.URing && errors.Is(err, uring.ErrUnavailable):
+		return fmt.Errorf("--transport uring: %w", err)
+	case err != nil:
+		return mountRefused(m.Mountpoint, err)
 	}
-	m.fuse, m.ring, m.FellBack, m.Transport = srv, ring, fellBack, TransportURing
-	if fellBack != nil {
-		m.Transport = TransportDevFuse
+	m.srv, m.Transport, m.FellBack = srv, Transport(srv.Transport()), why
+	if why == nil {
+		m.FellBack = srv.FellBack()
 	}
 	return nil
-}
-
-// fatal is called when a queue's ring fails while serving: that CPU's
-// requests can no longer be answered, so the connection is aborted and
-// every client gets ENOTCONN rather than a hang.
-func (m *Mount) fatal(err error) {
-	fmt.Fprintf(os.Stderr, "kernfsim: io_uring queue failed, aborting the FUSE connection: %v\n", err)
-	if err := m.abortFusectl(err); err != nil {
-		fmt.Fprintf(os.Stderr, "kernfsim: %v\n", err)
-	}
 }
 
 func fuseOptions(o MountOptions) *fuse.MountOptions {
@@ -169,7 +159,7 @@ func fuseOptions(o MountOptions) *fuse.MountOptions {
 
 // maxWrite is the largest WRITE (and, as max_read, READ) the kernel sends:
 // go-fuse's default, given explicitly because it also sizes each io_uring
-// entry's payload.
+// entry's payload (uring.Server.PinnedBytes).
 const maxWrite = 128 << 10
 
 // Done is closed when the server has stopped serving.
@@ -198,7 +188,7 @@ func (m *Mount) Unmount() error {
 	case err == nil:
 	case errors.Is(err, syscall.EPERM):
 		// mounted through fusermount3 by a user: let it unmount
-		if err := m.fuse.Unmount(); err != nil {
+		if err := m.srv.Unmount(); err != nil {
 			abortErr = m.detachAsUser(err)
 		}
 	default:
@@ -209,9 +199,7 @@ func (m *Mount) Unmount() error {
 		return nil
 	case <-time.After(2 * time.Second):
 	}
-	if m.ring != nil {
-		m.ring.Stop() // no thread outlives the mount, whatever the kernel still holds
-	}
+	m.srv.StopQueues() // no thread outlives the mount, whatever the kernel still holds
 	if abortErr != nil {
 		return fmt.Errorf("unmount %s: %v; the server did not stop within 2 s, and the connection ends when this process exits", m.Mountpoint, abortErr)
 	}

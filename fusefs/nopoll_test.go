@@ -155,7 +155,7 @@ func TestPrimeIsCounted(t *testing.T) {
 	}
 	tr, _ := newServedTree(t, "rcu")
 	m := mountTest(t, tr, MountOptions{Transport: TransportURing})
-	if n := m.ring.Polls(); n != 1 {
+	if n := m.srv.Polls(); n != 1 {
 		t.Fatalf("the queues answered %d POLL requests during the mount, want 1 (the prime's)", n)
 	}
 }

@@ -477,7 +477,7 @@ func TestDeleteNotifyInvalidatesAnyNode(t *testing.T) {
 		}
 		dir := must(tr.Lookup(must(tr.Lookup(tr.Root(), "devices"))(t), "kernfsim"))(t)
 		node := must(tr.Lookup(dir, "d0"))(t)
-		m.fuse.DeleteNotify(dir.Ino(), node.Ino()+1_000_000, "d0") // a node the dentry does not point to
+		m.srv.DeleteNotify(dir.Ino(), node.Ino()+1_000_000, "d0") // a node the dentry does not point to
 		must(os.Stat(dev))(t)
 		if lookups() == before {
 			t.Fatal("after a delete notification naming another node, the cached entry was still used")

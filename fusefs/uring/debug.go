@@ -16,21 +16,23 @@ var opNames = map[uint32]string{
 	opGetxattr: "GETXATTR", opListxattr: "LISTXATTR", opRemovexattr: "REMOVEXATTR",
 	opFlush: "FLUSH", opOpendir: "OPENDIR", opReaddir: "READDIR", opReleasedir: "RELEASEDIR",
 	opFsyncdir: "FSYNCDIR", opGetlk: "GETLK", opSetlk: "SETLK", opSetlkw: "SETLKW",
-	opAccess: "ACCESS", opCreate: "CREATE", opDestroy: "DESTROY", opPoll: "POLL",
-	opNotifyReply: "NOTIFY_REPLY", opFallocate: "FALLOCATE", opRename2: "RENAME2",
-	opLseek: "LSEEK", opCopyFileRange: "COPY_FILE_RANGE", opTmpfile: "TMPFILE", opStatx: "STATX",
+	opAccess: "ACCESS", opCreate: "CREATE", opBmap: "BMAP", opDestroy: "DESTROY", opIoctl: "IOCTL",
+	opPoll: "POLL", opNotifyReply: "NOTIFY_REPLY", opFallocate: "FALLOCATE", opReaddirplus: "READDIRPLUS",
+	opRename2: "RENAME2", opLseek: "LSEEK", opCopyFileRange: "COPY_FILE_RANGE",
+	opSetupMapping: "SETUPMAPPING", opRemoveMapping: "REMOVEMAPPING", opSyncfs: "SYNCFS",
+	opTmpfile: "TMPFILE", opStatx: "STATX", opCopyFileRange64: "COPY_FILE_RANGE_64",
 }
 
 func opName(op uint32) string {
 	if n, ok := opNames[op]; ok {
 		return n
 	}
-	return fmt.Sprintf("OPCODE%d", op)
+	return fmt.Sprintf("OPCODE-%d", op)
 }
 
 // named lists the opcodes whose payload starts with a name.
 var named = map[uint32]bool{opLookup: true, opMknod: true, opMkdir: true, opUnlink: true, opRmdir: true,
-	opCreate: true, opSymlink: true, opRename: true, opRename2: true, opLink: true, opGetxattr: true, opRemovexattr: true}
+	opCreate: true, opSymlink: true, opRename: true, opRename2: true, opLink: true, opGetxattr: true, opSetxattr: true, opRemovexattr: true, opTmpfile: true}
 
 // logRequest logs a request as go-fuse's debug output does: unique,
 // opcode, node, and the name for opcodes that carry one. Call it before

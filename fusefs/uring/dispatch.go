@@ -2,78 +2,124 @@ package uring
 
 import (
 	"bytes"
-	"fmt"
 	"log"
-	"os"
+	"runtime"
 	"sync/atomic"
 	"unsafe"
 
 	"github.com/hanwen/go-fuse/v2/fuse"
 )
 
-// FUSE opcodes (include/uapi/linux/fuse.h) that can reach a ring.
+// FUSE opcodes (include/uapi/linux/fuse.h) that can reach a ring: all
+// but INIT, FORGET, BATCH_FORGET and INTERRUPT, which the kernel sends on
+// /dev/fuse, where go-fuse serves them.
 const (
-	opLookup        = 1
-	opGetattr       = 3
-	opSetattr       = 4
-	opReadlink      = 5
-	opSymlink       = 6
-	opMknod         = 8
-	opMkdir         = 9
-	opUnlink        = 10
-	opRmdir         = 11
-	opRename        = 12
-	opLink          = 13
-	opOpen          = 14
-	opRead          = 15
-	opWrite         = 16
-	opStatfs        = 17
-	opRelease       = 18
-	opFsync         = 20
-	opSetxattr      = 21
-	opGetxattr      = 22
-	opListxattr     = 23
-	opRemovexattr   = 24
-	opFlush         = 25
-	opOpendir       = 27
-	opReaddir       = 28
-	opReleasedir    = 29
-	opFsyncdir      = 30
-	opGetlk         = 31
-	opSetlk         = 32
-	opSetlkw        = 33
-	opAccess        = 34
-	opCreate        = 35
-	opDestroy       = 38
-	opNotifyReply   = 41
-	opFallocate     = 43
-	opRename2       = 45
-	opLseek         = 46
-	opCopyFileRange = 47
-	opTmpfile       = 51
-	opStatx         = 52
+	opLookup          = 1
+	opGetattr         = 3
+	opSetattr         = 4
+	opReadlink        = 5
+	opSymlink         = 6
+	opMknod           = 8
+	opMkdir           = 9
+	opUnlink          = 10
+	opRmdir           = 11
+	opRename          = 12
+	opLink            = 13
+	opOpen            = 14
+	opRead            = 15
+	opWrite           = 16
+	opStatfs          = 17
+	opRelease         = 18
+	opFsync           = 20
+	opSetxattr        = 21
+	opGetxattr        = 22
+	opListxattr       = 23
+	opRemovexattr     = 24
+	opFlush           = 25
+	opOpendir         = 27
+	opReaddir         = 28
+	opReleasedir      = 29
+	opFsyncdir        = 30
+	opGetlk           = 31
+	opSetlk           = 32
+	opSetlkw          = 33
+	opAccess          = 34
+	opCreate          = 35
+	opBmap            = 37
+	opDestroy         = 38
+	opIoctl           = 39
+	opNotifyReply     = 41
+	opFallocate       = 43
+	opReaddirplus     = 44
+	opRename2         = 45
+	opLseek           = 46
+	opCopyFileRange   = 47
+	opSetupMapping    = 48
+	opRemoveMapping   = 49
+	opSyncfs          = 50
+	opTmpfile         = 51
+	opStatx           = 52
+	opCopyFileRange64 = 53
 )
 
+// scratch is an entry's Go-side working memory: the requests that need
+// some use it instead of allocating. Used by whoever serves the entry.
+type scratch struct {
+	iov  [1][]byte         // WRITE's Writev argument
+	dirs fuse.DirEntryList // READDIR's and READDIRPLUS's list
+}
+
 // handler decodes ring requests into calls of the same fuse.RawFileSystem
-// methods that go-fuse's /dev/fuse loop calls, and encodes the replies
-// into the entry's payload. Out-structs are zeroed before the method
-// fills them: the payload is reused and stale bytes would become cache
-// timeouts.
+// methods that go-fuse's /dev/fuse loop calls (fuse/opcode.go), and
+// encodes the replies into the entry's payload as go-fuse does. Out-structs
+// are zeroed before the method fills them: the payload is reused and
+// stale bytes would become cache timeouts. Every field is immutable once
+// the queues start, but polls and noWritev (atomic).
 type handler struct {
-	fs     fuse.RawFileSystem
-	xattrs bool          // false: answer ENOSYS for xattr opcodes, as go-fuse's DisableXAttrs
-	polls  atomic.Uint64 // POLL requests answered, the prime's included
-	debug  *log.Logger   // every request and reply is logged to it; nil: none
+	fs           fuse.RawFileSystem
+	xattrs       bool                  // false: answer ENOSYS for xattr opcodes, as go-fuse's DisableXAttrs
+	ignoreLabels bool                  // go-fuse's IgnoreSecurityLabels
+	polls        atomic.Uint64         // POLL requests answered, the prime's included
+	noWritev     atomic.Bool           // fs.Writev answered ENOSYS: WRITE goes to fs.Write
+	logger       *log.Logger           // go-fuse's MountOptions.Logger
+	debug        *log.Logger           // every request and reply is logged to it; nil: none
+	panicked     func(any) fuse.Status // go-fuse's MountOptions.PanicHandler, or its default
+}
+
+// newHandler serves fs as go-fuse's loop would with opts, whose Logger
+// is set.
+func newHandler(fs fuse.RawFileSystem, opts *fuse.MountOptions) *handler {
+	h := &handler{fs: fs, xattrs: !opts.DisableXAttrs, ignoreLabels: opts.IgnoreSecurityLabels,
+		logger: opts.Logger, panicked: opts.PanicHandler}
+	if opts.Debug {
+		h.debug = opts.Logger
+	}
+	if h.panicked == nil {
+		h.panicked = h.logPanic
+	}
+	return h
+}
+
+// logPanic is go-fuse's default PanicHandler: log the panic with the
+// goroutine's stack and answer EIO.
+func (h *handler) logPanic(r any) fuse.Status {
+	buf := make([]byte, 64<<10)
+	buf = buf[:runtime.Stack(buf, false)]
+	h.logger.Printf("panic in FS handler: %v\n%s", r, buf)
+	return fuse.EIO
 }
 
 // dispatch serves one request and returns how many payload bytes the
-// reply has. A panic in the file system answers EIO and leaves the queue
-// serving.
-func (h *handler) dispatch(in *fuse.InHeader, cancel <-chan struct{}, payload []byte, n int) (out int, st fuse.Status) {
+// reply has; sc is the entry's scratch. A panic in the file system is
+// answered as go-fuse answers it (the PanicHandler's status, EIO if that
+// is OK), and the queue goes on serving.
+func (h *handler) dispatch(in *fuse.InHeader, cancel <-chan struct{}, payload []byte, n int, sc *scratch) (out int, st fuse.Status) {
 	defer func() {
 		if r := recover(); r != nil {
-			fmt.Fprintf(os.Stderr, "fuse: panic serving opcode %d on io_uring: %v\n", in.Opcode, r)
-			out, st = 0, fuse.EIO
+			out, st = 0, h.panicked(r)
+			if st == fuse.OK {
+				st = fuse.EIO
+			}
 		}
 	}()
 	op := unsafe.Pointer(in) // the in-struct starts with the header
@@ -98,13 +144,10 @@ func (h *handler) dispatch(in *fuse.InHeader, cancel <-chan struct{}, payload []
 		return outStruct(payload, func(o *fuse.OpenOut) fuse.Status { return h.fs.OpenDir(cancel, (*fuse.OpenIn)(op), o) })
 	case opRead:
 		return h.read((*fuse.ReadIn)(op), cancel, payload)
-	case opReaddir:
-		r := (*fuse.ReadIn)(op)
-		l := fuse.NewDirEntryList(payload[:min(int(r.Size), len(payload))], r.Offset)
-		st := h.fs.ReadDir(cancel, r, l)
-		return inPlace(payload, l.Bytes()), st
+	case opReaddir, opReaddirplus:
+		return h.readDir(in.Opcode, (*fuse.ReadIn)(op), cancel, payload, &sc.dirs)
 	case opWrite:
-		w, st := h.fs.Write(cancel, (*fuse.WriteIn)(op), data)
+		w, st := h.write((*fuse.WriteIn)(op), cancel, data, &sc.iov)
 		*(*fuse.WriteOut)(unsafe.Pointer(&payload[0])) = fuse.WriteOut{Size: w}
 		return int(unsafe.Sizeof(fuse.WriteOut{})), st
 	case opRelease:
@@ -176,12 +219,63 @@ func (h *handler) rare(in *fuse.InHeader, cancel <-chan struct{}, op unsafe.Poin
 		return outStruct(payload, func(o *fuse.StatxOut) fuse.Status { return h.fs.Statx(cancel, (*fuse.StatxIn)(op), o) })
 	case opGetxattr, opListxattr, opSetxattr, opRemovexattr:
 		return h.xattr(in, cancel, op, payload, data)
-	case opDestroy, opNotifyReply:
+	case opIoctl:
+		return h.ioctl((*fuse.IoctlIn)(op), cancel, payload, data)
+	case opDestroy:
 		return 0, fuse.OK
-	case opPoll: // any POLL but the prime's is a defect: counted
+	case opNotifyReply:
+		// go-fuse gives it to the InodeRetrieveCache waiting for it,
+		// which only its /dev/fuse loop can reach: see the package doc.
+		return 0, fuse.OK
+	case opPoll: // go-fuse answers ENOSYS; the fs has no say
 		h.polls.Add(1)
+		return 0, fuse.ENOSYS
+	case opCopyFileRange64: // go-fuse leaves it out on purpose, silently
+		return 0, fuse.ENOSYS
 	}
+	h.logger.Printf("Unimplemented opcode %v", opName(in.Opcode))
 	return 0, fuse.ENOSYS
+}
+
+// write serves WRITE as go-fuse does: Writev, and Write if that answers
+// ENOSYS. A file system whose Writev answered ENOSYS once is not asked
+// again.
+func (h *handler) write(in *fuse.WriteIn, cancel <-chan struct{}, data []byte, iov *[1][]byte) (uint32, fuse.Status) {
+	if !h.noWritev.Load() {
+		iov[0] = data
+		w, st := h.fs.Writev(cancel, in, iov[:])
+		iov[0] = nil
+		if st != fuse.ENOSYS {
+			return w, st
+		}
+		h.noWritev.Store(true)
+	}
+	return h.fs.Write(cancel, in, data)
+}
+
+// readDir serves READDIR and READDIRPLUS into the payload, with l as the
+// list.
+func (h *handler) readDir(op uint32, r *fuse.ReadIn, cancel <-chan struct{}, payload []byte, l *fuse.DirEntryList) (int, fuse.Status) {
+	*l = *fuse.NewDirEntryList(payload[:min(int(r.Size), len(payload))], r.Offset) // inlined: no allocation
+	var st fuse.Status
+	if op == opReaddirplus {
+		st = h.fs.ReadDirPlus(cancel, r, l)
+	} else {
+		st = h.fs.ReadDir(cancel, r, l)
+	}
+	return inPlace(payload, l.Bytes()), st
+}
+
+// ioctl serves IOCTL as go-fuse does: the reply is an IoctlOut followed
+// by OutSize bytes. The input is copied first, since the reply is
+// written over it.
+func (h *handler) ioctl(in *fuse.IoctlIn, cancel <-chan struct{}, payload, data []byte) (int, fuse.Status) {
+	inbuf := append([]byte(nil), data...)
+	hdr := int(unsafe.Sizeof(fuse.IoctlOut{}))
+	outbuf := payload[hdr : hdr+min(int(in.OutSize), len(payload)-hdr)]
+	clear(outbuf)
+	n, st := outStruct(payload, func(o *fuse.IoctlOut) fuse.Status { return h.fs.Ioctl(cancel, in, inbuf, o, outbuf) })
+	return n + len(outbuf), st
 }
 
 // xattr serves the extended-attribute opcodes as go-fuse does.
@@ -200,8 +294,11 @@ func (h *handler) xattr(in *fuse.InHeader, cancel <-chan struct{}, op unsafe.Poi
 		return 0, h.fs.RemoveXAttr(cancel, in, cstring(data))
 	}
 	gin := (*fuse.GetXAttrIn)(op)
-	name := cstring(data)
-	dest := make([]byte, gin.Size) // the name lives in the payload the reply overwrites
+	name := cstring(data) // a copy: the value is written over it
+	if in.Opcode == opGetxattr && h.ignoreLabels && securityLabel(name) {
+		return 0, fuse.ENOATTR
+	}
+	dest := payload[:min(int(gin.Size), len(payload))]
 	var sz uint32
 	var st fuse.Status
 	if in.Opcode == opGetxattr {
@@ -213,7 +310,16 @@ func (h *handler) xattr(in *fuse.InHeader, cancel <-chan struct{}, op unsafe.Poi
 		*(*fuse.GetXAttrOut)(unsafe.Pointer(&payload[0])) = fuse.GetXAttrOut{Size: sz}
 		return int(unsafe.Sizeof(fuse.GetXAttrOut{})), fuse.OK
 	}
-	return copy(payload, dest[:min(sz, gin.Size)]), st
+	if st != fuse.OK {
+		return 0, st
+	}
+	return int(min(sz, uint32(len(dest)))), st
+}
+
+// securityLabel reports whether name is one of the attributes that
+// go-fuse's IgnoreSecurityLabels answers itself.
+func securityLabel(name string) bool {
+	return name == "security.capability" || name == "system.posix_acl_access" || name == "system.posix_acl_default"
 }
 
 func (h *handler) read(in *fuse.ReadIn, cancel <-chan struct{}, payload []byte) (int, fuse.Status) {

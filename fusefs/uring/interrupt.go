@@ -9,7 +9,7 @@ import (
 
 // The kernel does not route FUSE INTERRUPT to requests it sent over a
 // ring: it sends INTERRUPT on /dev/fuse, where nothing knows the request,
-// and drops it. So the transport makes the same decision itself: a
+// and drops it. So the queues make the same decision themselves: a
 // request that is still being served after one watchdog period, whose
 // caller has a signal pending (what makes the kernel send INTERRUPT), has
 // its cancel channel closed. A client killed in a hanging read thus ends
@@ -39,8 +39,8 @@ func (q *queue) endRequest() {
 
 // watch runs until done, interrupting requests whose callers have a
 // signal pending.
-func (t *Transport) watch(done <-chan struct{}) {
-	last := make([]uint64, len(t.queues))
+func (rs *ringSet) watch(done <-chan struct{}) {
+	last := make([]uint64, len(rs.queues))
 	tick := time.NewTicker(watchPeriod)
 	defer tick.Stop()
 	for {
@@ -49,7 +49,7 @@ func (t *Transport) watch(done <-chan struct{}) {
 			return
 		case <-tick.C:
 		}
-		for i, q := range t.queues {
+		for i, q := range rs.queues {
 			u := q.serving.Load()
 			if u != 0 && u == last[i] && u&interruptedBit == 0 && signalPending(q.caller.Load()) &&
 				q.serving.CompareAndSwap(u, u|interruptedBit) {

@@ -30,8 +30,9 @@ func cbytes(b []byte) []byte {
 // opPoll is FUSE_POLL.
 const opPoll = 40
 
-// pollHack reports whether in is for the poll-hack file (a name-taking
-// request in the root for PollHackName, or any request on its nodeid).
+// pollHack reports whether in is for the poll-hack file, as go-fuse's
+// handleRequest decides: any request on its nodeid, or one in the root
+// whose (first) name is PollHackName.
 func pollHack(in *fuse.InHeader, data []byte) bool {
 	if in.NodeId == pollHackNode {
 		return true
@@ -40,7 +41,8 @@ func pollHack(in *fuse.InHeader, data []byte) bool {
 		return false
 	}
 	switch in.Opcode {
-	case opLookup, opMknod, opMkdir, opUnlink, opRmdir, opCreate:
+	case opLookup, opMknod, opMkdir, opUnlink, opRmdir, opCreate, opTmpfile, opLink, opSymlink,
+		opRename, opRename2, opGetxattr, opSetxattr, opRemovexattr:
 		return bytes.Equal(cbytes(data), pollHackBytes) // no string: every root LOOKUP asks
 	}
 	return false
@@ -49,7 +51,8 @@ func pollHack(in *fuse.InHeader, data []byte) bool {
 // servePollHack answers a request for the poll-hack file as go-fuse's
 // doPollHackLookup does: a 0644 regular file that opens, has no xattrs,
 // and answers POLL with ENOSYS. Any other opcode gets ERANGE, which
-// switches no kernel feature off.
+// switches no kernel feature off, or ENOSYS if go-fuse has no handler
+// for it.
 func (h *handler) servePollHack(in *fuse.InHeader, payload []byte) (int, fuse.Status) {
 	attr := fuse.Attr{Ino: pollHackNode, Mode: fuse.S_IFREG | 0o644, Nlink: 1}
 	switch in.Opcode {
@@ -70,5 +73,19 @@ func (h *handler) servePollHack(in *fuse.InHeader, payload []byte) (int, fuse.St
 	case opAccess, opFlush, opRelease:
 		return 0, fuse.OK
 	}
+	if unimplemented(in.Opcode) {
+		return 0, fuse.ENOSYS // go-fuse looks for a handler first
+	}
 	return 0, fuse.ERANGE
+}
+
+// unimplemented reports whether go-fuse answers opcode op with ENOSYS
+// whatever the node and the file system.
+func unimplemented(op uint32) bool {
+	switch op {
+	case opBmap, opSetupMapping, opRemoveMapping, opSyncfs, opCopyFileRange64:
+		return true
+	}
+	_, known := opNames[op]
+	return !known
 }

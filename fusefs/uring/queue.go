@@ -29,11 +29,13 @@ type queue struct {
 	devFD   int
 	handler *handler
 	ring    *ring
-	mem     []byte // depth × (hdrPage + payload); the kernel writes into it
-	stopFD  int    // eventfd, owned by the Transport; a write ends the loop
-	live    int    // entries the kernel has not released
-	stopped bool   // the stop eventfd fired
-	failed  error  // the first REGISTER the kernel refused
+	ringFD  int       // ring.fd, immutable after setup (teardown clears ring); for tests
+	mem     []byte    // depth × (hdrPage + payload); the kernel writes into it
+	scratch []scratch // per entry; used by whoever serves it (this thread, or a deferred request's goroutine)
+	stopFD  int       // eventfd, owned by the ringSet; a write ends the loop
+	live    int       // entries the kernel has not released
+	stopped bool      // the stop eventfd fired
+	failed  error     // the first REGISTER the kernel refused
 
 	// WRITE and SETATTR are served on goroutines of their own (see
 	// serveAsync): a store may block (delete_device waits a grace period
@@ -48,27 +50,32 @@ type queue struct {
 	serving atomic.Uint64 // unique of the request being served, 0 if none; | interruptedBit
 	caller  atomic.Uint32 // its caller's thread id
 	cancel  chan struct{} // passed to the file system; closed by the watchdog only
-	served  atomic.Uint64 // requests answered; read by Stats
+	served  atomic.Uint64 // requests answered; read by Server.Served
 	_       [64]byte      // keep these off the next queue's cache line
 }
 
 // setup pins the calling (locked) thread to the queue's CPU and makes the
 // ring and the buffers (after pinning, so that first touch is CPU-local).
+// The queue of a CPU that is possible but offline (EINVAL) stays
+// unpinned: it gets requests only once the CPU comes online, and the
+// kernel still needs it registered.
 func (q *queue) setup() error {
 	var set unix.CPUSet
 	set.Set(q.id)
-	if err := unix.SchedSetaffinity(0, &set); err != nil {
+	if err := unix.SchedSetaffinity(0, &set); err != nil && !errors.Is(err, syscall.EINVAL) {
 		return fmt.Errorf("queue %d: pin to CPU %d: %w", q.id, q.id, err)
 	}
 	var err error
 	if q.ring, err = newRing(uint32(q.depth + 2)); err != nil {
 		return fmt.Errorf("queue %d: %w", q.id, err)
 	}
+	q.ringFD = q.ring.fd
 	if q.wakeFD, err = unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK); err != nil {
 		q.teardown()
 		return fmt.Errorf("queue %d: eventfd: %w", q.id, err)
 	}
 	q.finished = make(chan finished, q.depth)
+	q.scratch = make([]scratch, q.depth)
 	size := q.depth * (hdrPage + q.payload)
 	q.mem, err = unix.Mmap(-1, 0, size, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS|unix.MAP_POPULATE)
 	if err != nil {
@@ -80,7 +87,7 @@ func (q *queue) setup() error {
 
 // teardown releases the ring first (the kernel cancels what is still
 // registered on it), then the buffers. The eventfd belongs to the
-// Transport, which closes it once every queue thread has ended.
+// ringSet, which closes it once every queue thread has ended.
 func (q *queue) teardown() {
 	q.async.Wait() // no goroutine writes into the buffers once they go
 	if q.wakeFD > 0 {
@@ -106,6 +113,11 @@ func (q *queue) payloadOf(e int) []byte {
 	return q.mem[off : off+q.payload : off+q.payload]
 }
 
+// registerShortfall is cut off the payload each REGISTER hands over; a
+// test sets it to make the kernel refuse the queues. Read only while
+// registering.
+var registerShortfall = 0
+
 // register hands every entry to the kernel and arms the stop poll. A
 // REGISTER the kernel refuses completes at once with an error, which
 // also makes the kernel fall back to /dev/fuse for the connection.
@@ -115,7 +127,7 @@ func (q *queue) register() error {
 		iov := (*[2]unix.Iovec)(unsafe.Add(h, hdrIovecs))
 		p := q.payloadOf(e)
 		iov[0] = unix.Iovec{Base: (*byte)(h), Len: hdrSize}
-		iov[1] = unix.Iovec{Base: &p[0], Len: uint64(len(p))}
+		iov[1] = unix.Iovec{Base: &p[0], Len: uint64(len(p) - registerShortfall)}
 		s := q.cmd(e, cmdRegister)
 		s.addr, s.len = uint64(uintptr(unsafe.Pointer(iov))), 2
 		q.ring.push()
@@ -223,7 +235,7 @@ func (q *queue) answer(e int, in *fuse.InHeader, cancel <-chan struct{}) uint64 
 	if q.handler.debug != nil {
 		logRequest(q.handler.debug, q.id, in, q.payloadOf(e)[:ent.payloadSz])
 	}
-	n, st := q.handler.dispatch(in, cancel, q.payloadOf(e), int(ent.payloadSz))
+	n, st := q.handler.dispatch(in, cancel, q.payloadOf(e), int(ent.payloadSz), &q.scratch[e])
 	if st != fuse.OK {
 		n = 0
 	}

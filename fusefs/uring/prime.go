@@ -1,4 +1,4 @@
-package fusefs
+package uring
 
 import (
 	"fmt"
@@ -6,8 +6,6 @@ import (
 	"runtime"
 
 	"golang.org/x/sys/unix"
-
-	"github.com/kernfsim/kernfsim/fusefs/uring"
 )
 
 // primeTries bounds how often the prime repeats a POLL whose answer was
@@ -15,8 +13,10 @@ import (
 // the prime's thread blocks them all.
 const primeTries = 20
 
-// primeNoPoll makes the kernel stop sending FUSE POLL on this connection
-// before any client can, and checks that it did.
+// PrimeNoPoll makes the kernel stop sending FUSE POLL on the go-fuse
+// mount at mountPoint before any client can, and checks that it did.
+// Server.WaitMount calls it; a plain fuse.Server's WaitMount runs a
+// weaker prime of go-fuse's own (unchecked, and lost to a signal).
 //
 // A Go program that opens a file on a FUSE mount registers it with its
 // netpoller, and the runtime's epoll_ctl, a raw syscall that keeps its P,
@@ -25,20 +25,28 @@ const primeTries = 20
 // a stop-the-world may be waiting for: a deadlock, and a thread in
 // request_wait_answer that not even SIGKILL ends.
 //
-// The prime opens the poll-hack file, which both transports answer in the
-// root whatever the tree holds (uring.PollHackName), and polls it with a
-// plain syscall, which releases its P. The server answers ENOSYS and the
-// kernel sets the connection's no_poll for good: from then on it answers
-// every poll itself, with the default mask. The prime reads that answer:
-// POLLIN means the kernel saw ENOSYS (or had no_poll already), POLLERR
-// means the request failed and the POLL is sent again.
+// The prime opens the poll-hack file, which go-fuse and the queues answer
+// in the root whatever the file system holds (PollHackName), and polls it
+// with a plain syscall, which releases its P. The server answers ENOSYS
+// and the kernel sets the connection's no_poll for good: from then on it
+// answers every poll itself, with the default mask. The prime reads that
+// answer: POLLIN means the kernel saw ENOSYS (or had no_poll already),
+// POLLERR means the request failed and the POLL is sent again.
 //
 // The prime's thread blocks every signal: a FUSE request that a signal
 // interrupts before the server has read it fails with EINTR and leaves
 // no_poll unset, and the runtime's preemption signal (SIGURG) is frequent
 // under a busy garbage collector.
 //
-// Preconditions: no client has opened a file on the mount yet.
+// Preconditions: the mount is served, and no client in this process has
+// opened a file on it yet.
+func PrimeNoPoll(mountPoint string) error {
+	if err := primeNoPoll(mountPoint); err != nil {
+		return fmt.Errorf("the kernel would send FUSE POLL, which can deadlock a client in this process with the garbage collector: %w", err)
+	}
+	return nil
+}
+
 func primeNoPoll(mnt string) error {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
@@ -51,7 +59,7 @@ func primeNoPoll(mnt string) error {
 	}
 	defer unix.PthreadSigmask(unix.SIG_SETMASK, &old, nil)
 
-	path := filepath.Join(mnt, uring.PollHackName)
+	path := filepath.Join(mnt, PollHackName)
 	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC|unix.O_NONBLOCK, 0)
 	if err != nil {
 		return fmt.Errorf("open %s: %w", path, err)

@@ -1,0 +1,123 @@
+package uring
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+)
+
+// Kind is how requests reach a Server.
+type Kind string
+
+const (
+	// DevFuse is go-fuse's own loop, reading requests from /dev/fuse.
+	DevFuse Kind = "devfuse"
+	// URing is FUSE-over-io_uring: one queue per possible CPU.
+	URing Kind = "uring"
+)
+
+// Config configures what NewServer adds to go-fuse's MountOptions.
+type Config struct {
+	// Only, if set, is the one transport NewServer may use: with
+	// DevFuse it never tries io_uring; with URing it fails where
+	// io_uring cannot be had instead of falling back to /dev/fuse.
+	Only Kind
+
+	// Depth is the number of requests a queue holds at once; 0 means
+	// DefaultDepth.
+	Depth int
+
+	// MaxPinnedBytes, if positive, caps PinnedBytes. The kernel needs a
+	// queue for every possible CPU (fs/fuse/dev_uring.c sends a request
+	// to the queue of the CPU it was issued on, and uses the ring only
+	// once every queue has registered), and every entry a payload of
+	// max(MaxWrite, 8 KiB); so the cap lowers Depth first, to no less
+	// than 1, then MaxWrite, to no less than 8 KiB (which also lowers
+	// the largest READ and WRITE the kernel sends). If even that does
+	// not fit, the connection is served over /dev/fuse (with Only:
+	// URing, NewServer fails). A depth of 1 serialises each CPU's
+	// requests, a WRITE or SETATTR in progress included.
+	MaxPinnedBytes int64
+}
+
+// DefaultDepth is the number of requests a queue can hold at once.
+const DefaultDepth = 4
+
+// maxDepth keeps a queue's io_uring (depth entries, the stop poll and
+// the wake poll) within the kernel's IORING_MAX_ENTRIES.
+const maxDepth = 1<<15 - 2
+
+// ErrPinnedCap is wrapped by the error of a Config whose MaxPinnedBytes
+// even the smallest queues exceed.
+var ErrPinnedCap = errors.New("MaxPinnedBytes is below what the smallest queues need")
+
+// geometry is the shape of a connection's queues.
+type geometry struct {
+	queues  int // one per possible CPU
+	depth   int // ring entries per queue
+	payload int // bytes of payload per entry
+}
+
+// pinned is the memory of the queues' buffers: a header page and a
+// payload per entry, mapped and populated for the connection's life.
+func (g geometry) pinned() int64 {
+	return int64(g.queues) * int64(g.depth) * int64(hdrPage+g.payload)
+}
+
+// plan sizes the queues for cpus possible CPUs and a mount asking for
+// maxWrite, within cfg.MaxPinnedBytes, and returns the MaxWrite to mount
+// with (maxWrite, or less to fit the cap).
+func plan(cfg Config, cpus, maxWrite int) (geometry, int, error) {
+	g := geometry{queues: cpus, depth: cfg.Depth, payload: payloadSize(maxWrite)}
+	if g.depth <= 0 {
+		g.depth = DefaultDepth
+	}
+	if g.depth > maxDepth {
+		return geometry{}, 0, fmt.Errorf("Depth %d is above the kernel's limit of %d", cfg.Depth, maxDepth)
+	}
+	limit := cfg.MaxPinnedBytes
+	if limit <= 0 || g.pinned() <= limit {
+		return g, maxWrite, nil
+	}
+	perQueue := limit / int64(g.queues)
+	g.depth = int(min(int64(g.depth), max(1, perQueue/int64(hdrPage+g.payload))))
+	if g.pinned() <= limit {
+		return g, maxWrite, nil
+	}
+	page := int64(os.Getpagesize())
+	g.payload = int((perQueue - hdrPage) / page * page)
+	if g.payload < minPayload {
+		smallest := geometry{queues: cpus, depth: 1, payload: minPayload}
+		return geometry{}, 0, fmt.Errorf("%w: %d queues (one per possible CPU) of one %d-byte entry need %d bytes, MaxPinnedBytes is %d",
+			ErrPinnedCap, cpus, hdrPage+minPayload, smallest.pinned(), limit)
+	}
+	return g, g.payload, nil
+}
+
+// payloadSize is what the kernel requires of each entry's payload:
+// max(FUSE_MIN_READ_BUFFER, max_write, max_pages pages), in whole pages.
+func payloadSize(maxWrite int) int {
+	page := os.Getpagesize()
+	pages := (maxWrite-1)/page + 1
+	return max(minPayload, pages*page)
+}
+
+// defaultMaxWrite is go-fuse's default MountOptions.MaxWrite.
+const defaultMaxWrite = 128 << 10
+
+// effectiveMaxWrite is the MaxWrite go-fuse mounts with for m: its
+// default if unset, at most the kernel's fs.fuse.max_pages_limit pages.
+func effectiveMaxWrite(m int) int {
+	if m <= 0 {
+		m = defaultMaxWrite
+	}
+	limit := 256
+	if b, err := os.ReadFile("/proc/sys/fs/fuse/max_pages_limit"); err == nil {
+		if n, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil {
+			limit = n
+		}
+	}
+	return min(m, limit*os.Getpagesize())
+}

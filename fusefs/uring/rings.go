@@ -1,0 +1,174 @@
+package uring
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// ringSet is the per-CPU queues serving one FUSE connection.
+type ringSet struct {
+	queues   []*queue   // immutable after startRings
+	handler  *handler   // shared by every queue; immutable
+	register chan bool  // one value per queue: register (true) or give up
+	results  chan error // one per queue that was told to register
+	done     chan struct{}
+	onFatal  func(error)
+	fatalOne sync.Once // onFatal is called for the first failing queue only
+	stopOnce sync.Once
+}
+
+// startRings makes g.queues queues for the /dev/fuse connection devFD
+// and returns once every queue thread has its ring and buffers, or with
+// the first error (having released what was made). The queues do
+// nothing until register. onFatal is called from a queue thread whose
+// ring fails while serving; the connection must then be aborted, since
+// that CPU's requests can no longer be answered.
+func startRings(h *handler, devFD int, g geometry, onFatal func(error)) (*ringSet, error) {
+	rs := &ringSet{
+		handler: h, register: make(chan bool, g.queues), results: make(chan error, g.queues),
+		done: make(chan struct{}), onFatal: onFatal,
+	}
+	setup := make(chan error, g.queues)
+	var wg sync.WaitGroup
+	var err error
+	for id := range g.queues {
+		q := &queue{id: id, depth: g.depth, payload: g.payload, devFD: devFD, handler: h, cancel: make(chan struct{})}
+		if q.stopFD, err = unix.Eventfd(0, unix.EFD_CLOEXEC); err != nil {
+			err = fmt.Errorf("eventfd: %w", err)
+			break
+		}
+		rs.queues = append(rs.queues, q)
+		wg.Add(1)
+		go func() { defer wg.Done(); q.run(setup, rs.register, rs.results, rs.fail) }()
+	}
+	stopWatch := make(chan struct{})
+	go rs.watch(stopWatch)
+	go func() { wg.Wait(); close(stopWatch); rs.closeStopFDs(); close(rs.done) }()
+	for range rs.queues {
+		err = errors.Join(err, <-setup)
+	}
+	if err != nil {
+		rs.abandon()
+		return nil, err
+	}
+	return rs, nil
+}
+
+// registerWait bounds how long the queues may take to register.
+const registerWait = 5 * time.Second
+
+// registerAll hands every queue's entries to the kernel; call it from
+// RawFileSystem.Init, after the INIT reply, once the kernel has agreed
+// to io_uring. When it returns nil the ring is ready and every request
+// but FORGET and INTERRUPT arrives on the queues. When it fails the
+// kernel has fallen back to /dev/fuse for this connection; the queues
+// that did register stay idle until the connection ends.
+func (rs *ringSet) registerAll(devFD int) error {
+	for range rs.queues {
+		rs.register <- true
+	}
+	var err error
+	timeout := time.After(registerWait)
+	for range rs.queues {
+		select {
+		case e := <-rs.results:
+			err = errors.Join(err, e)
+		case <-timeout:
+			err = errors.Join(err, fmt.Errorf("a queue did not register within %v", registerWait))
+			poison(devFD)
+			return err
+		}
+	}
+	return err
+}
+
+// abandon releases queues that were never told to register (the mount
+// or INIT failed, or the kernel did not offer io_uring).
+func (rs *ringSet) abandon() {
+	for range rs.queues {
+		rs.register <- false
+	}
+}
+
+// poison sends a malformed REGISTER from a ring of its own: the kernel
+// refuses it and, as for any refused REGISTER before the ring is ready,
+// serves the connection over /dev/fuse from then on.
+func poison(devFD int) {
+	r, err := newRing(1)
+	if err != nil {
+		return
+	}
+	defer r.close()
+	s := r.next()
+	s.opcode, s.fd, s.cmdOp, s.len = opUringCmd, int32(devFD), cmdRegister, 1
+	r.push()
+	r.enter(false)
+}
+
+// stop ends every queue's loop at once, without waiting for the kernel
+// to release the entries. Use it only when no request can arrive any
+// more (the connection has ended) or none ever reached the queues.
+func (rs *ringSet) stop() {
+	rs.stopOnce.Do(func() {
+		for _, q := range rs.queues {
+			q.stop()
+		}
+	})
+}
+
+// fail reports a queue that failed while serving.
+func (rs *ringSet) fail(err error) {
+	rs.fatalOne.Do(func() { rs.onFatal(err) })
+}
+
+func (rs *ringSet) closeStopFDs() {
+	for _, q := range rs.queues {
+		unix.Close(q.stopFD)
+	}
+}
+
+// served returns the number of requests each queue has answered.
+func (rs *ringSet) served() []uint64 {
+	out := make([]uint64, len(rs.queues))
+	for i, q := range rs.queues {
+		out[i] = q.served.Load()
+	}
+	return out
+}
+
+// PossibleCPUs is the kernel's num_possible_cpus(): the number of queues
+// the kernel expects, all of which must register before it uses any.
+func PossibleCPUs() (int, error) {
+	b, err := os.ReadFile("/sys/devices/system/cpu/possible")
+	if err != nil {
+		return 0, fmt.Errorf("possible CPUs: %w", err)
+	}
+	return parseCPUList(string(b))
+}
+
+// parseCPUList is the number of CPUs up to the highest in a kernel CPU
+// list ("0-3,8-11" is 12: the kernel numbers queues by CPU).
+func parseCPUList(s string) (int, error) {
+	n := 0
+	for _, r := range strings.Split(strings.TrimSpace(s), ",") {
+		lo, hi, isRange := strings.Cut(r, "-")
+		a, err1 := strconv.Atoi(lo)
+		z := a
+		var err2 error
+		if isRange {
+			z, err2 = strconv.Atoi(hi)
+		}
+		if err1 != nil || err2 != nil || z < a {
+			return 0, fmt.Errorf("possible CPUs: cannot parse %q", s)
+		}
+		n = max(n, z+1)
+	}
+	return n, nil
+}
