@@ -9,19 +9,32 @@
 // children are a persistent (copy-on-write) treap ordered by name hash and
 // published through an atomic pointer; each node's identity (parent, name)
 // and attributes are immutable values published the same way. The strategy
-// is therefore the only variable: mutex and rwsem readers take the lock as
-// kernfs did, rcu readers only mark a grace-period shard, none takes nothing.
+// is therefore the only variable: mutex, rwsem and kernfs64 readers take
+// the lock as kernfs did, percpu and bravo readers as those locks do, rcu
+// readers only mark a grace-period shard, none takes nothing.
 //
 // Lock ordering (outer to inner):
 //
 //	Tree write side (Strategy.Lock): every change to children, identity,
-//	attributes, revisions and activation
+//	revisions and activation, and to attributes unless the strategy has
+//	an attribute lock
 //	  Tree.drainMu: guards nothing but the drain condition variable
-//	Tree read side (Strategy.RLock): Lookup, Revalidate, Permission,
-//	Getattr, Readdir; never held while taking the write side
+//	Tree read side (Strategy.RLock): Lookup, Revalidate, Readdir, and
+//	Permission and Getattr unless the strategy has an attribute lock;
+//	never held while taking the write side
+//	  Attribute lock, read side (locking.AttrLocker, under
+//	  Traits.SeparateAttrLock only: MayCreate's and MayDelete's checks
+//	  after their lookup)
 //	  Walker dcache bucket mutex (dentry insert/replace only)
-//	  Walker inode-attribute lock (WalkerOptions.RefWalk only; read side
-//	  only, around one inode refresh; nothing is taken inside it)
+//	  Walker inode-attribute lock (WalkerOptions.RefWalk only, where the
+//	  strategy has no attribute lock; read side only, around one inode
+//	  refresh; nothing is taken inside it)
+//	Attribute lock (locking.AttrLocker, Traits.SeparateAttrLock only),
+//	taken alone: its read side by Permission, Getattr, open's permission
+//	check and the walker's permission checks and inode refreshes, its
+//	write side by Setattr; nothing is taken inside it
+//	Open-file lock (locking.OpenFileLocker, Traits.OpenFileLocks only):
+//	taken alone, by Open and Release, around nothing
 //
 // Nothing calls out (Show, Store, subscribers, output) while holding the
 // tree's lock: reads and writes hold only an active reference on their node,

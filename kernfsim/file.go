@@ -140,7 +140,23 @@ func (t *Tree) open(n *Node, flags int, c Cred) (*File, syscall.Errno) {
 	}
 	f := filePool.Get().(*File)
 	f.t, f.n, f.flags, f.shown = t, n, flags, false
+	t.openFileLock(n) // kernfs_get_open_node
 	return f, 0
+}
+
+// openFileLock takes and releases n's open-file lock, where the strategy
+// has open-file locks (kernfs from 6.0): kernfs_get_open_node takes it on
+// open, kernfs_unlink_open_file on release, to link or unlink the file in
+// the node's list of open files. kernfsim keeps no such list (nothing
+// would read it: it has no poll and no mmap to drain), so nothing is done
+// under the lock; what is modelled is the acquisition and the line it
+// writes, which is what the hashed mutexes changed from one global
+// kernfs_open_file_mutex.
+func (t *Tree) openFileLock(n *Node) {
+	if t.files != nil {
+		t.files.OpenFileLock(n.ino)
+		t.files.OpenFileUnlock(n.ino)
+	}
 }
 
 // OpenAccess is the access an open with flags (os.O_RDONLY, O_WRONLY or
@@ -163,9 +179,9 @@ func (t *Tree) mayOpen(n *Node, flags int, c Cred) syscall.Errno {
 	case n.kind == KindDir && mask&MayWrite != 0:
 		return syscall.EISDIR
 	}
-	r := t.rlock()
+	r := t.rlockAttrs()
 	e := permissionLocked(n, mask, c)
-	t.runlock(r)
+	t.runlockAttrs(r)
 	if e != 0 {
 		return e
 	}
@@ -268,6 +284,7 @@ func (f *File) Write(ctx context.Context, p []byte) (int, error) {
 
 // Release closes f. It must not be used afterwards.
 func (f *File) Release() {
+	f.t.openFileLock(f.n) // kernfs_unlink_open_file
 	f.fileState = fileState{buf: f.buf}
 	f.buf.Reset()
 	filePool.Put(f)

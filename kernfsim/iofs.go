@@ -131,9 +131,24 @@ type attrFile struct {
 }
 
 func (a *attrFile) Stat() (fs.FileInfo, error) { return a.info, nil }
-func (a *attrFile) Close() error               { a.f.Release(); return nil }
+
+// Close releases the File once: a second Close fails with fs.ErrClosed
+// instead of handing the File back to the pool twice (and, under a
+// strategy with open-file locks, taking a lock for a node it no longer
+// has).
+func (a *attrFile) Close() error {
+	if a.f == nil {
+		return &fs.PathError{Op: "close", Path: a.info.name, Err: fs.ErrClosed}
+	}
+	a.f.Release()
+	a.f = nil
+	return nil
+}
 
 func (a *attrFile) Read(p []byte) (int, error) {
+	if a.f == nil {
+		return 0, &fs.PathError{Op: "read", Path: a.info.name, Err: fs.ErrClosed}
+	}
 	if len(p) == 0 {
 		return 0, nil
 	}

@@ -56,7 +56,7 @@ type Node struct {
 	dir *dirData // immutable pointer; nil unless kind == KindDir
 
 	ident  atomic.Pointer[identity] // replaced under the write side
-	attr   atomic.Pointer[Attr]     // replaced under the write side
+	attr   atomic.Pointer[Attr]     // replaced under the write side, or the attribute lock where the strategy has one (Setattr)
 	active atomic.Int32             // active references; < 0 once deactivated
 }
 

@@ -3,6 +3,8 @@ package kernfsim
 import (
 	"sync"
 	"sync/atomic"
+
+	"github.com/kernfsim/kernfsim/locking"
 )
 
 // The kernel's ref-walk, as shared writes outside kernfs's lock.
@@ -29,7 +31,9 @@ import (
 // rcu and none, nothing at all). A walker with RefWalk makes the writes
 // above on lines as the kernel keeps them: each dentry's count and inode
 // off the line its lookups read (refLines), one inode-attribute lock per
-// walker (kernfs has one per root). This is what the calibrated sim
+// walker (kernfs has one per root), or, under a strategy that has the
+// attribute lock itself (kernfs64), that lock, so the refresh and
+// permission meet on it as in the kernel. This is what the calibrated sim
 // (loadgen --sim-cost) adds to its private work, with loadgen's model of
 // the process's shared descriptor table and credentials: with private
 // work alone the sim's missing lookups ran at efficiency 0.87-0.90 on two
@@ -42,9 +46,10 @@ import (
 // refWalk holds a walker's ref-walk state; its zero value (off) does
 // nothing, and each of its methods is a test of on that inlines.
 type refWalk struct {
-	on    bool          // immutable
-	iattr *sync.RWMutex // immutable pointer: kernfs_iattr_rwsem's stand-in
-	mount []refLines    // immutable slice: the dentries above the tree's root
+	on    bool               // immutable
+	iattr *sync.RWMutex      // immutable pointer: kernfs_iattr_rwsem's stand-in, where the strategy has none
+	attrs locking.AttrLocker // immutable: the strategy's attribute lock (kernfs_iattr_rwsem itself, kernfs64), taken instead; or nil
+	mount []refLines         // immutable slice: the dentries above the tree's root
 }
 
 // refLines are what ref-walk writes for one dentry: its reference count
@@ -62,9 +67,15 @@ type refLines struct {
 // neighbours (adjacent-line prefetch on x86 pairs 64-byte lines).
 const cacheLine = 128
 
-func newRefWalk(on bool, mountDepth int) refWalk {
-	if !on {
+// newRefWalk is a walker's ref-walk state: off, or on with mountDepth
+// dentries above the root, refreshing inodes under attrs if the strategy
+// has an attribute lock, else under a lock of the walker's own.
+func newRefWalk(on bool, mountDepth int, attrs locking.AttrLocker) refWalk {
+	switch {
+	case !on:
 		return refWalk{}
+	case attrs != nil:
+		return refWalk{on: true, attrs: attrs, mount: make([]refLines, mountDepth)}
 	}
 	return refWalk{on: true, iattr: new(sync.RWMutex), mount: make([]refLines, mountDepth)}
 }
@@ -119,12 +130,31 @@ func (r *refWalk) refresh(d *dentry) {
 }
 
 func (r *refWalk) refreshInode(d *dentry) {
+	if r.attrs != nil {
+		t := r.attrs.AttrRLock()
+		storeInode(d)
+		r.attrs.AttrRUnlock(t)
+		return
+	}
 	r.iattr.RLock()
+	storeInode(d)
+	r.iattr.RUnlock()
+}
+
+// refreshLocked is refresh for a caller that holds the attribute lock
+// already (kernfs_iop_permission under kernfs64).
+func (r *refWalk) refreshLocked(d *dentry) {
+	if r.on {
+		storeInode(d)
+	}
+}
+
+// storeInode writes what kernfs_refresh_inode writes: d's mode and nlink.
+func storeInode(d *dentry) {
 	nlink := uint32(1)
 	if d.node.kind == KindDir {
 		nlink = 2 + uint32(d.node.dir.subdirs.Load())
 	}
 	d.lines.mode.Store(uint32(d.node.attr.Load().Mode))
 	d.lines.nlink.Store(nlink)
-	r.iattr.RUnlock()
 }

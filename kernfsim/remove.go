@@ -7,7 +7,8 @@ import (
 	"syscall"
 )
 
-// GPPolicy is how rcu orders teardown after a grace period.
+// GPPolicy is how a strategy with grace periods (rcu, percpu) orders
+// teardown after one.
 type GPPolicy string
 
 const (

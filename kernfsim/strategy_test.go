@@ -1,6 +1,7 @@
 package kernfsim
 
 import (
+	"os"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -91,10 +92,64 @@ func checkRemoveRouting(t *testing.T, s *fifth) {
 }
 
 func TestNewRefusesInconsistentTraits(t *testing.T) {
-	defer func() {
-		if recover() == nil {
-			t.Fatal("New accepted a strategy that refuses writers and drains before unlink")
+	for _, c := range []struct {
+		what string
+		s    locking.Strategy
+	}{
+		{"refuses writers and drains before unlink", &fifth{traits: locking.Traits{DrainBeforeUnlink: true}}},
+		{"declares an attribute lock it does not have", &fifth{traits: locking.Traits{AcceptsWriters: true, SeparateAttrLock: true}}},
+		{"declares open-file locks it does not have", &fifth{traits: locking.Traits{AcceptsWriters: true, OpenFileLocks: true}}},
+	} {
+		t.Run("", func(t *testing.T) {
+			defer func() {
+				if recover() == nil {
+					t.Fatalf("New accepted a strategy that %s", c.what)
+				}
+			}()
+			New(c.s, Options{})
+		})
+	}
+}
+
+// sixth is fifth with an attribute lock and open-file locks of its own,
+// counting their acquisitions.
+type sixth struct {
+	fifth
+	attrMu           sync.RWMutex
+	attrReads, opens atomic.Int64
+}
+
+var (
+	_ locking.AttrLocker     = (*sixth)(nil)
+	_ locking.OpenFileLocker = (*sixth)(nil)
+)
+
+func (s *sixth) AttrRLock() locking.ReadToken  { s.attrReads.Add(1); s.attrMu.RLock(); return 0 }
+func (s *sixth) AttrRUnlock(locking.ReadToken) { s.attrMu.RUnlock() }
+func (s *sixth) AttrLock()                     { s.attrMu.Lock() }
+func (s *sixth) AttrUnlock()                   { s.attrMu.Unlock() }
+func (s *sixth) OpenFileLock(uint64)           { s.opens.Add(1) }
+func (s *sixth) OpenFileUnlock(uint64)         {}
+
+// TestAttrLockIsRoutedByTraits: a strategy that has an attribute lock
+// and open-file locks gets permission checks and opens routed to them
+// only when its traits declare them.
+func TestAttrLockIsRoutedByTraits(t *testing.T) {
+	for _, declared := range []bool{false, true} {
+		s := &sixth{fifth: fifth{traits: locking.Traits{AcceptsWriters: true, DrainBeforeUnlink: true,
+			SeparateAttrLock: declared, OpenFileLocks: declared}}}
+		tree := New(s, Options{})
+		f := must(tree.AddAttr(tree.Root(), "f", 0o444, Static("x")))(t)
+		reads := s.reads.Load()
+		noErr(t, tree.Permission(f, MayRead, RootCred))
+		must(tree.Open(f, os.O_RDONLY, RootCred))(t).Release()
+		treeReads, attrReads, opens := s.reads.Load()-reads, s.attrReads.Load(), s.opens.Load()
+		want := [3]int64{2, 0, 0}
+		if declared {
+			want = [3]int64{0, 2, 2}
 		}
-	}()
-	New(&fifth{traits: locking.Traits{DrainBeforeUnlink: true}}, Options{})
+		if got := [3]int64{treeReads, attrReads, opens}; got != want {
+			t.Errorf("declared %v: tree reads, attribute reads, open-file locks: got %v, want %v", declared, got, want)
+		}
+	}
 }

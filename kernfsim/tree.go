@@ -13,12 +13,14 @@ import (
 
 // Tree is a kernfs-like tree under one locking strategy.
 type Tree struct {
-	strategy locking.Strategy // immutable
-	reads    locking.ReadSide // immutable: scoped (one section per walk) or per call, by the strategy's traits
-	root     *Node            // immutable
-	now      func() time.Time // immutable
-	readCtx  context.Context  // immutable: passed to Show, carries the tree
-	gp       GPPolicy         // immutable: rcu teardown policy
+	strategy locking.Strategy       // immutable
+	reads    locking.ReadSide       // immutable: scoped (one section per walk) or per call, by the strategy's traits
+	attrs    locking.AttrLocker     // immutable: the strategy's attribute lock (Traits.SeparateAttrLock), or nil: attributes are the tree lock's
+	files    locking.OpenFileLocker // immutable: the strategy's open-file locks (Traits.OpenFileLocks), or nil
+	root     *Node                  // immutable
+	now      func() time.Time       // immutable
+	readCtx  context.Context        // immutable: passed to Show, carries the tree
+	gp       GPPolicy               // immutable: teardown policy under grace periods (rcu, percpu)
 
 	nextIno atomic.Uint64 // accessed atomically
 	nodes   atomic.Int64  // live (linked) nodes, root included; accessed atomically
@@ -40,8 +42,9 @@ type Options struct {
 	Now func() time.Time
 	// RootMode is the root directory's mode; 0 means 0755.
 	RootMode fs.FileMode
-	// GP orders teardown after a grace period under rcu; "" means
-	// GPNormal. Other strategies drain and tear down in Remove.
+	// GP orders teardown after a grace period under a strategy with
+	// grace periods (rcu, percpu); "" means GPNormal. Other strategies
+	// drain and tear down in Remove.
 	GP GPPolicy
 }
 
@@ -58,6 +61,7 @@ func New(s locking.Strategy, opts Options) *Tree {
 		panic("kernfsim: a strategy that refuses writers must unlink with the deactivation (Traits.DrainBeforeUnlink)") // broken invariant of the strategy
 	}
 	t.reads = locking.ReadSideOf(s)
+	t.attrs, t.files = lockersOf(s)
 	t.drained.L = &t.drainMu
 	t.readCtx = context.WithValue(context.Background(), treeKey{}, t)
 	mode := opts.RootMode
@@ -98,8 +102,67 @@ func (t *Tree) newNode(k Kind, a *Attr) *Node {
 	return n
 }
 
+// lockersOf returns the attribute and open-file locks s declares by its
+// traits (Traits.SeparateAttrLock, OpenFileLocks), nil where it declares
+// none.
+func lockersOf(s locking.Strategy) (locking.AttrLocker, locking.OpenFileLocker) {
+	tr := s.Traits()
+	a, isA := s.(locking.AttrLocker)
+	f, isF := s.(locking.OpenFileLocker)
+	switch {
+	case tr.SeparateAttrLock && !isA:
+		panic("kernfsim: a strategy with Traits.SeparateAttrLock must be a locking.AttrLocker") // broken invariant of the strategy
+	case tr.OpenFileLocks && !isF:
+		panic("kernfsim: a strategy with Traits.OpenFileLocks must be a locking.OpenFileLocker") // broken invariant of the strategy
+	}
+	if !tr.SeparateAttrLock {
+		a = nil
+	}
+	if !tr.OpenFileLocks {
+		f = nil
+	}
+	return a, f
+}
+
 func (t *Tree) rlock() locking.ReadToken    { return t.strategy.RLock() }
 func (t *Tree) runlock(r locking.ReadToken) { t.strategy.RUnlock(r) }
+
+// rlockAttrs enters the side node attributes are read under on their own
+// (permission, getattr): the strategy's attribute lock where it has one
+// (kernfs_iattr_rwsem from 6.4), else the tree's read side.
+func (t *Tree) rlockAttrs() locking.ReadToken {
+	if t.attrs != nil {
+		return t.attrs.AttrRLock()
+	}
+	return t.rlock()
+}
+
+// runlockAttrs leaves what rlockAttrs entered.
+func (t *Tree) runlockAttrs(r locking.ReadToken) {
+	if t.attrs != nil {
+		t.attrs.AttrRUnlock(r)
+		return
+	}
+	t.runlock(r)
+}
+
+// rlockAttrsIn enters the attribute lock's read side inside a held tree
+// read side, for a check that reads attributes after a lookup (may_create,
+// may_delete); where the strategy has no attribute lock the held read
+// side covers them and it does nothing.
+func (t *Tree) rlockAttrsIn() locking.ReadToken {
+	if t.attrs != nil {
+		return t.attrs.AttrRLock()
+	}
+	return 0
+}
+
+// runlockAttrsIn leaves what rlockAttrsIn entered.
+func (t *Tree) runlockAttrsIn(r locking.ReadToken) {
+	if t.attrs != nil {
+		t.attrs.AttrRUnlock(r)
+	}
+}
 
 // lookupLocked finds the active child name of dir. It also returns dir's
 // revision read before the children, so a negative result can be cached
@@ -190,7 +253,8 @@ func (t *Tree) Revalidate(dir *Node, name string, n *Node, rev uint64) bool {
 // permissionLocked is kernfs_iop_permission: generic_permission on the
 // node's current attributes.
 //
-// Preconditions: the read side is held.
+// Preconditions: the side attributes are read under is held (the
+// attribute lock's read side, or the tree's read or write side).
 func permissionLocked(n *Node, mask Access, c Cred) syscall.Errno {
 	if !permitted(n.attr.Load(), n.kind == KindDir, mask, c) {
 		return syscall.EACCES
@@ -198,11 +262,12 @@ func permissionLocked(n *Node, mask Access, c Cred) syscall.Errno {
 	return 0
 }
 
-// Permission checks mask (MayRead|MayWrite|MayExec) for c on n.
+// Permission checks mask (MayRead|MayWrite|MayExec) for c on n, under
+// the attribute lock where the strategy has one.
 func (t *Tree) Permission(n *Node, mask Access, c Cred) error {
-	r := t.rlock()
+	r := t.rlockAttrs()
 	e := permissionLocked(n, mask, c)
-	t.runlock(r)
+	t.runlockAttrs(r)
 	if e != 0 {
 		return &fs.PathError{Op: "access", Path: n.Path(), Err: e}
 	}
@@ -213,9 +278,9 @@ func (t *Tree) Permission(n *Node, mask Access, c Cred) error {
 // carry could grant mask on n, refused by Permission or Open: FUSE sends a
 // caller's uid and gid alone, and a server reads the groups only then.
 func (t *Tree) GroupMayGrant(n *Node, mask Access, c Cred) bool {
-	r := t.rlock()
+	r := t.rlockAttrs()
 	a := n.attr.Load()
-	t.runlock(r)
+	t.runlockAttrs(r)
 	return groupMayGrant(a, mask, c)
 }
 
@@ -223,9 +288,9 @@ func (t *Tree) GroupMayGrant(n *Node, mask Access, c Cred) bool {
 // supplementary groups that c does not carry (whether a chmod keeps the
 // setgid bit).
 func (t *Tree) SetattrNeedsGroups(n *Node, args SetattrArgs, c Cred) bool {
-	r := t.rlock()
+	r := t.rlockAttrs()
 	a := n.attr.Load()
-	t.runlock(r)
+	t.runlockAttrs(r)
 	return setgidNeedsGroups(a, args, c)
 }
 
@@ -241,7 +306,9 @@ func (t *Tree) MayCreate(dir *Node, name string, c Cred) error {
 		e = syscall.EEXIST
 	case syscall.ENOENT:
 		if dir.IsActive() {
+			a := t.rlockAttrsIn()
 			e = permissionLocked(dir, MayWrite|MayExec, c)
+			t.runlockAttrsIn(a)
 		}
 	}
 	t.runlock(r)
@@ -259,10 +326,12 @@ func (t *Tree) MayDelete(dir *Node, name string, c Cred) error {
 	r := t.rlock()
 	n, _, e := lookupLocked(dir, name, nameHash(name))
 	if e == 0 {
+		a := t.rlockAttrsIn()
 		e = permissionLocked(dir, MayWrite|MayExec, c)
-	}
-	if e == 0 && stickyRefuses(dir.attr.Load(), n.attr.Load(), c) {
-		e = syscall.EPERM
+		if e == 0 && stickyRefuses(dir.attr.Load(), n.attr.Load(), c) {
+			e = syscall.EPERM
+		}
+		t.runlockAttrsIn(a)
 	}
 	t.runlock(r)
 	if e != 0 {
@@ -276,11 +345,11 @@ func (t *Tree) MayDelete(dir *Node, name string, c Cred) error {
 // regular file, neither setuid nor setgid-executable, that it may read and
 // write; else EPERM.
 func (t *Tree) MayLink(n *Node, c Cred) error {
-	r := t.rlock()
+	r := t.rlockAttrs()
 	a := n.attr.Load()
 	safe := n.kind == KindAttr && a.Mode&fs.ModeSetuid == 0 && a.Mode&(fs.ModeSetgid|0o010) != fs.ModeSetgid|0o010 &&
 		permitted(a, false, MayRead|MayWrite, c)
-	t.runlock(r)
+	t.runlockAttrs(r)
 	if c.Uid != 0 && c.Uid != a.Uid && !safe {
 		return &fs.PathError{Op: "link", Path: n.Path(), Err: syscall.EPERM}
 	}
@@ -289,7 +358,10 @@ func (t *Tree) MayLink(n *Node, c Cred) error {
 
 // getattrLocked copies n's attributes.
 //
-// Preconditions: the read side is held.
+// Preconditions: the side attributes are read under is held (the
+// attribute lock's read side, or the tree's read or write side); for
+// LookupAttr, the tree's read side (kernfs_init_inode refreshes a new
+// inode under the lookup's lock).
 func getattrLocked(n *Node) Stat {
 	st := Stat{Attr: *n.attr.Load(), Ino: n.ino, Kind: n.kind, Nlink: 1}
 	switch n.kind {
@@ -303,12 +375,13 @@ func getattrLocked(n *Node) Stat {
 	return st
 }
 
-// Getattr returns n's attributes (kernfs_iop_getattr). A removed node still
-// has attributes until its last reference goes, as an inode does.
+// Getattr returns n's attributes (kernfs_iop_getattr), under the
+// attribute lock where the strategy has one. A removed node still has
+// attributes until its last reference goes, as an inode does.
 func (t *Tree) Getattr(n *Node) Stat {
-	r := t.rlock()
+	r := t.rlockAttrs()
 	st := getattrLocked(n)
-	t.runlock(r)
+	t.runlockAttrs(r)
 	return st
 }
 

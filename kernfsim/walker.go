@@ -38,10 +38,11 @@ type WalkerOptions struct {
 // dentry cache. It is safe for concurrent use.
 //
 // The strategy's read side is entered through a locking.ReadSide: where
-// reads are not scoped (mutex, rwsem) every lookup, revalidate and
-// permission call takes it on its own (ref-walk, as kernfs took its lock
-// per call); where they are (rcu, none) one read section covers the whole
-// walk (rcu-walk). Negative dentries are cached if the strategy caches
+// reads are not scoped (mutex, rwsem and the later ones) every lookup,
+// revalidate and permission call takes it on its own (ref-walk, as kernfs
+// took its lock per call); where they are (rcu, none) one read section
+// covers the whole walk (rcu-walk). Under a strategy with an attribute
+// lock (Traits.SeparateAttrLock) permission checks take that lock instead. Negative dentries are cached if the strategy caches
 // negatives, unless WalkerOptions.Negatives says otherwise.
 type Walker struct {
 	t         *Tree   // immutable
@@ -60,7 +61,7 @@ func NewWalker(t *Tree, opts WalkerOptions) *Walker {
 	if opts.Buckets == 0 {
 		opts.Buckets = 1 << 16
 	}
-	ref := newRefWalk(opts.RefWalk, max(0, opts.MountDepth))
+	ref := newRefWalk(opts.RefWalk, max(0, opts.MountDepth), t.attrs)
 	return &Walker{t: t, negatives: neg, cache: newDcache(opts.Buckets), ref: ref,
 		root: &dentry{node: t.root, lines: ref.newLines()}}
 }
@@ -136,8 +137,7 @@ func (w *Walker) walk(c Cred, start *dentry, path string, follow bool, links *in
 			w.ref.put(cur)
 			return nil, syscall.ENOTDIR
 		}
-		w.ref.refresh(cur)
-		if e := w.permission(cur.node, MayExec, c); e != 0 {
+		if e := w.permission(cur, MayExec, c); e != 0 {
 			w.ref.put(cur)
 			return nil, e
 		}
@@ -215,9 +215,23 @@ func (w *Walker) step(dir *dentry, name string) (*dentry, syscall.Errno) {
 	return w.cache.put(&dentry{parent: dir, name: name, node: n, lines: w.ref.newLines()}, h), 0
 }
 
-func (w *Walker) permission(n *Node, mask Access, c Cred) syscall.Errno {
+// permission is kernfs_iop_permission on d's node, with ref-walk's
+// refresh of its inode (RefWalk). Under a strategy with an attribute lock
+// (kernfs64) one read section of that lock covers both, as
+// kernfs_iop_permission takes kernfs_iattr_rwsem around
+// kernfs_refresh_inode and generic_permission; otherwise the refresh takes
+// ref-walk's own stand-in for that lock and the check the tree's read side.
+func (w *Walker) permission(d *dentry, mask Access, c Cred) syscall.Errno {
+	if a := w.t.attrs; a != nil {
+		r := a.AttrRLock()
+		w.ref.refreshLocked(d)
+		e := permissionLocked(d.node, mask, c)
+		a.AttrRUnlock(r)
+		return e
+	}
+	w.ref.refresh(d)
 	r := w.t.reads.EnterCall()
-	e := permissionLocked(n, mask, c)
+	e := permissionLocked(d.node, mask, c)
 	w.t.reads.ExitCall(r)
 	return e
 }

@@ -237,9 +237,11 @@ func (t *Tree) unlinkLocked(n *Node, id *identity) {
 // (kernfs_iop_setattr). The mode keeps the setuid, setgid and sticky bits,
 // as kernfs stores the whole mode, but for the setgid bit that a caller
 // outside the group cannot set (setattr_prepare). A size on a writable
-// attribute is accepted and ignored, as sysfs does for O_TRUNC.
+// attribute is accepted and ignored, as sysfs does for O_TRUNC. It writes
+// under the attribute lock where the strategy has one (kernfs_iop_setattr
+// from 6.4), else under the tree's write side.
 func (t *Tree) Setattr(n *Node, args SetattrArgs, c Cred) error {
-	if err := t.strategy.Lock(); err != nil {
+	if err := t.lockAttrs(); err != nil {
 		return &fs.PathError{Op: "setattr", Path: n.Path(), Err: err}
 	}
 	e := syscall.Errno(0)
@@ -248,13 +250,32 @@ func (t *Tree) Setattr(n *Node, args SetattrArgs, c Cred) error {
 	} else if e = setattrPrepare(n, n.attr.Load(), &args, c); e == 0 {
 		n.attr.Store(applySetattr(n.attr.Load(), args, t.now()))
 	}
-	t.strategy.Unlock()
+	t.unlockAttrs()
 	if e != 0 {
 		return &fs.PathError{Op: "setattr", Path: n.Path(), Err: e}
 	}
 	id := n.ident.Load()
 	t.notify(Event{Op: OpSetattr, Node: n, Parent: id.parent, Name: id.name})
 	return nil
+}
+
+// lockAttrs enters the side node attributes are written under: the
+// strategy's attribute lock where it has one, else the tree's write side.
+func (t *Tree) lockAttrs() error {
+	if t.attrs != nil {
+		t.attrs.AttrLock()
+		return nil
+	}
+	return t.strategy.Lock()
+}
+
+// unlockAttrs leaves what lockAttrs entered.
+func (t *Tree) unlockAttrs() {
+	if t.attrs != nil {
+		t.attrs.AttrUnlock()
+		return
+	}
+	t.strategy.Unlock()
 }
 
 // Rename moves n to newName in newParent (kernfs_rename_ns). It fails with

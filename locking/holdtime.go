@@ -25,7 +25,7 @@ import (
 //     the write side's start is a field of lockStats that the lock itself
 //     protects (lockStats.writeStart); mutex's readers carry theirs in the
 //     token as the shared readers do;
-//   - a shared read side (rwsem, rcu) has many holders at once, so no one
+//   - a shared read side (rwsem, rcu, and the later ones) has many holders at once, so no one
 //     field can hold their starts, and a per-P slot would be wrong when
 //     the goroutine moves to another P between RLock and RUnlock: the
 //     start travels in the ReadToken RLock returns (timedToken), and
@@ -97,7 +97,8 @@ func (h holdSampler) scale(ns int64) int64 { return ns << h.log }
 func (h holdSampler) every() int { return 1 << h.log }
 
 // A ReadToken returned by a Strategy's RLock is the strategy's own token
-// in its low tokenInnerBits bits (Grace's counter index, or 0), and, if
+// in its low tokenInnerBits bits (Grace's counter index, bravo's table
+// slot plus one, or 0), and, if
 // the hold is timed, the low 48 bits of its start (a clock reading) above
 // them; not timed, they are 0.
 const (
@@ -126,12 +127,14 @@ func (t ReadToken) heldUntil(end int64) int64 {
 }
 
 // readShard is one P's read-side counters (pshard.Of), alone on its cache
-// line: acquisitions made on the P, and the estimated hold time of timed
-// read sides that ended on it.
+// line: acquisitions made on the P (those that took a strategy's fast
+// path apart), and the estimated hold time of timed read sides that ended
+// on it.
 type readShard struct {
 	acq    atomic.Int64 // accessed atomically
+	fast   atomic.Int64 // accessed atomically: acquisitions by the fast path (Stats.ReadFast), not in acq
 	heldNs atomic.Int64 // accessed atomically: timed holds, scaled up
-	_      [cacheLine - 16]byte
+	_      [cacheLine - 24]byte
 }
 
 // numReadShards is how many per-P read-side shards a shared read side
@@ -162,6 +165,15 @@ func (r *readShards) enter(h holdSampler, inner ReadToken) ReadToken {
 	return timedToken(inner, clock())
 }
 
+// enterFast is enter for an acquisition by the strategy's fast path
+// (Stats.ReadFast).
+func (r *readShards) enterFast(h holdSampler, inner ReadToken) ReadToken {
+	if !h.take(r[pshard.Of(numReadShards-1)].fast.Add(1)) {
+		return inner
+	}
+	return timedToken(inner, clock())
+}
+
 // left adds the hold of the timed token t, ended at end, to the calling
 // P's shard, which need not be the P that entered.
 func (r *readShards) left(h holdSampler, t ReadToken, end int64) {
@@ -171,7 +183,9 @@ func (r *readShards) left(h holdSampler, t ReadToken, end int64) {
 // addTo adds the shards' counts to s.
 func (r *readShards) addTo(s *Stats) {
 	for i := range r {
-		s.ReadAcquisitions += r[i].acq.Load()
+		fast := r[i].fast.Load()
+		s.ReadAcquisitions += r[i].acq.Load() + fast
+		s.ReadFast += fast
 		s.ReadHeld += time.Duration(r[i].heldNs.Load())
 	}
 }

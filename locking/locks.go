@@ -188,6 +188,19 @@ type RWSem struct {
 	reads   *readShards // immutable pointer (newReadShards); read acquisitions without a writer about, and every timed read hold, per P
 }
 
+// newRWSem returns an RWSem counting as o says.
+func newRWSem(o Options) *RWSem {
+	r := &RWSem{}
+	r.init(o)
+	return r
+}
+
+// init sets a new RWSem's counters up as o says.
+func (r *RWSem) init(o Options) {
+	r.count, r.hold, r.reads = !o.NoStats, holdSamplerOf(o.HoldSampleEvery), newReadShards()
+	r.stats.init(o)
+}
+
 func (r *RWSem) Name() string   { return "rwsem" }
 func (r *RWSem) Seal()          {}
 func (r *RWSem) Grace() *Grace  { return nil }

@@ -8,9 +8,10 @@ import "time"
 // snapshot, a plain value; Sub makes the delta of two and Utilization
 // divides its hold time by the wall time between them.
 //
-// The read side is the lock taken shared (rwsem), the one mutex (mutex),
-// or a read-side critical section (rcu, which takes no lock: its read
-// side is never contended and waits for nothing). none's readers take
+// The read side is the lock taken shared (rwsem, kernfs64's tree rwsem,
+// percpu, bravo), the one mutex (mutex), or a read-side critical section
+// (rcu, which takes no lock: its read side is never contended and waits
+// for nothing). none's readers take
 // nothing and are not counted: ReadSideCounted is false and the read
 // counters stay zero. The write side is the writer lock of each strategy
 // (none's until Seal, the tree's builders).
@@ -38,8 +39,68 @@ type Stats struct {
 	// under none, whose readers take nothing, and with the counters off.
 	ReadSideCounted bool
 
+	// ReadFast is how many of ReadAcquisitions took a fast path that
+	// writes no line other CPUs' readers write: percpu's readers while
+	// rcu_sync lets them (readers_fast), bravo's readers published in its
+	// visible-readers table. 0 under the other strategies.
+	ReadFast int64
+
+	// Attr and OpenFile are the counters of the locks a strategy has
+	// besides its tree lock, whose counters are the fields above:
+	// kernfs64's attribute rwsem (Traits.SeparateAttrLock) and its hashed
+	// open-file mutexes (Traits.OpenFileLocks, write side only, summed
+	// over the mutexes). Zero under the other strategies.
+	Attr, OpenFile LockCounts
+
 	Grace              GraceStats // zero unless the strategy has a Grace
 	CountersSwitchedOn bool
+}
+
+// LockCounts are one lock's counters, per side, as Stats gives the tree
+// lock's: acquisitions, contentions and wait time exact, hold time an
+// estimate sampled as Stats.HoldSampleEvery says.
+type LockCounts struct {
+	ReadAcquisitions  int64
+	ReadContended     int64
+	ReadWait          time.Duration
+	ReadHeld          time.Duration
+	WriteAcquisitions int64
+	WriteContended    int64
+	WriteWait         time.Duration
+	WriteHeld         time.Duration
+}
+
+// countsOf is the tree-lock counters of s as LockCounts.
+func countsOf(s Stats) LockCounts {
+	return LockCounts{
+		ReadAcquisitions: s.ReadAcquisitions, ReadContended: s.ReadContended, ReadWait: s.ReadWait, ReadHeld: s.ReadHeld,
+		WriteAcquisitions: s.WriteAcquisitions, WriteContended: s.WriteContended, WriteWait: s.WriteWait, WriteHeld: s.WriteHeld,
+	}
+}
+
+// add is c plus d.
+func (c LockCounts) add(d LockCounts) LockCounts {
+	return LockCounts{
+		ReadAcquisitions: c.ReadAcquisitions + d.ReadAcquisitions, ReadContended: c.ReadContended + d.ReadContended,
+		ReadWait: c.ReadWait + d.ReadWait, ReadHeld: c.ReadHeld + d.ReadHeld,
+		WriteAcquisitions: c.WriteAcquisitions + d.WriteAcquisitions, WriteContended: c.WriteContended + d.WriteContended,
+		WriteWait: c.WriteWait + d.WriteWait, WriteHeld: c.WriteHeld + d.WriteHeld,
+	}
+}
+
+// Sub returns the counters' change from before, an earlier snapshot of
+// the same lock, to c.
+func (c LockCounts) Sub(before LockCounts) LockCounts {
+	d := c
+	d.ReadAcquisitions -= before.ReadAcquisitions
+	d.ReadContended -= before.ReadContended
+	d.ReadWait -= before.ReadWait
+	d.ReadHeld -= before.ReadHeld
+	d.WriteAcquisitions -= before.WriteAcquisitions
+	d.WriteContended -= before.WriteContended
+	d.WriteWait -= before.WriteWait
+	d.WriteHeld -= before.WriteHeld
+	return d
 }
 
 // Sub returns the counters' change from before, an earlier snapshot of the
@@ -55,6 +116,9 @@ func (s Stats) Sub(before Stats) Stats {
 	d.WriteContended -= before.WriteContended
 	d.WriteWait -= before.WriteWait
 	d.WriteHeld -= before.WriteHeld
+	d.ReadFast -= before.ReadFast
+	d.Attr = s.Attr.Sub(before.Attr)
+	d.OpenFile = s.OpenFile.Sub(before.OpenFile)
 	d.Grace = s.Grace.Sub(before.Grace)
 	return d
 }

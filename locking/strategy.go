@@ -1,29 +1,52 @@
 // Package locking provides the lock strategies that kernfsim's tree runs
-// under, and the grace-period engine the rcu strategy uses.
+// under, and the grace-period engine the rcu and percpu strategies use.
 //
 // A Strategy has a read side (lookup, revalidate, permission, getattr,
-// readdir) and a write side (add, remove, rename, setattr). The four
-// strategies model four eras of Linux kernfs:
+// readdir) and a write side (add, remove, rename, setattr). The first
+// four strategies model four eras of Linux kernfs; the others model
+// kernfs as mainline has it now and read-mostly locks Linux uses
+// elsewhere but never put in front of kernfs:
 //
-//	mutex  one global mutex for readers and writers (kernfs <= 5.14)
-//	rwsem  readers share, writers exclude, writer preference (kernfs 5.15+)
-//	rcu    readers take no lock; writers serialise on one writer mutex and
-//	       publish copy-on-write; teardown waits for a grace period
-//	none   no synchronisation; writers are refused once the tree is sealed
+//	mutex       one global mutex for readers and writers (kernfs <= 5.14)
+//	rwsem       readers share, writers exclude, writer preference (kernfs 5.15+)
+//	rcu         readers take no lock; writers serialise on one writer mutex and
+//	            publish copy-on-write; teardown waits for a grace period
+//	none        no synchronisation; writers are refused once the tree is sealed
+//	kernfs64    kernfs from 6.4: a tree rwsem, a separate attribute rwsem for
+//	            permission, getattr and setattr (Traits.SeparateAttrLock), and
+//	            1024 hashed open-file mutexes (Traits.OpenFileLocks)
+//	percpu      percpu_rw_semaphore: readers count on their own CPU's counter
+//	            while no writer is about; a writer first waits a grace period
+//	            to switch them to the slow path, then for them to drain
+//	percpu-dyn  percpu with readers always on the slow path, as cgroup's
+//	            favordynmods: writers wait for no grace period
+//	bravo       BRAVO's reader bias over an rwsem: readers publish themselves
+//	            in a visible-readers table; a writer revokes the bias
 //
 // Each strategy counts its lock as Linux's /proc/lock_stat does (Stats):
 // acquisitions, contentions and wait time exactly, hold time on a sample
 // (Options.HoldSampleEvery, holdtime.go). They count on the lock's own
 // line, which the acquirer has just written, or on the P's own line
-// (rwsem's and rcu's readers), so counting shares no line that the lock
-// does not already share.
+// (the readers of rwsem, rcu and the later strategies), so counting
+// shares no line that the lock does not already share.
 //
 // Lock ordering (outer to inner):
 //
-//	Strategy write side (mutex.mu / rwsem.mu / rcu.writer / none.build)
+//	percpu's rcu_sync wait (rcu_sync_enter: PercpuRWSem.rssMu, released
+//	while it waits in Grace.Synchronize; nothing else held)
+//	Strategy write side (mutex.mu / rwsem.mu / rcu.writer / none.build /
+//	kernfs64's tree rwsem / percpu's gate / bravo's rwsem, then its
+//	revocation wait)
 //	  Grace.gpMu (only through Grace methods, never while a read side is held)
+//	    Grace.mu
+//	kernfs64's tree rwsem, either side
+//	  kernfs64's attribute rwsem (AttrLocker), either side; also taken alone
+//	kernfs64's open-file mutexes (OpenFileLocker): taken alone, one at a time
+//	PercpuRWSem.rssMu (rcu_sync_exit and its callback)
+//	  Grace.mu (Grace.Call)
 //
-// A read side is never held while taking the write side.
+// A read side is never held while taking the write side, and nothing is
+// taken inside an attribute or open-file lock.
 package locking
 
 import (
@@ -55,7 +78,7 @@ type Strategy interface {
 }
 
 // ErrReadOnly is returned by Lock under none once the tree is sealed.
-var ErrReadOnly = errors.New("lock strategy none is read-only: writers need mutex, rwsem or rcu")
+var ErrReadOnly = errors.New("lock strategy none is read-only: writers need another strategy (mutex, rwsem, rcu, ...)")
 
 // Options tune a strategy.
 type Options struct {
@@ -67,8 +90,15 @@ type Options struct {
 	// others round up to a power of two, at most MaxHoldSampleEvery; New
 	// rejects the rest. Counts are exact whatever it is.
 	HoldSampleEvery int
-	// Grace configures the rcu strategy's grace-period engine.
+	// Grace configures the grace-period engine of the strategies that
+	// have one (rcu, percpu).
 	Grace GraceConfig
+	// ExpediteSync makes percpu's writers switch readers to the slow path
+	// with an expedited grace period (SynchronizeExpedited, as
+	// rcu_sync_enter's synchronize_rcu under rcu_expedited=1) instead of
+	// a normal one. sysfs.Assemble sets it for --gp=expedited; the other
+	// strategies ignore it.
+	ExpediteSync bool
 }
 
 // New returns the strategy called name.

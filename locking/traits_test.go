@@ -6,8 +6,9 @@ import (
 )
 
 // TestTraitsAreConsistent checks each strategy's traits against what it
-// does, and the rule that keeps removals safe: a strategy that refuses
-// writers unlinks with the deactivation.
+// does (a Grace, the attribute and open-file lock interfaces), and the
+// rule that keeps removals safe: a strategy that refuses writers unlinks
+// with the deactivation.
 func TestTraitsAreConsistent(t *testing.T) {
 	for _, name := range Names {
 		t.Run("lock="+name, func(t *testing.T) {
@@ -21,6 +22,12 @@ func TestTraitsAreConsistent(t *testing.T) {
 			}
 			if !tr.AcceptsWriters && tr.DrainBeforeUnlink {
 				t.Fatal("a strategy that refuses writers drains before unlink: Seal could refuse a removal halfway")
+			}
+			if _, ok := s.(AttrLocker); ok != tr.SeparateAttrLock {
+				t.Fatalf("is an AttrLocker: %v; SeparateAttrLock is %v", ok, tr.SeparateAttrLock)
+			}
+			if _, ok := s.(OpenFileLocker); ok != tr.OpenFileLocks {
+				t.Fatalf("is an OpenFileLocker: %v; OpenFileLocks is %v", ok, tr.OpenFileLocks)
 			}
 		})
 	}
