@@ -1,10 +1,12 @@
 // Package client speaks to a kernfsim tree through its files, as any
 // process on a mount does: the control-file protocol of the in-tree ABI
-// (bus/kernfsim/new_device, delete_device) and the stats file
-// (kernel/kernfsim/stats). It owns both formats' client side: the writes
-// that control files accept (parsed by package sysfs with the parsers
-// here) and a typed parser of what package fusefs writes to the stats
-// file. It has no state and no locks.
+// (bus/kernfsim/new_device, delete_device, new_cgroup, delete_cgroup),
+// the stats file (kernel/kernfsim/stats) and the cgroup v2 interface
+// files a node agent reads (cgroup.go). It owns these formats' client
+// side: the writes that control files accept (parsed by package sysfs
+// with the parsers here), a typed parser of what package fusefs writes
+// to the stats file, and parsers of the cgroup files' flat and nested
+// keyed formats. It has no state and no locks.
 package client
 
 import (
@@ -19,6 +21,11 @@ const (
 	DeleteDevicePath = "bus/kernfsim/delete_device"
 	DevicesDir       = "devices/kernfsim"
 	StatsPath        = "kernel/kernfsim/stats"
+	// The cgroup control files, present where the tree has a cgroup v2
+	// hierarchy under CgroupDir; their paths are relative to CgroupDir.
+	NewCgroupPath    = "bus/kernfsim/new_cgroup"
+	DeleteCgroupPath = "bus/kernfsim/delete_cgroup"
+	CgroupDir        = "fs/cgroup"
 )
 
 // FallbackNotice begins the line a kernfsim server prints on stderr when
@@ -39,8 +46,16 @@ func DeleteDevices(names ...string) []byte {
 	return []byte(strings.Join(names, " ") + "\n")
 }
 
-// ErrSyntax is a control-file write that is not "NAME [NATTRS]" or
-// "NAME [NAME...]".
+// NewCgroup is the write to new_cgroup that makes the cgroup at path
+// (below CgroupDir, as mkdir(2) would there): "PATH\n".
+func NewCgroup(path string) []byte { return []byte(path + "\n") }
+
+// DeleteCgroup is the write to delete_cgroup that removes the cgroup at
+// path, as rmdir(2) would: "PATH\n".
+func DeleteCgroup(path string) []byte { return []byte(path + "\n") }
+
+// ErrSyntax is a control-file write that is not "NAME [NATTRS]",
+// "NAME [NAME...]" or "PATH".
 var ErrSyntax = errors.New("kernfsim control file: bad syntax")
 
 // ParseNewDevice splits a write to new_device into its name and
@@ -65,6 +80,24 @@ func ParseNewDevice(data []byte, maxAttrs int) (name string, nattrs int, err err
 // ParseDeleteDevices splits a write to delete_device into its names.
 func ParseDeleteDevices(data []byte) ([]string, error) {
 	return controlFields(data)
+}
+
+// ParseCgroupPath is the cgroup path a write to new_cgroup or
+// delete_cgroup names: one field of names separated by "/", a leading "/"
+// allowed (as /proc/PID/cgroup writes them), none empty, "." or "..".
+// The names are not checked otherwise here (the tree's name rules apply).
+func ParseCgroupPath(data []byte) (string, error) {
+	fields, err := controlFields(data)
+	if err != nil || len(fields) != 1 {
+		return "", ErrSyntax
+	}
+	p := strings.TrimPrefix(fields[0], "/")
+	for _, name := range strings.Split(p, "/") {
+		if name == "" || name == "." || name == ".." {
+			return "", ErrSyntax
+		}
+	}
+	return p, nil
 }
 
 // controlFields are the blank-separated fields of a control-file write:

@@ -54,3 +54,47 @@ func TestParseStats(t *testing.T) {
 		t.Error("a counter that is not a number parsed")
 	}
 }
+
+func TestCgroupControlWritesParse(t *testing.T) {
+	for _, p := range []string{"kubepods.slice", "kubepods.slice/kubepods-podx.slice/cri-containerd-1.scope"} {
+		for _, data := range [][]byte{NewCgroup(p), DeleteCgroup(p), NewCgroup("/" + p)} {
+			if got, err := ParseCgroupPath(data); err != nil || got != p {
+				t.Errorf("ParseCgroupPath(%q): got %q, %v; want %q", data, got, err, p)
+			}
+		}
+	}
+	for _, bad := range []string{"", "\n", "/", "a b", "a//b", "a/", "a/./b", "../a", "a\x00b"} {
+		if _, err := ParseCgroupPath([]byte(bad)); !errors.Is(err, ErrSyntax) {
+			t.Errorf("ParseCgroupPath(%q): got %v, want ErrSyntax", bad, err)
+		}
+	}
+}
+
+// The cgroup formats, on lines as Documentation/admin-guide/cgroup-v2.rst
+// shows them.
+func TestParseCgroupFiles(t *testing.T) {
+	flat, err := ParseFlatKeyed([]byte("anon 1228800\nfile 0\n"))
+	if v, ok := Get(flat, "anon"); err != nil || len(flat) != 2 || !ok || v != 1228800 {
+		t.Errorf("flat keyed: got %v, %v", flat, err)
+	}
+	nested, err := ParseNestedKeyed([]byte("8:16 rbytes=1459200 wbytes=314773504 rios=192 wios=353 dbytes=0 dios=0\n8:0 rbytes=90430464 wbytes=299008000 rios=8950 wios=1252 dbytes=50331648 dios=3021\n"))
+	if err != nil || len(nested) != 2 || nested[1].Key != "8:0" || len(nested[1].Values) != 6 || nested[1].Values[5] != (KeyValue{"dios", 3021}) {
+		t.Errorf("nested keyed: got %+v, %v", nested, err)
+	}
+	if vals, err := ParseValues([]byte("1\n42\n")); err != nil || !slices.Equal(vals, []uint64{1, 42}) {
+		t.Errorf("values: got %v, %v", vals, err)
+	}
+	if vals, err := ParseValues(nil); err != nil || len(vals) != 0 {
+		t.Errorf("an empty cgroup.procs: got %v, %v", vals, err)
+	}
+	for _, bad := range []string{"anon", "anon x\n", "anon 1", " 1\n", "anon -1\n"} {
+		if _, err := ParseFlatKeyed([]byte(bad)); !errors.Is(err, ErrCgroupFormat) {
+			t.Errorf("ParseFlatKeyed(%q): got %v, want ErrCgroupFormat", bad, err)
+		}
+	}
+	for _, bad := range []string{"8:0\n", "8:0 rbytes\n", "8:0 rbytes=x\n", "8:0  rbytes=1\n"} {
+		if _, err := ParseNestedKeyed([]byte(bad)); !errors.Is(err, ErrCgroupFormat) {
+			t.Errorf("ParseNestedKeyed(%q): got %v, want ErrCgroupFormat", bad, err)
+		}
+	}
+}

@@ -5,32 +5,48 @@ import (
 	"sync"
 	"time"
 
+	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
 	"github.com/kernfsim/kernfsim/client"
 	"github.com/kernfsim/kernfsim/kernfsim"
 )
+
+// The writers that change the tree while a run's workers read it: N
+// goroutines (Config.Writers), each making its own changes at a rate
+// (Config.Churn) and timing each one as it saw it. What a change is
+// belongs to a changer: a device added or removed through the in-tree ABI
+// (deviceChurn, below), a memory block hot-added (coldplug's prober), a
+// container's cgroup made or removed (cgroup's churner).
 
 // The in-tree control files (sysfs.ABI), relative to the target.
 const (
 	churnControl = client.NewDevicePath
 	churnDelete  = client.DeleteDevicePath
 	churnDevices = client.DevicesDir
-	// churnSlots is how many device names the churner cycles through.
+	// churnSlots is how many device names (or containers) each writer
+	// cycles through.
 	churnSlots = 8
 	// churnFile is the file of a churned device the workers read: every
 	// sysfs device has one.
 	churnFile = "uevent"
 )
 
-// ChurnResult is what the churner did.
+// ChurnResult is what the writers did.
 type ChurnResult struct {
-	Rate    float64 // asked for, per second
+	Rate float64 // asked for, per second and writer
+	// Writers is how many wrote; 0 in a result made before they were
+	// counted, which had one.
+	Writers int
 	Adds    int64
 	Removes int64
 	Elapsed time.Duration
+	// Latency is how long each change took as its writer saw it (one
+	// create or delete, from the write's start to its return), over the
+	// whole run; zero in a result made before it was measured.
+	Latency Latency
 	Errors  []ErrorCount // failed writes: every one is unexpected
 }
 
-// Achieved is the changes made per second.
+// Achieved is the changes made per second, every writer's.
 func (c ChurnResult) Achieved() float64 {
 	if c.Elapsed <= 0 {
 		return 0
@@ -38,126 +54,214 @@ func (c ChurnResult) Achieved() float64 {
 	return float64(c.Adds+c.Removes) / c.Elapsed.Seconds()
 }
 
-// churner adds and removes devices at a rate, cycling through churnSlots
-// names: each change adds the slot's device if it is absent, else removes
-// it. Its methods are safe on a nil churner (no churn).
-type churner struct {
-	t       target
-	rate    float64
-	names   []string
-	present []bool // owned by the churner goroutine
+// changer is what writers change. Writer w calls change(w) from its own
+// goroutine only, so state indexed by w is that writer's.
+type changer interface {
+	// change makes writer w's next change: whether it removed something
+	// (else added), the path to name in an error, and its error.
+	change(w int) (removed bool, path string, err error)
+	// cleanup undoes what the writers leave that should not stay, after
+	// they have stopped.
+	cleanup()
+}
 
-	started  bool // set by start, read by finish: both on Run's goroutine
+// writerSet runs n writers of one changer, each rate changes a second.
+// Its methods are safe on a nil *writerSet (no writers).
+type writerSet struct {
+	n    int
+	rate float64
+	ch   changer
+
+	started  bool      // set by start, read by finish: both on Run's goroutine
+	t0       time.Time // set by start, before the writers start
 	stop     chan struct{}
-	done     chan struct{}
+	wg       sync.WaitGroup
 	stopOnce sync.Once
 
-	mu   sync.Mutex
-	res  ChurnResult // protected by mu
-	errs ErrorTally  // protected by mu
+	mu     sync.Mutex
+	res    ChurnResult             // protected by mu
+	errs   ErrorTally              // protected by mu
+	all    *hdrhistogram.Histogram // every change's latency; protected by mu
+	window *hdrhistogram.Histogram // the open phase's; nil when none is open; protected by mu
+	spare  *hdrhistogram.Histogram // the window's, kept between phases; protected by mu
 }
 
-// newChurner checks that t has the control files and removes devices a
-// previous run may have left.
-func newChurner(t target, rate float64) (*churner, error) {
-	if err := t.stat(t.abs(churnControl)); err != nil {
-		return nil, BadConfig("Churn", "churn a kernfsim mount or --sim",
-			"%s: %v: the target has no kernfsim device control files", t.abs(churnControl), err)
-	}
-	c := &churner{t: t, rate: rate, present: make([]bool, churnSlots),
-		stop: make(chan struct{}), done: make(chan struct{}), res: ChurnResult{Rate: rate}, errs: ErrorTally{}}
-	for i := range churnSlots {
-		c.names = append(c.names, "loadgen"+strconv.Itoa(i))
-		t.write(churnDelete, client.DeleteDevices(c.names[i])) // ENODEV when absent, as expected
-	}
-	return c, nil
+func newWriterSet(ch changer, n int, rate float64) *writerSet {
+	return &writerSet{n: n, rate: rate, ch: ch, stop: make(chan struct{}), res: ChurnResult{Rate: rate, Writers: n},
+		errs: ErrorTally{}, all: NewHistogram(), spare: NewHistogram()}
 }
 
-// files are the churned devices' files the workers read.
-func (c *churner) files() []string {
-	out := make([]string, len(c.names))
-	for i, n := range c.names {
-		out[i] = c.t.abs(churnDevices + "/" + n + "/" + churnFile)
+func (s *writerSet) start() {
+	if s == nil {
+		return
 	}
-	return out
-}
-
-func (c *churner) start() {
-	if c != nil {
-		c.started = true
-		go c.run()
+	s.started, s.t0 = true, time.Now()
+	for w := range s.n {
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			paced(s.rate, s.stop, func() { s.step(w) })
+		}()
 	}
 }
 
-// run makes changes on a ticker so that after t seconds about rate x t
-// have been made, catching up at most a tick's worth plus one at a time.
-func (c *churner) run() {
-	defer close(c.done)
-	interval := min(max(time.Duration(float64(time.Second)/c.rate), time.Millisecond), 10*time.Millisecond)
+// step makes writer w's next change and records it.
+func (s *writerSet) step(w int) {
+	t0 := time.Now()
+	removed, path, err := s.ch.change(w)
+	d := time.Since(t0)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch {
+	case err != nil:
+		s.errs.Add(kernfsim.Errno(err), false, path, 1)
+		return
+	case removed:
+		s.res.Removes++
+	default:
+		s.res.Adds++
+	}
+	RecordLatency(s.all, d)
+	if s.window != nil {
+		RecordLatency(s.window, d)
+	}
+}
+
+// openWindow starts recording a phase's changes apart.
+func (s *writerSet) openWindow() {
+	if s == nil {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.spare.Reset()
+	s.window = s.spare
+}
+
+// closeWindow ends the phase's window and returns its changes' latency;
+// nil without writers.
+func (s *writerSet) closeWindow() *Latency {
+	if s == nil {
+		return nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	l := Summarize(s.window)
+	s.window = nil
+	return &l
+}
+
+// finish stops the writers, cleans up after them and returns what they
+// did; nil without writers. It may be called more than once.
+func (s *writerSet) finish() *ChurnResult {
+	if s == nil {
+		return nil
+	}
+	s.stopOnce.Do(func() {
+		if s.started {
+			close(s.stop)
+			s.wg.Wait()
+			s.mu.Lock()
+			s.res.Elapsed = time.Since(s.t0)
+			s.mu.Unlock()
+		}
+		s.ch.cleanup()
+	})
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r := s.res
+	r.Errors, r.Latency = s.errs.Sorted(), Summarize(s.all)
+	return &r
+}
+
+// paced calls step about rate times a second until stop is closed, on a
+// ticker, catching up at most a tick's worth plus one at a time.
+func paced(rate float64, stop <-chan struct{}, step func()) {
+	interval := min(max(time.Duration(float64(time.Second)/rate), time.Millisecond), 10*time.Millisecond)
 	tick := time.NewTicker(interval)
 	defer tick.Stop()
 	t0, k := time.Now(), 0
-	burst := int(c.rate*interval.Seconds()) + 1
+	burst := int(rate*interval.Seconds()) + 1
 	for {
 		select {
-		case <-c.stop:
-			c.mu.Lock()
-			c.res.Elapsed = time.Since(t0)
-			c.mu.Unlock()
+		case <-stop:
 			return
 		case <-tick.C:
 		}
-		due := int(c.rate * time.Since(t0).Seconds())
+		due := int(rate * time.Since(t0).Seconds())
 		for n := 0; k < due && n < burst; n++ {
-			c.step(k % churnSlots)
+			step()
 			k++
 		}
 	}
 }
 
-// step adds slot i's device if it is absent, else removes it.
-func (c *churner) step(i int) {
-	var err error
-	if c.present[i] {
-		err = c.t.write(churnDelete, client.DeleteDevices(c.names[i]))
-	} else {
-		err = c.t.write(churnControl, client.NewDevice(c.names[i], DefaultChurnAttrs))
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	switch {
-	case err != nil:
-		c.errs.Add(kernfsim.Errno(err), false, c.names[i], 1)
-	case c.present[i]:
-		c.res.Removes++
-	default:
-		c.res.Adds++
-	}
-	if err == nil {
-		c.present[i] = !c.present[i]
-	}
+// deviceChurn adds and removes devices through bus/kernfsim/new_device
+// and delete_device: writer w cycles through churnSlots names of its own,
+// each change adding the slot's device if it is absent, else removing it.
+type deviceChurn struct {
+	t       target
+	names   [][]string // per writer, its slots' devices; immutable
+	present [][]bool   // row w is writer w's (cleanup's once the writers stopped)
+	next    []int      // per writer, its next slot; as present
 }
 
-// finish stops the churner, removes the devices it left and returns what
-// it did; nil without churn. It may be called more than once.
-func (c *churner) finish() *ChurnResult {
-	if c == nil {
-		return nil
+// newDeviceChurn checks that t has the control files and removes the
+// devices a previous run may have left; a target without them is bad
+// input for field (the Config field that asked for writers). Writer 0's
+// devices are loadgen0..loadgen7, writer w's the next churnSlots numbers
+// after w-1's.
+func newDeviceChurn(t target, writers int, field string) (*deviceChurn, error) {
+	if err := t.stat(t.abs(churnControl)); err != nil {
+		return nil, BadConfig(field, "churn a kernfsim mount or --sim",
+			"%s: %v: the target has no kernfsim device control files", t.abs(churnControl), err)
 	}
-	c.stopOnce.Do(func() {
-		if c.started {
-			close(c.stop)
-			<-c.done
+	d := &deviceChurn{t: t, next: make([]int, writers)}
+	for w := range writers {
+		names := make([]string, churnSlots)
+		for i := range names {
+			names[i] = "loadgen" + strconv.Itoa(w*churnSlots+i)
+			t.write(churnDelete, client.DeleteDevices(names[i])) // ENODEV when absent, as expected
 		}
-		for i := range c.names {
-			if c.present[i] {
-				c.t.write(churnDelete, client.DeleteDevices(c.names[i]))
+		d.names, d.present = append(d.names, names), append(d.present, make([]bool, churnSlots))
+	}
+	return d, nil
+}
+
+// files are the churned devices' files the workers read.
+func (d *deviceChurn) files() []string {
+	var out []string
+	for _, names := range d.names {
+		for _, n := range names {
+			out = append(out, d.t.abs(churnDevices+"/"+n+"/"+churnFile))
+		}
+	}
+	return out
+}
+
+func (d *deviceChurn) change(w int) (bool, string, error) {
+	i := d.next[w] % churnSlots
+	d.next[w]++
+	name, removed := d.names[w][i], d.present[w][i]
+	var err error
+	if removed {
+		err = d.t.write(churnDelete, client.DeleteDevices(name))
+	} else {
+		err = d.t.write(churnControl, client.NewDevice(name, DefaultChurnAttrs))
+	}
+	if err == nil {
+		d.present[w][i] = !removed
+	}
+	return removed, name, err
+}
+
+// cleanup removes the devices the writers left.
+func (d *deviceChurn) cleanup() {
+	for w, names := range d.names {
+		for i, n := range names {
+			if d.present[w][i] {
+				d.t.write(churnDelete, client.DeleteDevices(n))
 			}
 		}
-	})
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	r := c.res
-	r.Errors = c.errs.Sorted()
-	return &r
+	}
 }

@@ -103,6 +103,18 @@ type CompareConfig struct {
 	WarmUp time.Duration
 	// Server starts the servers of kernfsim rows without a Dir.
 	Server *ServerConfig
+	// Writers is how many writers change the tree beside every cell's
+	// readers (Config.Writers), each making WriteRate changes a second and
+	// timing them: devices through bus/kernfsim/new_device and
+	// delete_device, in cgroup cells containers' cgroups through
+	// new_cgroup and delete_cgroup, in coldplug cells memory blocks
+	// through the probe. 0 runs none (coldplug and cgroup cells keep their
+	// one writer at the op's default rate). A row that cannot be written
+	// (sys; a lock that refuses writers) runs readers only, with a note.
+	Writers int
+	// WriteRate is each writer's changes per second; 0 means
+	// DefaultWriteRate.
+	WriteRate float64
 	// SimCost is the sim rows' work outside the lock per operation
 	// (Target.SimCost) when Calibrate is "".
 	SimCost time.Duration
@@ -155,6 +167,10 @@ type CompareResult struct {
 	// (CompareConfig.Calibrate).
 	SimCosts        map[string]time.Duration
 	SimCalibrations []SimCalibration
+	// Writers and WriteRate are CompareConfig's: the writers beside each
+	// cell's readers, and each one's changes per second; 0 and 0 without.
+	Writers   int
+	WriteRate float64
 }
 
 // SimMode says what the sim rows' operations do besides the tree's own
@@ -206,6 +222,16 @@ type CellRun struct {
 	// cells, the start-up wait of half and of all MPI ranks.
 	Done, DoneMax time.Duration
 	Warnings      []string // Result.Warnings
+	// Writers is how many writers ran beside the readers (0: none). Over
+	// the concur phase they made WriteChanges changes, WriteRate a second
+	// in all, one taking WriteP50 (median) and WriteP99 as its writer saw
+	// it (Phase.Writes). LockWrites is the write side's acquisitions over
+	// the phase, exact (LockWrite's hold times are sampled).
+	Writers            int
+	WriteChanges       int64
+	WriteRate          float64
+	WriteP50, WriteP99 time.Duration
+	LockWrites         int64
 }
 
 // cellRunOf is r's figures.
@@ -221,8 +247,14 @@ func cellRunOf(r Result) CellRun {
 		P999: r.Concur.Latency.P999, OpsPerSec: r.OpsPerSec(), Ratio: r.Ratio(), Efficiency: r.Efficiency(),
 		Unexpected: r.Unexpected(), Done: done, DoneMax: last, Warnings: r.Warnings()}
 	if u := r.Concur.Lock; u != nil {
-		c.LockCounted, c.LockContended = true, u.Contended()
+		c.LockCounted, c.LockContended, c.LockWrites = true, u.Contended(), u.WriteAcquisitions
 		c.LockRead, c.LockWrite = u.Utilization()
+	}
+	if w := r.Concur.Writes; w != nil && r.Churn != nil {
+		c.Writers, c.WriteChanges, c.WriteP50, c.WriteP99 = max(1, r.Churn.Writers), w.Count, w.P50, w.P99
+		if r.Concur.Wall > 0 {
+			c.WriteRate = float64(w.Count) / r.Concur.Wall.Seconds()
+		}
 	}
 	return c
 }
@@ -268,7 +300,9 @@ func (c Cell) Median() CellRun {
 		m.LockRead = med(func(r CellRun) float64 { return r.LockRead })
 		m.LockWrite = med(func(r CellRun) float64 { return r.LockWrite })
 		m.LockContended = med(func(r CellRun) float64 { return r.LockContended })
+		m.LockWrites = int64(med(func(r CellRun) float64 { return float64(r.LockWrites) }))
 	}
+	c.medianWriters(&m)
 	for _, r := range c.Runs {
 		m.Unexpected += r.Unexpected
 		for _, w := range r.Warnings {
@@ -345,6 +379,9 @@ func (c CompareConfig) withDefaults() CompareConfig {
 	if c.HwlocTimes == 0 {
 		c.HwlocTimes = DefaultCompareHwlocTimes
 	}
+	if c.WriteRate == 0 && c.Writers > 0 {
+		c.WriteRate = DefaultWriteRate
+	}
 	c.MinDuration = orDefault(c.MinDuration, DefaultCompareMinDuration)
 	c.WarmUp = orDefault(c.WarmUp, DefaultCompareWarmUp)
 	if len(c.Ops) == 0 {
@@ -365,6 +402,10 @@ func (c CompareConfig) validate() error {
 	case c.Times <= 0 || c.SimTimes <= 0 || c.SysTimes <= 0 || c.HwlocTimes <= 0 || c.Repeats <= 0:
 		return BadConfig("Times", "give positive numbers", "times %d, sim times %d, hwloc times %d, repeats %d",
 			c.Times, c.SimTimes, c.HwlocTimes, c.Repeats)
+	case c.Writers < 0 || c.Writers > MaxWriters:
+		return BadConfig("Writers", fmt.Sprintf("give 0 to %d writers", MaxWriters), "%d writers", c.Writers)
+	case c.WriteRate < 0 || c.WriteRate > 100000:
+		return BadConfig("WriteRate", "give 0 (the default) to 100000 changes per second", "%g per second", c.WriteRate)
 	}
 	for _, t := range c.Threads {
 		if t <= 0 {
@@ -409,7 +450,7 @@ func Compare(ctx context.Context, cc CompareConfig) (res CompareResult, err erro
 	}
 	res = CompareResult{Provenance: CaptureProvenance(cc.Args), Ops: cc.Ops, Threads: cc.Threads, Times: cc.Times, SimTimes: cc.SimTimes, SysTimes: cc.SysTimes,
 		HwlocTimes: cc.HwlocTimes, Repeats: cc.Repeats, CPUs: len(AllowedCPUs()), Pinned: !cc.NoPin, SinglePinned: cc.PinSingle,
-		MinDuration: cc.MinDuration, WarmUp: cc.WarmUp, Rows: slices.Clone(cc.Rows)}
+		MinDuration: cc.MinDuration, WarmUp: cc.WarmUp, Rows: slices.Clone(cc.Rows), Writers: cc.Writers, WriteRate: cc.WriteRate}
 	stop, err := startServers(ctx, res.Rows, cc.Server)
 	defer func() { err = errors.Join(err, stop()) }()
 	if err != nil {
@@ -475,54 +516,6 @@ func makeCells(res CompareResult) []Cell {
 	}
 	return cells
 }
-
-// runCell runs c once, adding the run's notes to res's. A sim row cannot
-// run lstopo (it needs a filesystem): the cell stays empty, with a note.
-func runCell(ctx context.Context, cc CompareConfig, c *Cell, res *CompareResult) error {
-	op, missing, _ := parseOpLabel(c.Op)
-	if op == OpLstopo && c.Row.Target.Kind == TargetSim {
-		res.note(c.Row.Label() + ": lstopo needs a filesystem, skipped")
-		return nil
-	}
-	t := res.cellTarget(*c)
-	r, err := Run(ctx, Config{Target: t, Op: op, Missing: missing, Threads: c.Threads,
-		Times: cc.times(c), MinDuration: cc.minDuration(c), NoPin: cc.NoPin, PinSingle: cc.PinSingle})
-	if err != nil {
-		return fmt.Errorf("%s op=%s threads=%d: %w", c.Row.Label(), c.Op, c.Threads, err)
-	}
-	for _, n := range r.Notes {
-		res.note(c.Row.Label() + ": " + n)
-	}
-	c.Runs = append(c.Runs, cellRunOf(r))
-	return nil
-}
-
-// times is the operations per worker of c's runs. A coldplug operation
-// is coldplugFiles lookups, so its cells do that many times fewer, and
-// cost what a files cell does. Sim rows do SimTimes/Times times more
-// discoveries than HwlocTimes: one takes ~0.3 ms in process, less than a
-// scheduler tick. Path rows do SysTimes of a plain op.
-func (cc CompareConfig) times(c *Cell) int {
-	sim := c.Row.Target.Kind == TargetSim
-	switch {
-	case fieldOp(c.Op) && sim:
-		return cc.simHwlocTimes()
-	case fieldOp(c.Op):
-		return cc.HwlocTimes
-	case c.Op == string(OpColdplug) && sim:
-		return max(1, cc.SimTimes/coldplugFiles)
-	case c.Op == string(OpColdplug):
-		return max(1, cc.Times/coldplugFiles)
-	case sim:
-		return cc.SimTimes
-	case c.Row.Target.Kind == TargetPath:
-		return cc.SysTimes
-	}
-	return cc.Times
-}
-
-// simHwlocTimes is the discoveries per worker of hwloc cells of sim rows.
-func (cc CompareConfig) simHwlocTimes() int { return cc.HwlocTimes * max(1, cc.SimTimes/cc.Times) }
 
 // note adds n to the notes unless it is there.
 func (r *CompareResult) note(n string) {

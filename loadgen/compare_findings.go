@@ -14,9 +14,10 @@ import (
 // op, as a patch cover letter would (WriteCompareTable prints them after
 // the tables). For each target kind with a mutex row, each other lock's
 // ratio to mutex where the runs' ranges do not overlap (resolved), the
-// thread counts where they do (within noise), and for the FUSE rows what
+// thread counts where they do (within noise), for the FUSE rows what
 // bounds them: the tree's own code (the sim row at one thread) against
-// the whole per-op, and how busy the lock was.
+// the whole per-op, and how busy the lock was; and, with writers, how
+// long one change took under each lock.
 
 // Findings are the summary lines of op: a line per lock of each kind.
 func (r *CompareResult) Findings(op string) []string {
@@ -70,6 +71,9 @@ func (r *CompareResult) kindFindings(op string, kind TargetKind) []string {
 	}
 	if kind == TargetKernfsim && rows > 0 {
 		lines = append(lines, r.mountBound(op)...)
+	}
+	if line := r.writersLine(op, kind); line != "" {
+		lines = append(lines, line)
 	}
 	return lines
 }
@@ -145,8 +149,9 @@ func (r *CompareResult) lockBusyLine(op string) string {
 	return s
 }
 
-// lockCellText is c's lock figures: each side's utilization and the
-// fraction of acquisitions that waited; "-" without counters.
+// lockCellText is c's lock figures: each side's utilization (where
+// writers ran, the write side's acquisitions after it) and the fraction
+// of acquisitions that waited; "-" without counters.
 func lockCellText(c *Cell) string {
 	if c == nil || len(c.Runs) == 0 {
 		return "-"
@@ -155,7 +160,11 @@ func lockCellText(c *Cell) string {
 	if !m.LockCounted {
 		return "-"
 	}
-	return fmt.Sprintf("r%.3f w%.3f c%.1f%%", m.LockRead, m.LockWrite, 100*m.LockContended)
+	writes := ""
+	if m.Writers > 0 {
+		writes = fmt.Sprintf("(%d)", m.LockWrites)
+	}
+	return fmt.Sprintf("r%.3f w%.3f%s c%.1f%%", m.LockRead, m.LockWrite, writes, 100*m.LockContended)
 }
 
 // writeLockTable writes op's lock figures, a line per row with counters.

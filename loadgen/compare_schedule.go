@@ -3,14 +3,15 @@ package loadgen
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"slices"
 	"time"
 
 	"github.com/kernfsim/kernfsim/internal/textout"
 )
 
-// The schedule of a comparison: in which order its runs go, how long
-// each lasts, and the warm-up before them.
+// The schedule of a comparison: in which order its runs go, what each
+// one is and how long it lasts, and the warm-up before them.
 
 // orDefault is d, or def for 0, or 0 for a negative d (none).
 func orDefault(d, def time.Duration) time.Duration {
@@ -87,6 +88,69 @@ func warmUpRows(ctx context.Context, cc CompareConfig, res *CompareResult, t0 ti
 	}
 	return nil
 }
+
+// runCell runs c once, adding the run's notes to res's. A sim row cannot
+// run lstopo (it needs a filesystem), nor a sys row cgroup on a host
+// without cgroup v2: the cell stays empty, with a note.
+func runCell(ctx context.Context, cc CompareConfig, c *Cell, res *CompareResult) error {
+	op, missing, _ := parseOpLabel(c.Op)
+	if op == OpLstopo && c.Row.Target.Kind == TargetSim {
+		res.note(c.Row.Label() + ": lstopo needs a filesystem, skipped")
+		return nil
+	}
+	if dir := c.Row.Target.Dir; op == OpCgroup && c.Row.Target.Kind == TargetPath && !cgroupV2(dir) {
+		res.note(c.Row.Label() + ": cgroup skipped: no cgroup v2 hierarchy at " + filepath.Join(dir, cgroupDir) + " (a cgroup v1 or hybrid host)")
+		return nil
+	}
+	t := res.cellTarget(*c)
+	cfg := Config{Target: t, Op: op, Missing: missing, Threads: c.Threads,
+		Times: cc.times(c), MinDuration: cc.minDuration(c), NoPin: cc.NoPin, PinSingle: cc.PinSingle, NoChurnReads: true}
+	if n, note := res.writersFor(c.Row); n > 0 {
+		cfg.Writers, cfg.Churn = n, res.WriteRate
+	} else if note != "" {
+		res.note(c.Row.Label() + ": " + note)
+	}
+	r, err := Run(ctx, cfg)
+	if err != nil {
+		return fmt.Errorf("%s op=%s threads=%d: %w", c.Row.Label(), c.Op, c.Threads, err)
+	}
+	for _, n := range r.Notes {
+		res.note(c.Row.Label() + ": " + n)
+	}
+	c.Runs = append(c.Runs, cellRunOf(r))
+	return nil
+}
+
+// times is the operations per worker of c's runs. A coldplug operation
+// is coldplugFiles lookups, a cgroup one cgroupFiles reads, so their
+// cells do that many times fewer, and cost what a files cell does. Sim rows do SimTimes/Times times more
+// discoveries than HwlocTimes: one takes ~0.3 ms in process, less than a
+// scheduler tick. Path rows do SysTimes of a plain op.
+func (cc CompareConfig) times(c *Cell) int {
+	sim := c.Row.Target.Kind == TargetSim
+	switch {
+	case fieldOp(c.Op) && sim:
+		return cc.simHwlocTimes()
+	case fieldOp(c.Op):
+		return cc.HwlocTimes
+	case c.Op == string(OpColdplug) && sim:
+		return max(1, cc.SimTimes/coldplugFiles)
+	case c.Op == string(OpColdplug):
+		return max(1, cc.Times/coldplugFiles)
+	case c.Op == string(OpCgroup) && sim:
+		return max(1, cc.SimTimes/cgroupFiles)
+	case c.Op == string(OpCgroup):
+		return max(1, cc.Times/cgroupFiles)
+	case sim:
+		return cc.SimTimes
+	case c.Row.Target.Kind == TargetPath:
+		return cc.SysTimes
+	}
+	return cc.Times
+}
+
+// simHwlocTimes is the discoveries per worker of hwloc cells of sim rows.
+func (cc CompareConfig) simHwlocTimes() int { return cc.HwlocTimes * max(1, cc.SimTimes/cc.Times) }
 
 // minDuration is the least duration of each phase of c's runs: none for
 // hwloc and lstopo, whose figure is the time to done of a count of

@@ -1,8 +1,11 @@
 package loadgen
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -88,5 +91,54 @@ func TestCompareBadInput(t *testing.T) {
 	_, err := Compare(context.Background(), CompareConfig{Rows: []Row{{Target{Kind: TargetKernfsim, Lock: "rcu"}}}})
 	if !errors.Is(err, ErrNoServer) {
 		t.Errorf("kernfsim row without a server: got %v, want ErrNoServer", err)
+	}
+}
+
+// With writers, every cell of a row that takes them reports the writers'
+// latency per change and the lock's write side; a row whose lock refuses
+// writers runs readers only, with a note; the tables and the JSON say so.
+func TestCompareWriters(t *testing.T) {
+	tree := simTree(4)
+	cc := CompareConfig{
+		Rows: []Row{{Target{Kind: TargetSim, Lock: "mutex", Tree: tree}}, {Target{Kind: TargetSim, Lock: "rcu", Tree: tree}},
+			{Target{Kind: TargetSim, Lock: "none", Tree: tree}}},
+		Ops: []string{"files", "cgroup"}, Threads: []int{1, 2}, Times: 20, SimTimes: 50, Repeats: 1,
+		MinDuration: 100 * time.Millisecond, WarmUp: -1, Writers: 1, WriteRate: 2000,
+	}
+	r, err := Compare(context.Background(), cc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Writers != 1 || r.WriteRate != 2000 || !slices.Contains(r.Notes, "sim none: no writers: lock strategy none refuses them; readers only") {
+		t.Errorf("writers %d at %g/s, notes %q", r.Writers, r.WriteRate, r.Notes)
+	}
+	for _, c := range r.Cells {
+		m := c.Median()
+		if c.Row.Target.Lock == "none" {
+			if m.Writers != 0 || m.Unexpected != 0 {
+				t.Errorf("cell %s %s threads=%d: %d writers, %d unexpected: want readers only", c.Row.Label(), c.Op, c.Threads, m.Writers, m.Unexpected)
+			}
+			continue
+		}
+		if m.Writers != 1 || m.WriteChanges == 0 || m.WriteP50 <= 0 || m.WriteP99 < m.WriteP50 || m.WriteRate <= 0 ||
+			!m.LockCounted || m.LockWrites == 0 || m.Unexpected != 0 {
+			t.Errorf("cell %s %s threads=%d: %+v: want the writer's changes, their latency and the lock's write side", c.Row.Label(), c.Op, c.Threads, m)
+		}
+	}
+	var table, js bytes.Buffer
+	if err := WriteCompareTable(&table, r); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"writers: 1 per cell beside the readers, 2000 changes/s each", "\nwriters   lock", "rows' writers at 2 threads"} {
+		if !strings.Contains(table.String(), want) {
+			t.Errorf("table lacks %q:\n%s", want, table.String())
+		}
+	}
+	if err := WriteCompareJSON(&js, r); err != nil {
+		t.Fatal(err)
+	}
+	var j JSONCompare
+	if err := json.Unmarshal(js.Bytes(), &j); err != nil || j.Writers != 1 || j.Cells[0].Median.Writers == nil || j.Cells[0].Median.Lock.WriteAcquisitions == 0 {
+		t.Errorf("json: %v, writers %d, first cell %+v", err, j.Writers, j.Cells[0].Median)
 	}
 }

@@ -54,10 +54,20 @@ const (
 	// devices/system/memory/probe where the target has one. Iteration j of
 	// worker i handles block (i + j x Threads) mod N. See ops_coldplug.go.
 	OpColdplug Op = "coldplug"
+	// OpCgroup is a Kubernetes node agent (kubelet's cAdvisor,
+	// systemd-oomd) reading one cgroup's figures: memory.stat, cpu.stat,
+	// io.stat, cgroup.procs and memory.current of one cgroup of the cgroup
+	// v2 hierarchy under fs/cgroup, whole (a page-sized read), while a
+	// writer makes and removes containers' cgroups through
+	// bus/kernfsim/new_cgroup and delete_cgroup where the target has them.
+	// Iteration j of worker i reads cgroup (i + j x Threads) mod N, so one
+	// sweep of the hierarchy is N operations shared out among the
+	// workers. See ops_cgroup.go.
+	OpCgroup Op = "cgroup"
 )
 
 // Ops lists the operations in the order of their documentation.
-var Ops = []Op{OpOpenReadClose, OpStat, OpReaddir, OpWalk, OpSameFile, OpRandom, OpHwloc, OpLstopo, OpColdplug}
+var Ops = []Op{OpOpenReadClose, OpStat, OpReaddir, OpWalk, OpSameFile, OpRandom, OpHwloc, OpLstopo, OpColdplug, OpCgroup}
 
 // Defaults.
 const (
@@ -77,6 +87,39 @@ const (
 	// DefaultColdplugRate is the memory blocks the writer adds per second
 	// when Config.Churn is 0.
 	DefaultColdplugRate = 1000
+)
+
+// OpCgroup's defaults.
+const (
+	// DefaultCgroupTimes is operations per worker: one is five reads.
+	DefaultCgroupTimes = 1000
+	// DefaultCgroups is the containers of the hierarchy loadgen builds
+	// for OpCgroup when the tree is not sized (sysfs.SynthConfig.Cgroups):
+	// 64 containers in 32 pods, 99 cgroups, a busy node's (kubelet's
+	// default limit is 110 pods).
+	DefaultCgroups = 64
+	// DefaultCgroupRate is the cgroups the writer makes or removes per
+	// second when Config.Churn is 0: DefaultWriteRate, 50 container starts
+	// and 50 stops a second, a node's churn at its busiest (a CI node's,
+	// or a deployment rolling over it).
+	DefaultCgroupRate = DefaultWriteRate
+)
+
+// Writers' defaults and limits (Config.Writers).
+const (
+	// DefaultWriteRate is each writer's changes per second when
+	// Config.Writers is given without Config.Churn (and compare's
+	// --write-rate): one every 10 ms. That is 20 changes a writer in a
+	// compare phase of DefaultCompareMinDuration, enough for a median
+	// and a rough p99, and slower than one grace period (4-8 ms at the
+	// 4 ms tick), so that a writer which waits one per change (rcu's
+	// removal, a percpu-rwsem writer) still keeps up and its latency,
+	// not a backlog, is what the cell shows. It is also a node's
+	// container churn at its busiest (a pod start makes and removes a few
+	// cgroups).
+	DefaultWriteRate = 100
+	// MaxWriters bounds Config.Writers: a writer a CPU of a large machine.
+	MaxWriters = 256
 )
 
 // DefaultSimCred is the identity --sim workers use: an unprivileged user,
@@ -164,7 +207,7 @@ type Config struct {
 	Missing     bool
 	MissingPath string // "" means DefaultMissingPath
 	Threads     int    // 0 means every CPU this process may run on
-	Times       int    // per worker; 0 means DefaultTimes (or the op's: DefaultHwlocTimes, DefaultColdplugTimes)
+	Times       int    // per worker; 0 means DefaultTimes (or the op's: DefaultHwlocTimes, DefaultColdplugTimes, DefaultCgroupTimes)
 	// Files is K, the number of distinct files (worker i uses file i mod
 	// K); 0 means max(1, Threads/2), or len(FileList) when that is given.
 	Files int
@@ -196,11 +239,25 @@ type Config struct {
 	WorkerCommand []string
 	// Server starts the kernfsim server for a TargetKernfsim without Dir.
 	Server *ServerConfig
-	// Churn is devices added or removed per second during the run (through
-	// bus/kernfsim/new_device and delete_device); 0 means none. Under
-	// OpColdplug it is the memory blocks hot-added per second instead; 0
-	// means DefaultColdplugRate where the target can hot-add, else none.
+	// Churn is each writer's changes per second during the run: devices
+	// added or removed through bus/kernfsim/new_device and delete_device
+	// (the workers then read a churned device's file every fourth
+	// iteration, unless NoChurnReads); 0 means none, or DefaultWriteRate
+	// with Writers. Under OpColdplug it is the memory blocks hot-added per
+	// second instead, under OpCgroup the containers' cgroups made or
+	// removed; 0 there means the op's default rate (DefaultColdplugRate,
+	// DefaultCgroupRate) where the target can be written, else none.
 	Churn float64
+	// Writers is how many writers make changes at once, each on its own
+	// goroutine at Churn a second, each timing its own changes
+	// (Result.Churn.Latency, Phase.Writes); 0 means one where there is a
+	// rate (Churn, or the op's default), else none.
+	Writers int
+	// NoChurnReads keeps the workers to their operation while devices
+	// churn, instead of reading a churned device's file every fourth
+	// iteration: compare's writers change the tree beside readers whose
+	// op is the cell's.
+	NoChurnReads bool
 	// Progress, if not nil, is called about five times a second from
 	// another goroutine while a phase runs.
 	Progress func(Progress)
@@ -286,8 +343,44 @@ func (c Config) withDefaults() Config {
 	if c.Target.Lock == "" && c.Target.Kind != TargetPath {
 		c.Target.Lock = DefaultLock
 	}
+	if c.Op == OpCgroup && c.Target.Kind == TargetSim && c.Target.Build == nil && c.Target.Tree.Cgroups == 0 {
+		c.Target.Tree.Cgroups = DefaultCgroups
+	}
 	return c
 }
+
+// writeRate is each writer's changes per second: Churn, the op's default
+// (coldplug's, cgroup's), or DefaultWriteRate where only Writers is given;
+// 0: no writers.
+func (c Config) writeRate() float64 {
+	switch {
+	case c.Churn > 0:
+		return c.Churn
+	case c.Op == OpColdplug:
+		return DefaultColdplugRate
+	case c.Op == OpCgroup:
+		return DefaultCgroupRate
+	case c.Writers > 0:
+		return DefaultWriteRate
+	}
+	return 0
+}
+
+// writers is how many writers run where there is a rate.
+func (c Config) writers() int { return max(1, c.Writers) }
+
+// writersField is the field that asked for writers: Churn, or Writers
+// alone.
+func (c Config) writersField() string {
+	if c.Churn == 0 {
+		return "Writers"
+	}
+	return "Churn"
+}
+
+// explicitWriters reports whether writers were asked for (a rate or a
+// count): where they cannot write, that is bad input, not a note.
+func (c Config) explicitWriters() bool { return c.Churn > 0 || c.Writers > 0 }
 
 // validate checks what can be checked without touching the target.
 func (c Config) validate() error {
@@ -362,6 +455,8 @@ func (o Op) defaultTimes() int {
 		return DefaultHwlocTimes
 	case OpColdplug:
 		return DefaultColdplugTimes
+	case OpCgroup:
+		return DefaultCgroupTimes
 	}
 	return DefaultTimes
 }
@@ -424,8 +519,10 @@ func (c Config) validateChurn() error {
 	switch {
 	case c.Churn < 0:
 		return BadConfig("Churn", "give a rate of 0 or more per second", "%g is negative", c.Churn)
-	case c.Churn > 0 && c.Target.Kind != TargetPath && !LockTraits(c.Target.Lock).AcceptsWriters:
-		return BadConfig("Churn", "use "+WriterLocks(), "lock strategy %s refuses writers, so nothing can churn", c.Target.Lock)
+	case c.Writers < 0 || c.Writers > MaxWriters:
+		return BadConfig("Writers", fmt.Sprintf("give 0 to %d writers", MaxWriters), "%d writers", c.Writers)
+	case c.explicitWriters() && c.Target.Kind != TargetPath && !LockTraits(c.Target.Lock).AcceptsWriters:
+		return BadConfig(c.writersField(), "use "+WriterLocks(), "lock strategy %s refuses writers, so nothing can churn", c.Target.Lock)
 	case c.Churn > 100000:
 		return BadConfig("Churn", "give at most 100000 per second", "%g per second is more than a writer can do", c.Churn)
 	}

@@ -35,8 +35,9 @@
 // Lock ordering (outer to inner): loadgen holds no lock across a call
 // into a target.
 //
-//	churner.mu: the churner's counters, taken by the churner and by
-//	Result assembly after the churner has stopped
+//	writerSet.mu: the writers' counters and latency histograms, taken by
+//	each writer after each change, by a phase opening and closing its
+//	window on them, and by Result assembly after the writers stopped
 //	Server.outMu: the server's captured stdout and stderr
 //
 // Everything else a worker touches during a phase is its own (its

@@ -40,8 +40,13 @@ type plan struct {
 	Blocks []string `json:"blocks,omitempty"`
 	Attrs  []string `json:"attrs,omitempty"`
 	Absent string   `json:"absent,omitempty"`
-	Stride int      `json:"stride,omitempty"`
-	Names  []string `json:"-"`
+	Stride int      `json:"stride,omitempty"` // and OpCgroup's
+	// OpCgroup: the cgroups (below fs/cgroup), the files read in each,
+	// and every cgroup's files' paths, cgroup after cgroup.
+	Cgroups     []string `json:"cgroups,omitempty"`
+	CgroupFiles []string `json:"cgroup_files,omitempty"`
+	CgroupPaths []string `json:"cgroup_paths,omitempty"`
+	Names       []string `json:"-"`
 }
 
 // makePlan chooses the files for c against t, checking that each can be
@@ -57,6 +62,8 @@ func makePlan(t target, c Config) (*plan, error) {
 		return p, p.setLstopo(t, c)
 	case c.Op == OpColdplug:
 		return p, p.setColdplug(t, c)
+	case c.Op == OpCgroup:
+		return p, p.setCgroup(t, c)
 	}
 	rels, err := chooseFiles(t, c)
 	if err != nil {
@@ -317,6 +324,8 @@ func (p *plan) filesPerOp() int {
 		return len(p.Dirs) + len(p.Set) + len(p.Probes)
 	case OpColdplug:
 		return len(p.Attrs) + 1
+	case OpCgroup:
+		return len(p.CgroupFiles)
 	}
 	return 1
 }

@@ -6,9 +6,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
-	"time"
 
 	"github.com/kernfsim/kernfsim/kernfsim"
 )
@@ -25,9 +23,10 @@ import (
 // and valid_zones of one block and look up its driver link (ENOENT is its
 // success). Iteration j of worker i handles block (i + j x Threads) mod N,
 // so that the workers of the concur phase share the blocks out between
-// them, each block once, as udevd's workers do. Meanwhile a writer writes
-// block-aligned addresses to devices/system/memory/probe (kernfsim's
-// synthetic trees model CONFIG_ARCH_MEMORY_PROBE), each adding a block.
+// them, each block once, as udevd's workers do. Meanwhile a writer (or
+// Config.Writers of them) writes block-aligned addresses to
+// devices/system/memory/probe (kernfsim's synthetic trees model
+// CONFIG_ARCH_MEMORY_PROBE), each adding a block.
 
 const (
 	memDir           = "devices/system/memory"
@@ -111,55 +110,37 @@ func (w *worker) coldplug() error {
 	return first
 }
 
-// writer is what changes the tree while a run's workers read it: the
-// device churner or the coldplug prober. Both are stopped by finish,
-// which may be called more than once.
-type writer interface {
-	start()
-	finish() *ChurnResult
-}
-
-// prober is OpColdplug's writer: it hot-adds memory blocks, block next,
-// next+1, ..., by writing their addresses to devices/system/memory/probe,
-// rate times a second.
+// prober is OpColdplug's changer: it hot-adds memory blocks by writing
+// their addresses to devices/system/memory/probe. Of n writers, writer w
+// adds blocks first+w, first+w+n, first+w+2n, ...
 type prober struct {
 	t    target
-	rate float64
-	size uint64 // block_size_bytes
-	next int    // the next block to add; owned by run
-
-	started  bool // set by start, read by finish: both on Run's goroutine
-	stop     chan struct{}
-	done     chan struct{}
-	stopOnce sync.Once
-
-	mu   sync.Mutex
-	res  ChurnResult // protected by mu
-	errs ErrorTally  // protected by mu
+	size uint64 // block_size_bytes; immutable
+	n    int    // writers; immutable
+	next []int  // per writer, the next block it adds; writer w's is its own
 }
 
-// newProber returns the writer of a coldplug run on t, or nil and a note
-// saying why there is none. Only a kernfsim tree (one with the
+// newProber returns the writers of a coldplug run on t, or nil and a note
+// saying why there are none. Only a kernfsim tree (one with the
 // bus/kernfsim control files) is ever written: loadgen does not hot-add
 // memory to a real machine. It adds one block at once to check that the
-// probe works. An explicit Config.Churn that cannot be honoured is bad
-// input.
-func newProber(t target, c Config, blocks []string) (*prober, string, error) {
-	rate := c.Churn
-	if rate == 0 {
-		rate = DefaultColdplugRate
-	}
+// probe works. Writers asked for (Config.Churn or Config.Writers) that
+// cannot write are bad input.
+func newProber(t target, c Config, blocks []string) (*writerSet, string, error) {
 	size, why := probeable(t, c)
 	if why == "" {
 		next := numOf(blocks[len(blocks)-1], "memory") + 1
 		why = probeOnce(t, size, next)
 		if why == "" {
-			return &prober{t: t, rate: rate, size: size, next: next + 1, stop: make(chan struct{}),
-				done: make(chan struct{}), res: ChurnResult{Rate: rate}, errs: ErrorTally{}}, "", nil
+			p := &prober{t: t, size: size, n: c.writers(), next: make([]int, c.writers())}
+			for w := range p.next {
+				p.next[w] = next + 1 + w
+			}
+			return newWriterSet(p, p.n, c.writeRate()), "", nil
 		}
 	}
-	if c.Churn > 0 {
-		return nil, "", BadConfig("Churn", "hot-add into a kernfsim tree with a probe file (--sim or a kernfsim mount)", "%s", why)
+	if c.explicitWriters() {
+		return nil, "", BadConfig(c.writersField(), "hot-add into a kernfsim tree with a probe file (--sim or a kernfsim mount)", "%s", why)
 	}
 	return nil, "no memory hot-add: " + why + "; readers only", nil
 }
@@ -210,67 +191,12 @@ func probeAddr(size uint64, block int) []byte {
 	return []byte("0x" + strconv.FormatUint(size*uint64(block), 16) + "\n")
 }
 
-func (w *prober) start() {
-	w.started = true
-	go w.run()
+// change adds writer w's next block. The blocks added stay, as
+// hot-added memory does.
+func (p *prober) change(w int) (bool, string, error) {
+	block := p.next[w]
+	p.next[w] += p.n
+	return false, p.t.abs(memProbeFile), p.t.write(memProbeFile, probeAddr(p.size, block))
 }
 
-func (w *prober) run() {
-	defer close(w.done)
-	t0 := time.Now()
-	paced(w.rate, w.stop, w.step)
-	w.mu.Lock()
-	w.res.Elapsed = time.Since(t0)
-	w.mu.Unlock()
-}
-
-// step adds the next block.
-func (w *prober) step() {
-	err := w.t.write(memProbeFile, probeAddr(w.size, w.next))
-	w.next++
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if err != nil {
-		w.errs.Add(kernfsim.Errno(err), false, w.t.abs(memProbeFile), 1)
-		return
-	}
-	w.res.Adds++
-}
-
-// finish stops the prober and returns what it did. The blocks it added
-// stay, as hot-added memory does.
-func (w *prober) finish() *ChurnResult {
-	w.stopOnce.Do(func() {
-		if w.started {
-			close(w.stop)
-			<-w.done
-		}
-	})
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	r := w.res
-	r.Errors = w.errs.Sorted()
-	return &r
-}
-
-// paced calls step about rate times a second until stop is closed, on a
-// ticker, catching up at most a tick's worth plus one at a time.
-func paced(rate float64, stop <-chan struct{}, step func()) {
-	interval := min(max(time.Duration(float64(time.Second)/rate), time.Millisecond), 10*time.Millisecond)
-	tick := time.NewTicker(interval)
-	defer tick.Stop()
-	t0, k := time.Now(), 0
-	burst := int(rate*interval.Seconds()) + 1
-	for {
-		select {
-		case <-stop:
-			return
-		case <-tick.C:
-		}
-		due := int(rate * time.Since(t0).Seconds())
-		for n := 0; k < due && n < burst; n++ {
-			step()
-			k++
-		}
-	}
-}
+func (p *prober) cleanup() {}

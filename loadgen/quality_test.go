@@ -196,6 +196,14 @@ func TestReadCompareJSON(t *testing.T) {
 	if table1.String() != table2.String() {
 		t.Errorf("table differs after a round trip:\n%s\nwant:\n%s", table2.String(), table1.String())
 	}
+	var w, wtable1, wtable2 bytes.Buffer
+	WriteCompareJSON(&w, compareWritersFixture())
+	wback, err := ReadCompareJSON(&w)
+	WriteCompareTable(&wtable1, compareWritersFixture())
+	WriteCompareTable(&wtable2, wback)
+	if err != nil || wtable1.String() != wtable2.String() {
+		t.Errorf("with writers: %v; the table differs after a round trip:\n%s\nwant:\n%s", err, wtable2.String(), wtable1.String())
+	}
 	for _, format := range PlotFormats {
 		var p bytes.Buffer
 		if err := WriteComparePlot(&p, back, format); err != nil || p.Len() < 1000 {

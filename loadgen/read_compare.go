@@ -36,7 +36,8 @@ func ReadCompareJSON(r io.Reader) (CompareResult, error) {
 	res := CompareResult{Provenance: j.Provenance.ToProvenance(), Ops: j.Ops, Threads: j.Threads, Times: j.Times,
 		SimTimes: j.SimTimes, SysTimes: j.SysTimes, HwlocTimes: j.HwlocTimes, Repeats: j.Repeats, CPUs: j.CPUs, Pinned: j.Pinned,
 		Elapsed: time.Duration(j.ElapsedNs), Interrupted: j.Interrupted, Notes: j.Notes,
-		SinglePinned: j.SinglePinned, MinDuration: time.Duration(j.MinDurationNs), WarmUp: time.Duration(j.WarmUpNs)}
+		SinglePinned: j.SinglePinned, MinDuration: time.Duration(j.MinDurationNs), WarmUp: time.Duration(j.WarmUpNs),
+		Writers: j.Writers, WriteRate: j.WriteRate}
 	if head.SinglePinned == nil {
 		res.SinglePinned = j.Pinned // written before the single worker ran unpinned by default
 	}
@@ -85,6 +86,11 @@ func (j JSONCellRun) toCellRun() CellRun {
 		DoneMax: time.Duration(j.DoneMaxNs), Warnings: j.Warnings, OpsPerWorker: j.OpsPerWorker, SingleOps: j.SingleOps}
 	if l := j.Lock; l != nil {
 		c.LockCounted, c.LockRead, c.LockWrite, c.LockContended = true, l.ReadUtilization, l.WriteUtilization, l.Contended
+		c.LockWrites = l.WriteAcquisitions
+	}
+	if w := j.Writers; w != nil {
+		c.Writers, c.WriteChanges, c.WriteRate = w.Writers, w.Changes, w.ChangesPerSec
+		c.WriteP50, c.WriteP99 = time.Duration(w.P50Ns), time.Duration(w.P99Ns)
 	}
 	return c
 }

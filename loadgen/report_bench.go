@@ -32,7 +32,9 @@ const benchPkg = "github.com/kernfsim/kernfsim/loadgen"
 // the median and the largest worker time to done (done-ns, done-max-ns).
 // Where the target has lock counters, each side's utilization over the
 // concur phase (lock-read-util, lock-write-util: held over wall) and the
-// fraction of acquisitions that waited (lock-contended) follow.
+// fraction of acquisitions that waited (lock-contended) follow; where
+// writers ran, the median and p99 of one change (write-p50-ns,
+// write-p99-ns) and the changes a second (writes/s).
 // loadgen compare writes the same metrics, a line per repeat. Figures are
 // printed as go test prints them.
 func WriteBench(w io.Writer, r Result) error {
@@ -77,6 +79,9 @@ func writeBenchLine(ew *textout.Writer, p Provenance, name string, op Op, c Cell
 	}
 	if c.LockCounted {
 		m = append(m, [2]any{c.LockRead, "lock-read-util"}, [2]any{c.LockWrite, "lock-write-util"}, [2]any{c.LockContended, "lock-contended"})
+	}
+	if c.Writers > 0 {
+		m = append(m, [2]any{float64(c.WriteP50), "write-p50-ns"}, [2]any{float64(c.WriteP99), "write-p99-ns"}, [2]any{c.WriteRate, "writes/s"})
 	}
 	for _, v := range m {
 		ew.Printf(benchFormat(v[0].(float64)), v[0], v[1])

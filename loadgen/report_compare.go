@@ -27,14 +27,10 @@ func WriteCompareTable(w io.Writer, r CompareResult) error {
 	if why := uringFallback(r); why != "" {
 		ew.Printf("%-8s kernfsim rows over /dev/fuse, not io_uring: %s\n", "note:", why)
 	}
-	ew.Printf("\ncell: per-op ±S  xR eE\n")
-	ew.Printf("  ±S  the runs' spread: the farther of min and max from the median, in %% of it\n")
-	ew.Printf("  xR  R times mutex's per-op (lower is better); x1.20~ when the two cells' min-max ranges overlap: not resolved\n")
-	ew.Printf("  eE  scaling efficiency (1.00 ideal); a ! after it: a run was too short or noisy to trust (see warnings)\n")
-	if hasLockCounts(r) {
-		ew.Printf("lock use (below each table, the concur phase): rR wW cC%%\n")
-		ew.Printf("  rR, wW  the read and write sides' time held over wall time (a shared side: the mean number of holders); cC%% acquisitions that waited\n")
+	if r.Writers > 0 {
+		ew.Printf("%-8s %s\n", "writers:", writersText(r))
 	}
+	writeLegend(ew, r)
 	if r.Interrupted {
 		ew.Printf("interrupted: medians of the runs done so far\n")
 	}
@@ -56,6 +52,12 @@ func WriteCompareTable(w io.Writer, r CompareResult) error {
 				return err
 			}
 		}
+		if hasWriters(r, op) {
+			fmt.Fprintln(w)
+			if err := writeWritersTable(w, r, op); err != nil {
+				return err
+			}
+		}
 	}
 	writeFindings(ew, r)
 	if n := r.Unexpected(); n > 0 {
@@ -69,6 +71,23 @@ func WriteCompareTable(w io.Writer, r CompareResult) error {
 		ew.Printf("  %s\n", n)
 	}
 	return ew.Err()
+}
+
+// writeLegend says what the cells of the tables mean.
+func writeLegend(ew *textout.Writer, r CompareResult) {
+	ew.Printf("\ncell: per-op ±S  xR eE\n")
+	ew.Printf("  ±S  the runs' spread: the farther of min and max from the median, in %% of it\n")
+	ew.Printf("  xR  R times mutex's per-op (lower is better); x1.20~ when the two cells' min-max ranges overlap: not resolved\n")
+	ew.Printf("  eE  scaling efficiency (1.00 ideal); a ! after it: a run was too short or noisy to trust (see warnings)\n")
+	if hasLockCounts(r) {
+		ew.Printf("lock use (below each table, the concur phase): rR wW cC%%\n")
+		ew.Printf("  rR, wW  the read and write sides' time held over wall time (a shared side: the mean number of holders); cC%% acquisitions that waited\n")
+	}
+	if hasWriters(r, "") {
+		ew.Printf("  wW(N)   where writers ran: N the write side's acquisitions, exact (W's hold times are sampled, and may miss a few writes)\n")
+		ew.Printf("writers (below the tables of ops with writers, the concur phase): P50/P99 N/s\n")
+		ew.Printf("  P50/P99  the median and p99 of one change (a create or a delete), as its writer timed it; N/s changes made a second, every writer's\n")
+	}
 }
 
 // simRowsMode says which sim mode the sim rows ran in, and with what
@@ -115,6 +134,9 @@ func workPerRun(r CompareResult) string {
 	}
 	if slices.Contains(r.Ops, string(OpColdplug)) {
 		s += fmt.Sprintf("; coldplug: a %dth of that", coldplugFiles)
+	}
+	if slices.Contains(r.Ops, string(OpCgroup)) {
+		s += fmt.Sprintf("; cgroup: a %dth of that", cgroupFiles)
 	}
 	if slices.ContainsFunc(r.Ops, fieldOp) {
 		s += fmt.Sprintf("; hwloc: %d discoveries, sim: %d", r.HwlocTimes, cc.simHwlocTimes())
@@ -225,7 +247,12 @@ type JSONCompare struct {
 	SimMode         string               `json:"sim_mode"`
 	SimCostsNs      map[string]int64     `json:"sim_costs_ns,omitempty"`
 	SimCalibrations []JSONSimCalibration `json:"sim_calibrations,omitempty"`
-	Cells           []JSONCell           `json:"cells"`
+	// Writers is how many writers changed the tree beside each cell's
+	// readers, WriteRate each one's changes per second asked; absent
+	// without writers.
+	Writers   int        `json:"writers,omitempty"`
+	WriteRate float64    `json:"write_rate,omitempty"`
+	Cells     []JSONCell `json:"cells"`
 }
 
 // JSONCell is a Cell: its medians, and each run's figures.
@@ -277,6 +304,9 @@ type JSONCellRun struct {
 	// Lock is how busy the lock was over the concur phase; absent for a
 	// target without lock counters (the real /sys).
 	Lock *JSONCellLock `json:"lock,omitempty"`
+	// Writers is the writers' figures over the concur phase; absent
+	// without writers.
+	Writers *JSONCellWriters `json:"writers,omitempty"`
 }
 
 // JSONCellLock is a run's lock figures (CellRun.Lock*).
@@ -284,6 +314,9 @@ type JSONCellLock struct {
 	ReadUtilization  float64 `json:"read_utilization"`  // read side held over wall (mean readers inside)
 	WriteUtilization float64 `json:"write_utilization"` // write side held over wall
 	Contended        float64 `json:"contended"`         // fraction of acquisitions that waited
+	// WriteAcquisitions is the write side's acquisitions, exact; absent
+	// when nothing wrote.
+	WriteAcquisitions int64 `json:"write_acquisitions,omitempty"`
 }
 
 // WriteCompareJSON writes r as one indented JSON document (JSONCompare).
@@ -291,7 +324,7 @@ func WriteCompareJSON(w io.Writer, r CompareResult) error {
 	j := JSONCompare{Schema: SchemaCompare, Provenance: JSONProvenanceOf(r.Provenance), Ops: r.Ops, Threads: r.Threads, Times: r.Times, SimTimes: r.SimTimes, SysTimes: r.SysTimes,
 		HwlocTimes: r.HwlocTimes, Repeats: r.Repeats, CPUs: r.CPUs, Pinned: r.Pinned, SinglePinned: r.SinglePinned,
 		MinDurationNs: int64(r.MinDuration), WarmUpNs: int64(r.WarmUp), ElapsedNs: int64(r.Elapsed),
-		Interrupted: r.Interrupted, Notes: r.Notes, SimMode: r.SimMode(), Cells: []JSONCell{}}
+		Interrupted: r.Interrupted, Notes: r.Notes, SimMode: r.SimMode(), Writers: r.Writers, WriteRate: r.WriteRate, Cells: []JSONCell{}}
 	for op, cost := range r.SimCosts {
 		if j.SimCostsNs == nil {
 			j.SimCostsNs = map[string]int64{}
@@ -322,9 +355,10 @@ func jsonCellRun(c CellRun) JSONCellRun {
 	j := JSONCellRun{SinglePerOpNs: int64(c.SinglePerOp), PerOpNs: int64(c.PerOp), WorkerPerOpNs: int64(c.WorkerPerOp), P50Ns: int64(c.P50),
 		P99Ns: int64(c.P99), OpsPerSec: c.OpsPerSec, Efficiency: c.Efficiency, Unexpected: c.Unexpected,
 		DoneNs: int64(c.Done), DoneMaxNs: int64(c.DoneMax), NsPerOp: c.NsPerOp, Ops: c.Ops, P999Ns: int64(c.P999),
-		Ratio: c.Ratio, Warnings: c.Warnings, OpsPerWorker: c.OpsPerWorker, SingleOps: c.SingleOps}
+		Ratio: c.Ratio, Warnings: c.Warnings, OpsPerWorker: c.OpsPerWorker, SingleOps: c.SingleOps, Writers: jsonCellWriters(c)}
 	if c.LockCounted {
-		j.Lock = &JSONCellLock{ReadUtilization: c.LockRead, WriteUtilization: c.LockWrite, Contended: c.LockContended}
+		j.Lock = &JSONCellLock{ReadUtilization: c.LockRead, WriteUtilization: c.LockWrite, Contended: c.LockContended,
+			WriteAcquisitions: c.LockWrites}
 	}
 	return j
 }

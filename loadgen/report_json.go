@@ -25,6 +25,7 @@ type JSONRun struct {
 	BufSize     int            `json:"bufsize"`
 	Files       []string       `json:"files"`
 	FilesPerOp  int            `json:"files_per_op"`
+	Cgroups     int            `json:"cgroups,omitempty"` // OpCgroup: the cgroups the workers shared out
 	ClockCostNs float64        `json:"clock_cost_ns"`
 	Single      *JSONPhase     `json:"single"`
 	Concur      *JSONPhase     `json:"concur"`
@@ -161,6 +162,9 @@ type JSONPhase struct {
 	// Lock is how the target's lock was used over the phase; absent for
 	// a target without lock counters (the real /sys).
 	Lock *JSONLockUse `json:"lock,omitempty"`
+	// Writes is the writers' changes during the phase: how long each took
+	// as its writer saw it (count: how many); absent without writers.
+	Writes *JSONLatency `json:"writes,omitempty"`
 }
 
 // JSONLockUse is a LockUse: the lock's counters over the phase, as
@@ -214,12 +218,16 @@ type JSONLatency struct {
 
 // JSONChurn is a ChurnResult.
 type JSONChurn struct {
-	Rate      float64     `json:"rate"`
-	Achieved  float64     `json:"achieved"`
-	Adds      int64       `json:"adds"`
-	Removes   int64       `json:"removes"`
-	ElapsedNs int64       `json:"elapsed_ns"`
-	Errors    []JSONError `json:"errors"`
+	Rate     float64 `json:"rate"` // per writer
+	Writers  int     `json:"writers,omitempty"`
+	Achieved float64 `json:"achieved"` // every writer's
+	// Latency is how long each change took as its writer saw it, over
+	// the run; absent from results made before it was measured.
+	Latency   *JSONLatency `json:"latency,omitempty"`
+	Adds      int64        `json:"adds"`
+	Removes   int64        `json:"removes"`
+	ElapsedNs int64        `json:"elapsed_ns"`
+	Errors    []JSONError  `json:"errors"`
 }
 
 // JSONError is an ErrorCount.
@@ -243,7 +251,7 @@ func WriteJSON(w io.Writer, r Result) error {
 func ToJSON(r Result) JSONRun {
 	j := JSONRun{Schema: SchemaRun, Provenance: JSONProvenanceOf(r.Provenance), Warnings: r.Warnings(), Target: JSONTargetOf(r.Target), Op: string(r.Op), Missing: r.Missing,
 		Threads: r.Threads, Times: r.Times, CPUs: r.CPUs, Pinned: r.Pinned, Procs: r.Procs,
-		BufSize: r.BufSize, Files: r.Files, FilesPerOp: r.FilesPerOp, ClockCostNs: r.ClockCostNs,
+		BufSize: r.BufSize, Files: r.Files, FilesPerOp: r.FilesPerOp, Cgroups: r.Cgroups, ClockCostNs: r.ClockCostNs,
 		Single: jsonPhase(r.Single), Concur: jsonPhase(r.Concur), Ratio: r.Ratio(),
 		Efficiency: r.Efficiency(), OpsPerSec: r.OpsPerSec(), Errors: JSONErrors(r.Errors),
 		Unexpected: r.Unexpected(), Notes: r.Notes, Interrupted: r.Interrupted,
@@ -253,8 +261,12 @@ func ToJSON(r Result) JSONRun {
 		j.TimeToDone = &JSONTimeToDone{MedianNs: int64(med), LastNs: int64(last)}
 	}
 	if c := r.Churn; c != nil {
-		j.Churn = &JSONChurn{Rate: c.Rate, Achieved: c.Achieved(), Adds: c.Adds, Removes: c.Removes,
+		j.Churn = &JSONChurn{Rate: c.Rate, Writers: c.Writers, Achieved: c.Achieved(), Adds: c.Adds, Removes: c.Removes,
 			ElapsedNs: int64(c.Elapsed), Errors: JSONErrors(c.Errors)}
+		if c.Latency.Count > 0 {
+			l := LatencyJSON(c.Latency)
+			j.Churn.Latency = &l
+		}
 	}
 	return j
 }
@@ -284,6 +296,10 @@ func jsonPhase(p Phase) *JSONPhase {
 		Count: p.Latency.Count, MeanNs: int64(p.Latency.Mean), P50Ns: int64(p.Latency.P50),
 		P99Ns: int64(p.Latency.P99), P999Ns: int64(p.Latency.P999), MaxNs: int64(p.Latency.Max)},
 		Workers: []JSONWorker{}, OpsPerWorker: p.OpsPerWorker(), Lock: jsonLockUse(p.Lock)}
+	if p.Writes != nil {
+		l := LatencyJSON(*p.Writes)
+		j.Writes = &l
+	}
 	for _, w := range p.Workers {
 		j.Workers = append(j.Workers, JSONWorker{Worker: w.Worker, CPU: w.CPU, Ops: w.Ops,
 			TotalNs: int64(w.Total), PerOpNs: perOpNs(w), DoneNs: int64(w.Done)})

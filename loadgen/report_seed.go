@@ -3,10 +3,12 @@ package loadgen
 import (
 	"fmt"
 	"io"
+	"path"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/kernfsim/kernfsim/client"
 	"github.com/kernfsim/kernfsim/internal/textout"
 )
 
@@ -79,10 +81,13 @@ func WriteSummary(w io.Writer, r Result) error {
 			ew.Printf("lock:         concur %s\n", u.describe())
 		}
 	}
-	if r.Churn != nil && r.Op == OpColdplug {
-		ew.Printf("hot-add:      %s\n", describeHotAdd(*r.Churn))
-	} else if r.Churn != nil {
-		ew.Printf("churn:        %s\n", describeChurn(*r.Churn))
+	switch c := r.Churn; {
+	case c != nil && r.Op == OpColdplug:
+		ew.Printf("hot-add:      %s\n", describeHotAdd(*c, r.Concur.Writes))
+	case c != nil && r.Op == OpCgroup:
+		ew.Printf("cgroups:      %s\n", describeCgroupChurn(*c, r.Concur.Writes))
+	case c != nil:
+		ew.Printf("churn:        %s\n", describeChurn(*c, r.Concur.Writes))
 	}
 	if c := r.SimCalibration; c != nil {
 		ew.Printf("calibration:  %s\n", c)
@@ -145,7 +150,11 @@ func describeOp(r Result) string {
 	if r.Procs {
 		workers = "processes"
 	}
-	if r.Op != OpLstopo {
+	switch r.Op {
+	case OpLstopo:
+	case OpCgroup:
+		fmt.Fprintf(&b, ", each file read whole (%d-byte reads)", max(r.BufSize, cgroupPage))
+	default:
 		fmt.Fprintf(&b, ", %d-byte reads", r.BufSize)
 	}
 	fmt.Fprintf(&b, ", workers are %s, %s", workers, describePin(r))
@@ -192,6 +201,9 @@ func describeFiles(r Result) string {
 	case OpColdplug:
 		return fmt.Sprintf("%d per block (%s), worker i's iteration j on block (i + j x threads) mod N",
 			r.FilesPerOp, strings.Join(r.Files, " "))
+	case OpCgroup:
+		return fmt.Sprintf("%d per cgroup (%s), worker i's iteration j on cgroup (i + j x threads) mod N of the N = %d below %s",
+			r.FilesPerOp, strings.Join(mapSlice(r.Files, path.Base), " "), r.Cgroups, cgroupDir)
 	}
 	const show = 6
 	names := r.Files[:min(len(r.Files), show)]
@@ -207,16 +219,40 @@ func DescribeLatency(l Latency) string {
 		textout.Dur(l.Mean), textout.Dur(l.P50), textout.Dur(l.P99), textout.Dur(l.P999), textout.Dur(l.Max), l.Count)
 }
 
-func describeChurn(c ChurnResult) string {
-	s := fmt.Sprintf("%g changes/s asked, %.1f/s done (%d adds, %d removes)", c.Rate, c.Achieved(), c.Adds, c.Removes)
-	for _, e := range c.Errors {
-		s += fmt.Sprintf("; writer %s x%d on %s (unexpected)", e.Name(), e.Count, e.Path)
-	}
-	return s
+// describeChurn is the device writers' line; concur is their changes in
+// the concur phase (Phase.Writes).
+func describeChurn(c ChurnResult, concur *Latency) string {
+	return describeWrites(c, fmt.Sprintf("%s changes/s asked, %.1f/s done (%d adds, %d removes)",
+		askedRate(c), c.Achieved(), c.Adds, c.Removes), concur)
 }
 
-func describeHotAdd(c ChurnResult) string {
-	s := fmt.Sprintf("%g memory blocks/s asked through %s, %.1f/s done (%d added)", c.Rate, memProbeFile, c.Achieved(), c.Adds)
+func describeHotAdd(c ChurnResult, concur *Latency) string {
+	return describeWrites(c, fmt.Sprintf("%s memory blocks/s asked through %s, %.1f/s done (%d added)",
+		askedRate(c), memProbeFile, c.Achieved(), c.Adds), concur)
+}
+
+func describeCgroupChurn(c ChurnResult, concur *Latency) string {
+	return describeWrites(c, fmt.Sprintf("%s cgroups/s asked through %s and %s (containers started and stopped), %.1f/s done (%d made, %d removed)",
+		askedRate(c), path.Base(client.NewCgroupPath), path.Base(client.DeleteCgroupPath), c.Achieved(), c.Adds, c.Removes), concur)
+}
+
+// askedRate is the rate asked for: "100", or "2 writers x 100" (each).
+func askedRate(c ChurnResult) string {
+	if c.Writers > 1 {
+		return fmt.Sprintf("%d writers x %g", c.Writers, c.Rate)
+	}
+	return fmt.Sprintf("%g", c.Rate)
+}
+
+// describeWrites is s, a writers' line, with how long their changes took
+// (over the run, and in the concur phase) and their errors.
+func describeWrites(c ChurnResult, s string, concur *Latency) string {
+	if l := c.Latency; l.Count > 0 {
+		s += fmt.Sprintf("; per change p50 %s p99 %s max %s", textout.Dur(l.P50), textout.Dur(l.P99), textout.Dur(l.Max))
+		if concur != nil && concur.Count > 0 {
+			s += fmt.Sprintf(" (concur phase: p50 %s p99 %s, %d changes)", textout.Dur(concur.P50), textout.Dur(concur.P99), concur.Count)
+		}
+	}
 	for _, e := range c.Errors {
 		s += fmt.Sprintf("; writer %s x%d on %s (unexpected)", e.Name(), e.Count, e.Path)
 	}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/kernfsim/kernfsim/internal/goldenfile"
+	"github.com/kernfsim/kernfsim/locking"
 )
 
 // fixture is a Result with fixed figures: two workers on a 2-CPU machine,
@@ -154,5 +155,71 @@ func TestCellMedian(t *testing.T) {
 	c.Runs = append(c.Runs, CellRun{PerOp: 10})
 	if got := c.Median().PerOp; got != 2 { // (2+3)/2 truncated to ns
 		t.Errorf("median of 1, 2, 3, 10: got %v, want 2", got)
+	}
+}
+
+// writersFixture is fixture with what two writers did: their changes'
+// latency over the run and over each phase, and the lock's write side.
+func writersFixture() Result {
+	r := fixture()
+	us := time.Microsecond
+	r.Churn = &ChurnResult{Rate: 100, Writers: 2, Adds: 9, Removes: 8, Elapsed: 85 * time.Millisecond,
+		Latency: Latency{Count: 17, Mean: 40 * us, P50: 30 * us, P99: 900 * us, P999: 900 * us, Max: 900 * us}}
+	r.Single.Writes = &Latency{Count: 8, Mean: 20 * us, P50: 20 * us, P99: 60 * us, P999: 60 * us, Max: 60 * us}
+	r.Concur.Writes = &Latency{Count: 9, Mean: 60 * us, P50: 45 * us, P99: 900 * us, P999: 900 * us, Max: 900 * us}
+	r.Concur.Lock = &LockUse{Stats: locking.Stats{ReadAcquisitions: 20000, ReadHeld: 30 * time.Millisecond, WriteAcquisitions: 12,
+		WriteContended: 3, WriteWait: 50 * us, WriteHeld: 640 * us, HoldSampleEvery: 64, ReadSideCounted: true, CountersSwitchedOn: true},
+		Wall: 42 * time.Millisecond}
+	r.Errors = nil
+	return r
+}
+
+func TestWritersReportsGolden(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		write func(io.Writer, Result) error
+	}{{"seed_writers.golden", WriteSeed}, {"run_writers.json.golden", WriteJSON}, {"bench_writers.golden", WriteBench}} {
+		t.Run(tc.name, func(t *testing.T) {
+			var b bytes.Buffer
+			if err := tc.write(&b, writersFixture()); err != nil {
+				t.Fatal(err)
+			}
+			goldenfile.Check(t, tc.name, b.String())
+		})
+	}
+}
+
+// compareWritersFixture is compareFixture with a writer beside the
+// readers of the sim rows.
+func compareWritersFixture() CompareResult {
+	r := compareFixture()
+	r.Writers, r.WriteRate = 1, 100
+	for i := range r.Cells {
+		c := &r.Cells[i]
+		if c.Row.Target.Kind == TargetPath {
+			continue
+		}
+		for k := range c.Runs {
+			run := &c.Runs[k]
+			base := time.Duration(10*(i%4+1)+k) * time.Microsecond
+			run.Writers, run.WriteChanges, run.WriteRate, run.WriteP50, run.WriteP99 = 1, 20, 99.5, base, 9*base
+			run.LockCounted, run.LockRead, run.LockWrite, run.LockContended, run.LockWrites = true, 0.5, 0.002, 0.01, 21
+		}
+	}
+	return r
+}
+
+func TestCompareWritersReportsGolden(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		write func(io.Writer, CompareResult) error
+	}{{"compare_writers_table.golden", WriteCompareTable}, {"compare_writers.json.golden", WriteCompareJSON}, {"compare_writers_bench.golden", WriteCompareBench}} {
+		t.Run(tc.name, func(t *testing.T) {
+			var b bytes.Buffer
+			if err := tc.write(&b, compareWritersFixture()); err != nil {
+				t.Fatal(err)
+			}
+			goldenfile.Check(t, tc.name, b.String())
+		})
 	}
 }

@@ -13,19 +13,22 @@ import (
 // Result is what one run measured. A run interrupted by its context has
 // Interrupted set and holds what was measured until then.
 type Result struct {
-	Provenance  Provenance // the build, the machine and the command line
-	Target      Target     // Dir is the mountpoint for a kernfsim target Run started
-	Op          Op
-	Missing     bool
-	Threads     int
-	Times       int  // per worker, as configured
-	CPUs        int  // CPUs this process may run on
-	Pinned      bool // the concur phase's workers were pinned (not Config.NoPin)
-	Procs       bool
-	BufSize     int
-	Files       []string // relative to the target: the K files (or dirs), the random set, or hwloc's list
-	FilesPerOp  int      // files one operation reads: 1, or the files of one hwloc discovery
-	ClockCostNs float64  // one read of the monotonic clock; every operation includes one
+	Provenance Provenance // the build, the machine and the command line
+	Target     Target     // Dir is the mountpoint for a kernfsim target Run started
+	Op         Op
+	Missing    bool
+	Threads    int
+	Times      int  // per worker, as configured
+	CPUs       int  // CPUs this process may run on
+	Pinned     bool // the concur phase's workers were pinned (not Config.NoPin)
+	Procs      bool
+	BufSize    int
+	Files      []string // relative to the target: the K files (or dirs), the random set, or hwloc's list
+	FilesPerOp int      // files one operation reads: 1, or the files of one hwloc discovery
+	// Cgroups is how many cgroups an OpCgroup run's workers shared out
+	// (one sweep of the hierarchy); 0 for other ops.
+	Cgroups     int
+	ClockCostNs float64 // one read of the monotonic clock; every operation includes one
 	Single      Phase
 	Concur      Phase
 	Churn       *ChurnResult // nil without churn
@@ -55,6 +58,11 @@ type Phase struct {
 	// Lock is how the target's lock was used over the phase, nil for a
 	// target without lock counters (the real /sys).
 	Lock *LockUse
+	// Writes is the writers' changes made during the phase (from just
+	// before its workers started to when the last ended): how long each
+	// took as its writer saw it, and how many (Count); nil without
+	// writers.
+	Writes *Latency
 }
 
 // WorkerResult is one worker's loop.

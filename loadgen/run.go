@@ -41,9 +41,7 @@ func Run(ctx context.Context, cfg Config) (res Result, err error) {
 	res = e.newResult()
 	tally := ErrorTally{}
 	e.warmUp()
-	if e.churn != nil {
-		e.churn.start()
-	}
+	e.churn.start()
 	for _, ph := range []struct {
 		spec phaseSpec
 		out  *Phase
@@ -52,9 +50,7 @@ func Run(ctx context.Context, cfg Config) (res Result, err error) {
 			break
 		}
 	}
-	if e.churn != nil {
-		res.Churn = e.churn.finish()
-	}
+	res.Churn = e.churn.finish()
 	res.Errors = tally.Sorted()
 	if err == nil && ctx.Err() != nil {
 		res.Interrupted, err = true, ctx.Err()
@@ -97,9 +93,9 @@ type env struct {
 	t      target
 	p      *plan
 	cpus   []int
-	churn  writer    // nil without churn or a coldplug writer
-	server *Server   // nil unless Run started one
-	lock   lockProbe // the target's lock counters; nil without any
+	churn  *writerSet // the writers changing the tree; nil without any
+	server *Server    // nil unless Run started one
+	lock   lockProbe  // the target's lock counters; nil without any
 	notes  []string
 	// barrier is CLOCK_MONOTONIC (monoNow) when the running phase's start
 	// barrier opened.
@@ -123,33 +119,36 @@ func setup(ctx context.Context, cfg Config) (e *env, err error) {
 	return e, e.setupWriter()
 }
 
-// setupWriter makes the writer that changes the tree during the run, if
-// any: coldplug's prober, or the device churner.
+// setupWriter makes the writers that change the tree during the run, if
+// any: coldplug's prober, cgroup's churner (each by default, where the
+// target can be written), or the device churner.
 func (e *env) setupWriter() error {
-	switch {
-	case e.cfg.Op == OpColdplug:
-		p, note, err := newProber(e.t, e.cfg, e.p.Blocks)
-		if p != nil {
-			e.churn = p
+	var note string
+	var err error
+	switch c := e.cfg; {
+	case c.Op == OpColdplug:
+		e.churn, note, err = newProber(e.t, c, e.p.Blocks)
+	case c.Op == OpCgroup:
+		e.churn, note, err = newCgroupChurn(e.t, c)
+	case c.writeRate() > 0:
+		var d *deviceChurn
+		if d, err = newDeviceChurn(e.t, c.writers(), c.writersField()); err == nil {
+			e.churn = newWriterSet(d, c.writers(), c.writeRate())
+			if !c.NoChurnReads {
+				e.p.Churn = d.files()
+			}
 		}
-		if note != "" {
-			e.notes = append(e.notes, note)
-		}
-		return err
-	case e.cfg.Churn > 0:
-		c, err := newChurner(e.t, e.cfg.Churn)
-		if err != nil {
-			return err
-		}
-		e.churn, e.p.Churn = c, c.files()
 	}
-	return nil
+	if note != "" {
+		e.notes = append(e.notes, note)
+	}
+	return err
 }
 
 func (e *env) openTarget(ctx context.Context) (target, error) {
 	switch e.target.Kind {
 	case TargetSim:
-		return newSimTarget(e.target, e.cfg.Churn > 0, e.cfg.Threads)
+		return newSimTarget(e.target, e.cfg.explicitWriters() || e.cfg.Op == OpCgroup, e.cfg.Threads)
 	case TargetKernfsim:
 		if e.target.Dir == "" {
 			if e.cfg.Server == nil {
@@ -169,9 +168,7 @@ func (e *env) openTarget(ctx context.Context) (target, error) {
 
 func (e *env) close() error {
 	var err error
-	if e.churn != nil {
-		e.churn.finish()
-	}
+	e.churn.finish()
 	if err = e.p.close(); e.server != nil {
 		err = errors.Join(err, e.server.Close())
 	}
@@ -182,7 +179,7 @@ func (e *env) newResult() Result {
 	return Result{Provenance: CaptureProvenance(e.cfg.Args), Target: e.target, Op: e.cfg.Op, Missing: e.cfg.Missing, Threads: e.cfg.Threads,
 		Times: e.cfg.Times, CPUs: len(e.cpus), Pinned: !e.cfg.NoPin, SinglePinned: e.cfg.PinSingle,
 		MinDuration: e.cfg.MinDuration, Procs: e.cfg.Procs,
-		BufSize: e.cfg.BufSize, Files: e.p.Names, FilesPerOp: e.p.filesPerOp(), ClockCostNs: clockCost(), Notes: e.notes,
+		BufSize: e.cfg.BufSize, Files: e.p.Names, FilesPerOp: e.p.filesPerOp(), Cgroups: len(e.p.Cgroups), ClockCostNs: clockCost(), Notes: e.notes,
 		SimCalibration: e.cfg.SimCalibration}
 }
 
@@ -261,8 +258,14 @@ func (e *env) phase(ctx context.Context, spec phaseSpec, tally ErrorTally) (Phas
 	var outs []outcome
 	var wall time.Duration
 	var err error
-	use := measureLock(e.lock, func() time.Duration { outs, wall, err = run(ctx, spec); return wall })
-	ph := Phase{Ran: len(outs) > 0, Wall: wall, Lock: use}
+	var writes *Latency
+	use := measureLock(e.lock, func() time.Duration {
+		e.churn.openWindow() // inside the lock's readings: each writer's change in flight at the first is the only one not counted there
+		outs, wall, err = run(ctx, spec)
+		writes = e.churn.closeWindow()
+		return wall
+	})
+	ph := Phase{Ran: len(outs) > 0, Wall: wall, Lock: use, Writes: writes}
 	all := NewHistogram()
 	for _, o := range outs {
 		if o.err != nil {

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/kernfsim/kernfsim/kernfsim"
 	"github.com/kernfsim/kernfsim/locking"
@@ -116,6 +117,45 @@ func TestRunSimChurnRecordsOnlyExpected(t *testing.T) {
 	}
 }
 
+// Several writers churn devices of their own at once, each timing its
+// changes; with NoChurnReads the workers keep to their operation.
+func TestRunWriters(t *testing.T) {
+	c := simConfig("rwsem")
+	c.Target.Tree = simTree(8)
+	c.Writers, c.Churn, c.Threads, c.Times, c.MinDuration, c.NoChurnReads = 3, 2000, 2, 100, 50*time.Millisecond, true
+	r, err := Run(context.Background(), c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ch := r.Churn
+	if ch == nil || ch.Writers != 3 || ch.Rate != 2000 || len(ch.Errors) != 0 || ch.Adds == 0 {
+		t.Fatalf("churn %+v: want 3 writers at 2000/s each, devices added, no errors", ch)
+	}
+	if ch.Latency.Count != ch.Adds+ch.Removes || ch.Latency.P50 <= 0 || ch.Latency.P99 < ch.Latency.P50 {
+		t.Errorf("latency %+v over %d adds and %d removes: want one per change", ch.Latency, ch.Adds, ch.Removes)
+	}
+	for _, ph := range []Phase{r.Single, r.Concur} {
+		if ph.Writes == nil || ph.Writes.Count > ch.Latency.Count {
+			t.Errorf("phase writes %+v: want a window within the run's %d changes", ph.Writes, ch.Latency.Count)
+		}
+	}
+	// Each change takes the write side at least once; of those the phase
+	// counted, only each writer's one in flight when the lock was first
+	// read may have taken it before.
+	if l := r.Concur.Lock; l == nil || l.WriteAcquisitions+3 < r.Concur.Writes.Count {
+		t.Errorf("lock %+v: want a write-side acquisition per change of the phase (%d)", l, r.Concur.Writes.Count)
+	}
+	if len(r.Errors) != 0 {
+		t.Errorf("errors %+v: the workers read no churned device", r.Errors)
+	}
+	c = simConfig("rwsem")
+	c.Target.Tree = simTree(8)
+	r, err = Run(context.Background(), c)
+	if err != nil || r.Churn != nil || r.Concur.Writes != nil {
+		t.Errorf("without writers: %v, churn %+v, writes %+v", err, r.Churn, r.Concur.Writes)
+	}
+}
+
 func TestRunPathSys(t *testing.T) {
 	requireSys(t)
 	r, err := Run(context.Background(), Config{Target: Target{Kind: TargetPath, Dir: "/sys"}, Threads: 2, Times: 200})
@@ -184,6 +224,11 @@ func TestRunBadInput(t *testing.T) {
 		{"missing exists", Config{Target: sim, Missing: true, MissingPath: "devices/system/cpu/cpu0/topology/core_id"}, "MissingPath"},
 		{"procs sim", Config{Target: sim, Procs: true, WorkerCommand: []string{"x"}}, "Procs"},
 		{"churn none", Config{Target: Target{Kind: TargetSim, Lock: "none"}, Churn: 10}, "Churn"},
+		{"writers none", Config{Target: Target{Kind: TargetSim, Lock: "none"}, Writers: 1}, "Writers"},
+		{"writers negative", Config{Target: sim, Writers: -1}, "Writers"},
+		{"writers too many", Config{Target: sim, Writers: MaxWriters + 1}, "Writers"},
+		{"cgroup none", Config{Target: Target{Kind: TargetSim, Lock: "none", Tree: simTree(4)}, Op: OpCgroup, Writers: 2}, "Writers"},
+		{"cgroup without a hierarchy", Config{Target: Target{Kind: TargetPath, Dir: "/proc/self"}, Op: OpCgroup}, "Op"},
 		{"no dir", Config{Target: Target{Kind: TargetPath, Dir: "/does/not/exist"}}, "Dir"},
 		{"not a dir", Config{Target: Target{Kind: TargetPath, Dir: "/proc/self/status"}}, "Dir"},
 		{"unreadable file", Config{Target: sim, FileList: []string{"bus/cpu/uevent"}}, "FileList"},

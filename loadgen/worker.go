@@ -42,7 +42,7 @@ type worker struct {
 	// endMono is CLOCK_MONOTONIC when the loop ended, in ns: the
 	// collector turns it into WorkerResult.Done.
 	endMono int64
-	cursor  int           // OpColdplug: the next block's index
+	cursor  int           // OpColdplug, OpCgroup: the next block's or cgroup's index
 	done    paddedCounter // operations finished, accessed atomically
 }
 
@@ -55,6 +55,9 @@ type paddedCounter struct {
 }
 
 func newWorker(index, cpu, times, bufSize int, t target, p *plan) *worker {
+	if p.Op == OpCgroup {
+		bufSize = max(bufSize, cgroupPage) // each file whole
+	}
 	w := &worker{index: index, cpu: cpu, times: times, t: t, p: p,
 		buf: make([]byte, bufSize), rng: rand.New(rand.NewPCG(uint64(index), 0x6b65726e6673)),
 		hist: NewHistogram(), errs: ErrorTally{}}
@@ -63,6 +66,9 @@ func newWorker(index, cpu, times, bufSize int, t target, p *plan) *worker {
 	}
 	if len(p.Blocks) > 0 {
 		w.cursor = index % len(p.Blocks)
+	}
+	if len(p.Cgroups) > 0 {
+		w.cursor = index % len(p.Cgroups)
 	}
 	w.res = WorkerResult{Worker: index, CPU: cpu}
 	return w
@@ -138,6 +144,8 @@ func (w *worker) do() error {
 		return w.lstopo()
 	case p.Op == OpColdplug:
 		return w.coldplug()
+	case p.Op == OpCgroup:
+		return w.cgroupRead()
 	}
 	return w.t.readFile(p.Files[w.index%len(p.Files)], w.buf)
 }
@@ -168,7 +176,7 @@ func (w *worker) fail(err error, churnPath string) {
 	var pe *fs.PathError
 	switch p := w.p; {
 	case churnPath != "":
-	case (p.Op == OpHwloc || p.Op == OpLstopo || p.Op == OpColdplug) && errors.As(err, &pe):
+	case (p.Op == OpHwloc || p.Op == OpLstopo || p.Op == OpColdplug || p.Op == OpCgroup) && errors.As(err, &pe):
 		path = pe.Path // the op's own error names the file
 	case p.Missing != "":
 		path = p.Missing

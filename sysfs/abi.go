@@ -26,14 +26,19 @@ const MaxDeviceAttrs = 64
 //	devices/kernfsim/NAME/      uevent, value (0644), counter (changes on every read), attrN
 //	class/kernfsim/NAME         -> ../../devices/kernfsim/NAME
 //	kernel/kernfsim/stats       (0444) live counters, from the stats source given
+//	bus/kernfsim/new_cgroup     (0200) write "PATH" to make a cgroup under fs/cgroup (mkdir)
+//	bus/kernfsim/delete_cgroup  (0200) write "PATH" to remove one (rmdir)
 //
 // Bad input gets EINVAL, an existing name EEXIST, an unknown name ENODEV,
-// and nothing changes on error.
+// and nothing changes on error. The cgroup files are there only where the
+// tree has a cgroup v2 hierarchy (SynthConfig.Cgroups); they answer as
+// mkdir and rmdir would (cgroup_abi.go).
 type ABI struct {
 	t       *kernfsim.Tree
 	devices *kernfsim.Node // devices/kernfsim; immutable
 	class   *kernfsim.Node // class/kernfsim; immutable
 	max     int            // immutable: most devices at once
+	cg      *cgroupABI     // immutable: nil without a cgroup hierarchy
 }
 
 // DefaultMaxDevices is how many devices new_device makes at most, unless
@@ -57,6 +62,10 @@ func AddABI(t *kernfsim.Tree, stats kernfsim.Source) (*ABI, error) {
 // a kernfsim ABI of its own) is an *ABIConflictError, and t is unchanged.
 func AddABIWith(t *kernfsim.Tree, opts ABIOptions) (*ABI, error) {
 	files := []string{"bus/kernfsim/new_device", "bus/kernfsim/delete_device"}
+	cgRoot, h := cgroupHierarchyOf(t)
+	if h != nil {
+		files = append(files, client.NewCgroupPath, client.DeleteCgroupPath)
+	}
 	if opts.Stats != nil {
 		files = append(files, "kernel/kernfsim/stats")
 	}
@@ -77,7 +86,12 @@ func AddABIWith(t *kernfsim.Tree, opts ABIOptions) (*ABI, error) {
 	if err != nil {
 		return nil, err
 	}
-	for name, src := range map[string]kernfsim.Source{"new_device": &newDevice{a}, "delete_device": &deleteDevice{a}} {
+	srcs := map[string]kernfsim.Source{"new_device": &newDevice{a}, "delete_device": &deleteDevice{a}}
+	if h != nil {
+		a.cg = &cgroupABI{t: t, root: cgRoot, h: h, max: a.max}
+		srcs["new_cgroup"], srcs["delete_cgroup"] = newCgroupFile{a.cg}, deleteCgroupFile{a.cg}
+	}
+	for name, src := range srcs {
 		if _, err := t.AddAttr(bus, name, 0o200, src); err != nil {
 			return nil, err
 		}

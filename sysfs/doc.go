@@ -10,13 +10,25 @@
 //   - The host mirror (MirrorHost): a copy of a real /sys, contents read
 //     once, with a report of what could not be mirrored.
 //   - cpuinfo (WriteCPUInfo): a /proc/cpuinfo consistent with a tree.
+//   - The cgroup v2 hierarchy of a Kubernetes node under fs/cgroup
+//     (SynthConfig.Cgroups, cgroup.go): kubepods slices, pods and
+//     containers, their stat files in the kernel's formats.
 //   - The in-tree ABI (AddABI): bus/kernfsim/new_device and
-//     delete_device, devices/kernfsim, class/kernfsim and the stats file.
+//     delete_device, devices/kernfsim, class/kernfsim and the stats file;
+//     where the tree has a cgroup hierarchy, new_cgroup and delete_cgroup
+//     too (cgroup_abi.go).
 //   - Assemble: the tree every command and loadgen target serves, built
 //     one way from one set of options.
 //
-// Concurrency: the package holds no lock of its own. Attribute state
-// (cpu online bits, memory block state, choices) is accessed atomically;
-// structural changes (new_device, memory probe) go through the tree's
-// writers, under the tree's write side.
+// Concurrency: attribute state (cpu online bits, memory block state,
+// choices, the cgroup serial number) is accessed atomically; structural
+// changes (new_device, memory probe, new_cgroup) go through the tree's
+// writers, under the tree's write side. The package's one lock is the
+// cgroup ABI's cgroup_mutex, taken outside the tree's locks (outer to
+// inner):
+//
+//	cgroupABI.mu: serialises new_cgroup's creations and
+//	delete_cgroup's checks, as the kernel's cgroup_mutex does mkdir and
+//	rmdir (a removal runs after it is released)
+//		the tree's write side (AddGroup)
 package sysfs

@@ -21,6 +21,11 @@ type SynthConfig struct {
 	MemBlockSize   uint64 // bytes per memory block, a power of two; default 128 MiB
 	Netdevs        int    // ethernet devices eth0.. on PCI, besides lo; default 4
 	Disks          int    // NVMe disks nvme0n1, nvme1n1, ... on PCI; default 4
+	// Cgroups is the containers of a Kubernetes node's cgroup v2
+	// hierarchy under fs/cgroup, two to a pod (cgroup.go); default 0,
+	// none: the real /sys/fs/cgroup is a mount of its own, and a sysfs
+	// has the directory empty.
+	Cgroups int
 }
 
 // Limits on a SynthConfig, so that nobody builds 10^9 nodes by mistake.
@@ -31,6 +36,7 @@ const (
 	MaxSynthNUMANodes = 1024    // MAX_NUMNODES with NODES_SHIFT=10
 	MaxSynthMemBlocks = 1 << 20 // 128 TiB of 128 MiB blocks, about 11.5 million nodes
 	MaxSynthDevices   = 1024    // each of Netdevs and Disks
+	MaxSynthCgroups   = 65536   // containers, some 100,000 cgroups of 57 files each
 	MinSynthBlockSize = 16 << 20
 	MaxSynthBlockSize = 16 << 30
 )
@@ -109,6 +115,7 @@ func (c SynthConfig) checks() []configCheck {
 		}, fmt.Sprintf("must be a power of two from %d (16 MiB) to %d (16 GiB)", MinSynthBlockSize, uint64(MaxSynthBlockSize))},
 		{"Netdevs", c.Netdevs, in(c.Netdevs, 0, MaxSynthDevices), rng(0, MaxSynthDevices)},
 		{"Disks", c.Disks, in(c.Disks, 0, MaxSynthDevices), rng(0, MaxSynthDevices)},
+		{"Cgroups", c.Cgroups, in(c.Cgroups, 0, MaxSynthCgroups), rng(0, MaxSynthCgroups)},
 	}
 }
 
@@ -209,7 +216,7 @@ func (s *synth) root() dir {
 			{"virtual", dir{{"net", dir{{"lo", s.loopback()}}}}},
 		}},
 		{"firmware", dir{}},
-		{"fs", dir{{"cgroup", dir{}}}},
+		{"fs", dir{{"cgroup", s.cgroupDir()}}},
 		{"kernel", s.kernelDir()},
 		{"module", s.moduleDir()},
 		{"power", dir{{"state", rwVal("freeze mem disk")}}},

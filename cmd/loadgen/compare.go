@@ -39,6 +39,8 @@ type compareFlags struct {
 	pinSingle  bool
 	minDur     time.Duration
 	warmUp     time.Duration
+	writers    int
+	writeRate  float64
 	serverArgs []string
 	transports []string
 	tree       treeFlags
@@ -73,12 +75,20 @@ The field workloads (--op hwloc, lstopo, coldplug) compare /sys with a mirror
 of it: unless --tree or a flag sizing a synthetic tree is given, the kernfsim
 and sim rows serve --tree host:SYS. An hwloc cell shows the median and the
 last worker's time to done of --hwloc-times discoveries (MPI ranks starting
-at once).`,
+at once). --op cgroup is a Kubernetes node agent reading every cgroup's
+stat files (--cgroups containers, 64 by default) while a writer starts and
+stops containers.
+
+Nothing writes by default, so a lock whose cost is on the writer's side
+looks free: --writers N runs N writers beside every cell's readers, each
+making --write-rate changes a second and timing them, and each op's tables
+add the writers' latency per change beside the lock's use.`,
 		Example: `  loadgen compare
   loadgen compare --sim --plot compare.svg          # in-process only: no root, no FUSE
   loadgen compare --threads 1,2,48 --times 2000 --plot compare.svg
   loadgen compare --ops hwloc                         # /sys and its mirror under each lock
   loadgen compare --ops coldplug --tree synthetic --mem-blocks 100000 --targets kernfsim,sim
+  loadgen compare --ops files,cgroup --writers 2 --write-rate 200    # readers beside writers: the write side's cost shows
   loadgen compare --targets sim --locks mutex,rwsem --format bench > sim.txt; benchstat -col /lock sim.txt
   loadgen compare --sim-cost auto --locks rwsem --threads 1,2,8,48   # sim rows with the kernel's work outside the lock
   loadgen compare --locks mutex,rwsem --threads 1,16,48 --seed        # beside seed 002's published figures`,
@@ -108,6 +118,9 @@ at once).`,
 	fs.DurationVar(&f.minDur, "min-duration", loadgen.DefaultCompareMinDuration,
 		"each phase of a run lasts at least this long, past --times if need be (0: --times alone; not hwloc and lstopo)")
 	fs.DurationVar(&f.warmUp, "warm-up", loadgen.DefaultCompareWarmUp, "warm each row up, untimed, this long before the first repeat (0: none)")
+	fs.IntVar(&f.writers, "writers", 0, "writers changing the tree beside each cell's readers, each timing its own changes: devices through bus/kernfsim/new_device and delete_device "+
+		"(--op cgroup: containers' cgroups; coldplug: memory blocks); the tables add their latency per change (0: none; sys rows and locks that refuse writers: readers only)")
+	fs.Float64Var(&f.writeRate, "write-rate", loadgen.DefaultWriteRate, "each writer's changes per second, `RATE` (100: one every 10 ms, longer than a grace period; 20 in a 200 ms phase)")
 	fs.StringArrayVar(&f.serverArgs, "server-arg", nil, "an extra flag for the kernfsim servers (repeatable)")
 	fs.StringSliceVar(&f.transports, "transports", nil, "kernfsim rows per transport: devfuse, uring, auto (default: one row per lock on the server's default transport)")
 	addTreeFlags(fs, &f.tree)
@@ -119,6 +132,9 @@ at once).`,
 // skipped, for stderr.
 func (f *compareFlags) config(cmd *cobra.Command) (cc loadgen.CompareConfig, notes []string, err error) {
 	if err := positive(cmd.Flags(), "times", "sim-times", "sys-times", "hwloc-times", "repeats"); err != nil {
+		return cc, nil, err
+	}
+	if err := f.checkWriters(cmd.Flags()); err != nil {
 		return cc, nil, err
 	}
 	if err := notNegative(map[string]time.Duration{"min-duration": f.minDur, "warm-up": f.warmUp}); err != nil {
@@ -137,6 +153,9 @@ func (f *compareFlags) config(cmd *cobra.Command) (cc loadgen.CompareConfig, not
 		return cc, nil, err
 	} else if note != "" {
 		notes = append(notes, note)
+	}
+	if err := f.tree.defaultCgroups(f.ops); err != nil {
+		return cc, nil, cliError(err)
 	}
 	if err := f.tree.validate(); err != nil {
 		return cc, nil, err
@@ -165,6 +184,9 @@ func (f *compareFlags) config(cmd *cobra.Command) (cc loadgen.CompareConfig, not
 	cc.SysTimes, cc.PinSingle = f.sysTimes, f.pinSingle
 	cc.MinDuration, cc.WarmUp = noneIfZero(f.minDur), noneIfZero(f.warmUp)
 	cc.HwlocTimes, cc.Args = f.hwlocTimes, commandLine(cmd)
+	if f.writers > 0 {
+		cc.Writers, cc.WriteRate = f.writers, f.writeRate
+	}
 	if err := f.simCost.check(cmd, slices.Contains(f.targets, "sim")); err != nil {
 		return cc, nil, err
 	}
@@ -174,6 +196,20 @@ func (f *compareFlags) config(cmd *cobra.Command) (cc loadgen.CompareConfig, not
 	}
 	cc.Server = &loadgen.ServerConfig{Command: serverCommand(), Args: append(f.tree.serverArgs(), f.serverArgs...)}
 	return cc, notes, nil
+}
+
+// checkWriters checks --writers and --write-rate: a count from 0 to
+// loadgen.MaxWriters, a positive rate, and no rate without writers.
+func (f *compareFlags) checkWriters(fs *pflag.FlagSet) error {
+	switch {
+	case f.writers < 0 || f.writers > loadgen.MaxWriters:
+		return &cli.UsageError{Err: fmt.Errorf("--writers must be 0 to %d, got %d", loadgen.MaxWriters, f.writers)}
+	case f.writeRate <= 0 || f.writeRate > 100000:
+		return &cli.UsageError{Err: fmt.Errorf("--write-rate must be above 0 and at most 100000 changes per second, got %g", f.writeRate)}
+	case fs.Changed("write-rate") && f.writers == 0:
+		return &cli.UsageError{Err: errors.New("--write-rate paces the writers: give --writers N too")}
+	}
+	return nil
 }
 
 // noneIfZero is a duration flag as CompareConfig takes it: 0 there is

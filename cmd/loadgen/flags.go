@@ -48,6 +48,9 @@ func addTreeFlags(fs *pflag.FlagSet, f *treeFlags) {
 	cli.AddTreeFlags(own, &f.TreeFlags)
 	f.fs, f.names = fs, map[string]bool{}
 	own.VisitAll(func(fl *pflag.Flag) {
+		if fl.Name == "cgroups" {
+			fl.Usage += fmt.Sprintf("; --op cgroup makes %d unless given", loadgen.DefaultCgroups)
+		}
 		if fl.Name != "lock" && fs.Lookup(fl.Name) == nil {
 			fs.AddFlag(fl) // the same *Flag: own.Changed sees what fs parsed
 			f.names[fl.Name] = true
@@ -58,6 +61,16 @@ func addTreeFlags(fs *pflag.FlagSet, f *treeFlags) {
 // validate checks the tree flags; a bad value is a usage error naming the
 // flag.
 func (f *treeFlags) validate() error { return cliError(f.Validate()) }
+
+// defaultCgroups gives a synthetic tree loadgen.DefaultCgroups containers
+// (--cgroups) when one of ops reads cgroups and --cgroups was not given,
+// so that --sim and the servers loadgen starts have a hierarchy to read.
+func (f *treeFlags) defaultCgroups(ops []string) error {
+	if _, host := f.HostDir(); host || !slices.Contains(ops, string(loadgen.OpCgroup)) || !f.names["cgroups"] || f.fs.Changed("cgroups") {
+		return nil
+	}
+	return f.fs.Set("cgroups", strconv.Itoa(loadgen.DefaultCgroups))
+}
 
 // given are the names of the tree flags given (--lock aside), in
 // cli.TreeFlagNames' order.

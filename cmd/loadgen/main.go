@@ -130,6 +130,7 @@ var fieldFlags = map[string]string{
 	"Dir": "--path", "Lock": "--lock", "Procs": "--procs", "WorkerCommand": "--procs",
 	"Churn": "--churn", "Tree": "tree flags", "Rows": "--targets", "Ops": "--ops", "PerOp": "--per-op",
 	"SimCost": "--sim-cost", "SimShared": "--sim-cost", "Calibrate": "--calibrate",
+	"Writers": "--writers", "WriteRate": "--write-rate",
 }
 
 // configMessage is a *loadgen.ConfigError in terms of flags.

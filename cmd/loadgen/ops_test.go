@@ -166,6 +166,15 @@ func TestFieldOpsBadInput(t *testing.T) {
 		{[]string{"--path", "/sys", "--op", "coldplug", "--churn", "10"}, "--churn: /sys is not a kernfsim tree"},
 		{[]string{"--sim", "--gp", "sometimes"}, "valid values are normal, expedited, deferred"},
 		{[]string{"compare", "--hwloc-times", "0"}, "--hwloc-times must be at least 1"},
+		{[]string{"compare", "--write-rate", "10"}, "--write-rate paces the writers: give --writers N too"},
+		{[]string{"compare", "--writers", "-1"}, "--writers must be 0 to 256"},
+		{[]string{"compare", "--writers", "1", "--write-rate", "0"}, "--write-rate must be above 0"},
+		{[]string{"--sim", "--writers", "-1"}, "--writers: -1 writers"},
+		{[]string{"--sim", "--lock", "none", "--op", "cgroup", "--writers", "1"}, "--writers: lock strategy none refuses writers"},
+		{[]string{"--path", "/sys", "--cgroups", "8"}, "--cgroups applies to --sim"},
+		{[]string{"--sim", "--cgroups", "-1"}, "invalid value -1 for --cgroups"},
+		{[]string{"--sim", "--tree", "host", "--cgroups", "8"}, "--cgroups sizes a synthetic tree"},
+		{[]string{"--path", "/proc/self", "--op", "cgroup"}, "--op: cgroup needs a cgroup v2 hierarchy"},
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
 			code, out, errOut := runArgs(context.Background(), tc.args...)
@@ -174,4 +183,56 @@ func TestFieldOpsBadInput(t *testing.T) {
 			}
 		})
 	}
+}
+
+// --op cgroup in process: the tree gets loadgen.DefaultCgroups containers
+// unless --cgroups says otherwise, every cgroup's files read without
+// error while the writers start and stop containers.
+func TestCgroupSimFlags(t *testing.T) {
+	args := []string{"--sim", "--op", "cgroup", "--cpus", "8", "--mem-blocks", "4", "--threads", "2", "--times", "50"}
+	j := runJSON(t, append(args, "--writers", "2", "--churn", "1000", "--min-duration", "50ms")...)
+	if j.Cgroups != 3+32+64 || j.FilesPerOp != 5 || j.Churn == nil || j.Churn.Writers != 2 || j.Churn.Latency == nil ||
+		j.Concur.Writes == nil || j.Unexpected != 0 || len(j.Errors) != 0 {
+		t.Errorf("cgroups %d, files per op %d, churn %+v, concur writes %+v, errors %+v", j.Cgroups, j.FilesPerOp, j.Churn, j.Concur.Writes, j.Errors)
+	}
+	if j := runJSON(t, append(args, "--cgroups", "4")...); j.Cgroups != 3+2+4 || j.Unexpected != 0 {
+		t.Errorf("--cgroups 4: %d cgroups, %d unexpected: want 9, 0", j.Cgroups, j.Unexpected)
+	}
+	code, out, errOut := runArgs(context.Background(), args...)
+	if code != cli.ExitOK || !strings.Contains(out, "cgroups:      100 cgroups/s asked through new_cgroup and delete_cgroup") ||
+		!strings.Contains(out, "5 per cgroup (memory.stat cpu.stat io.stat cgroup.procs memory.current)") {
+		t.Errorf("seed: exit %d, stderr %q\n%s", code, errOut, out)
+	}
+}
+
+// --op cgroup over FUSE: the server loadgen starts serves the cgroups (it
+// gets --cgroups too), and the writer makes and removes containers'
+// cgroups through the mount's control files while the readers read.
+func TestCgroupMount(t *testing.T) {
+	requireFUSE(t)
+	j := runJSON(t, "--op", "cgroup", "--cpus", "8", "--mem-blocks", "4", "--threads", "2", "--times", "50", "--min-duration", "100ms")
+	if j.Cgroups != 99 || j.Churn == nil || j.Churn.Adds == 0 || len(j.Churn.Errors) != 0 || j.Unexpected != 0 || len(j.Errors) != 0 {
+		t.Errorf("cgroups %d, churn %+v, errors %+v", j.Cgroups, j.Churn, j.Errors)
+	}
+	noLeftovers(t)
+}
+
+// compare --writers over FUSE and in process: every cell reports the
+// writers' latency and the lock's write side, in cgroup cells too.
+func TestCompareWritersMounts(t *testing.T) {
+	requireFUSE(t)
+	code, out, errOut := runArgs(context.Background(), "compare", "--ops", "files,cgroup", "--targets", "kernfsim,sim", "--locks", "rwsem",
+		"--threads", "2", "--repeats", "1", "--writers", "1", "--write-rate", "500", "--min-duration", "100ms", "--warm-up", "0",
+		"--cpus", "8", "--mem-blocks", "4", "--format", "json")
+	var j loadgen.JSONCompare
+	if code != cli.ExitOK || json.Unmarshal([]byte(out), &j) != nil || len(j.Cells) != 4 || j.Writers != 1 {
+		t.Fatalf("exit %d, stderr %q, %d cells", code, errOut, len(j.Cells))
+	}
+	for _, c := range j.Cells {
+		m := c.Median
+		if m.Writers == nil || m.Writers.Changes == 0 || m.Writers.P50Ns <= 0 || m.Lock == nil || m.Lock.WriteAcquisitions == 0 || m.Unexpected != 0 {
+			t.Errorf("cell %s %s: writers %+v, lock %+v, %d unexpected", c.Target.Kind, c.Op, m.Writers, m.Lock, m.Unexpected)
+		}
+	}
+	noLeftovers(t)
 }

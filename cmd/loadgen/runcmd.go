@@ -34,6 +34,7 @@ type runFlags struct {
 	minDur      time.Duration
 	procs       bool
 	churn       float64
+	writers     int
 	format      string
 	out         string
 	serverArgs  []string
@@ -69,6 +70,7 @@ in 2 sockets) or, with --tree host[:DIR], a mirror of this host's /sys.`,
   loadgen --sim --op hwloc --cpus 448 --sockets 4 --threads 8
   loadgen --op hwloc --tree host --procs --threads 48 --times 1   # MPI ranks starting at once, on a mirror of /sys
   loadgen --sim --op coldplug --mem-blocks 100000 --lock rcu --churn 2000
+  loadgen --sim --op cgroup --cgroups 200 --lock rcu --writers 4   # a node agent while containers start and stop
   loadgen --sim --lock rcu --churn 200 --format json --out run.json
   loadgen --sim --sim-cost auto --threads 48      # the kernel's work outside kernfs's lock, calibrated against /sys`,
 		Args: cobra.NoArgs,
@@ -83,7 +85,7 @@ func addRunFlags(fs *pflag.FlagSet, f *runFlags) {
 	fs.BoolVar(&f.sim, "sim", false, "measure the in-process kernfsim walker (no FUSE)")
 	fs.Var(lockValue{&f.lock}, "lock", "lock strategy of --sim or of the server loadgen starts: mutex, rwsem, rcu, none")
 	fs.IntVar(&f.threads, "threads", runtime.NumCPU(), "concurrent workers")
-	fs.IntVar(&f.times, "times", 0, "operations per worker (default 10000; 20 for --op hwloc and lstopo, 1000 for coldplug)")
+	fs.IntVar(&f.times, "times", 0, "operations per worker (default 10000; 20 for --op hwloc and lstopo, 1000 for coldplug and cgroup)")
 	fs.IntVar(&f.files, "files", 0, "distinct files K; worker i uses file i mod K (default max(1, threads/2))")
 	fs.StringArrayVar(&f.fileList, "file", nil, "a file to use, relative to the target (repeatable; default: chosen automatically)")
 	fs.IntVar(&f.bufsize, "bufsize", loadgen.DefaultBufSize, "bytes per read")
@@ -94,8 +96,10 @@ func addRunFlags(fs *pflag.FlagSet, f *runFlags) {
 	fs.BoolVar(&f.pinSingle, "pin-single", false, "pin the single phase's worker to the first CPU (the seed runs it unpinned)")
 	fs.DurationVar(&f.minDur, "min-duration", 0, "each phase lasts at least this long: its workers go on past --times until then (0: --times alone, as the seed)")
 	fs.BoolVar(&f.procs, "procs", false, "run workers as separate processes (no shared fd table)")
-	fs.Float64Var(&f.churn, "churn", 0, "add and remove devices at `RATE` per second during the run (kernfsim targets); "+
-		"with --op coldplug, hot-add memory blocks at RATE (default 1000 where the target can)")
+	fs.Float64Var(&f.churn, "churn", 0, "add and remove devices at `RATE` per second and writer during the run (kernfsim targets); "+
+		"with --op coldplug, hot-add memory blocks at RATE (default 1000 where the target can); with --op cgroup, make and remove containers' cgroups at RATE (default 100 where the target can)")
+	fs.IntVar(&f.writers, "writers", 0, "writers making --churn changes a second each, each timing its own changes (default 1 where there is a rate; "+
+		"--writers alone churns devices at 100 a second each)")
 	fs.StringVar(&f.format, "format", "seed", "output: seed, json or bench")
 	cli.PathVar(fs, &f.out, "out", "", "write the output to `FILE` instead of standard output")
 	fs.Var(transportValue{&f.transport}, "transport", "the `T`ransport of the kernfsim server loadgen starts: "+transportList()+" (default: the server's, auto)")
@@ -118,6 +122,11 @@ func (f *runFlags) config(cmd *cobra.Command) (loadgen.Config, error) {
 	if err := positive(fs, "threads", "times", "files", "bufsize"); err != nil {
 		return loadgen.Config{}, err
 	}
+	if f.path == "" {
+		if err := f.tree.defaultCgroups([]string{f.op}); err != nil {
+			return loadgen.Config{}, cliError(err)
+		}
+	}
 	if err := notNegative(map[string]time.Duration{"min-duration": f.minDur}); err != nil {
 		return loadgen.Config{}, err
 	}
@@ -138,7 +147,8 @@ func (f *runFlags) config(cmd *cobra.Command) (loadgen.Config, error) {
 	}
 	return loadgen.Config{Target: t, Op: loadgen.Op(f.op), Missing: f.missing, MissingPath: f.missingPath,
 		Threads: f.threads, Times: f.times, Files: f.files, FileList: f.fileList, BufSize: f.bufsize,
-		NoPin: !f.pin, PinSingle: f.pinSingle, MinDuration: f.minDur, Procs: f.procs, WorkerCommand: selfCommand("__worker"), Churn: f.churn, Args: commandLine(cmd),
+		NoPin: !f.pin, PinSingle: f.pinSingle, MinDuration: f.minDur, Procs: f.procs, WorkerCommand: selfCommand("__worker"), Churn: f.churn,
+		Writers: f.writers, Args: commandLine(cmd),
 		Server: &loadgen.ServerConfig{Command: serverCommand(), Args: f.serverFlags()}}, nil
 }
 

@@ -146,6 +146,16 @@ func TestCompareGolden(t *testing.T) {
 	}
 }
 
+// compare --writers: the table gets the writers' line, the lock cells
+// their write acquisitions, and a writers table per op.
+func TestCompareWritersGolden(t *testing.T) {
+	code, out, errOut := runArgs(context.Background(), append(compareArgs, "--ops", "files", "--writers", "1", "--write-rate", "2000", "--min-duration", "50ms")...)
+	if code != cli.ExitOK || errOut != "" {
+		t.Fatalf("exit %d, stderr %q", code, errOut)
+	}
+	golden(t, "compare_sim_writers.golden", out)
+}
+
 func TestCompareFormats(t *testing.T) {
 	code, out, errOut := runArgs(context.Background(), append(compareArgs, "--format", "json")...)
 	var j loadgen.JSONCompare

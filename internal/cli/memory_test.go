@@ -29,6 +29,7 @@ func TestTreeMemory(t *testing.T) {
 	for _, c := range []sysfs.SynthConfig{
 		{MemBlocks: 10000},
 		{CPUs: 1024, MemBlocks: 1, Netdevs: 256, Disks: 256},
+		{CPUs: 4, Sockets: 1, MemBlocks: 1, Cgroups: 2000},
 	} {
 		c = c.WithDefaults()
 		for _, lock := range locking.Names {

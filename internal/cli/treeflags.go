@@ -51,13 +51,14 @@ func AddShapeFlags(fs *pflag.FlagSet, f *TreeFlags) {
 	fs.IntVar(&f.synth.MemBlocks, "mem-blocks", d.MemBlocks, "memory blocks of 128 MiB")
 	fs.IntVar(&f.synth.Netdevs, "netdevs", d.Netdevs, "ethernet devices, besides lo")
 	fs.IntVar(&f.synth.Disks, "disks", d.Disks, "NVMe disks")
+	fs.IntVar(&f.synth.Cgroups, "cgroups", d.Cgroups, "containers in a Kubernetes node's cgroup v2 hierarchy under fs/cgroup, two to a pod (0: none, fs/cgroup empty as in a sysfs)")
 }
 
 // addLockFlags defines the lock strategy and its grace-period flags.
 func addLockFlags(fs *pflag.FlagSet, f *TreeFlags) {
 	fs.Var(&choiceValue{&f.lock, locking.Names}, "lock", "lock strategy: "+strings.Join(locking.Names, ", "))
 	gps := []string{string(kernfsim.GPNormal), string(kernfsim.GPExpedited), string(kernfsim.GPDeferred)}
-	fs.Var(&choiceValue{&f.gp, gps}, "gp", "rcu teardown: normal waits a grace period, expedited forces one, deferred queues the teardown and returns")
+	fs.Var(&choiceValue{&f.gp, gps}, "gp", "teardown under grace periods (rcu, percpu): normal waits a grace period, expedited forces one (and percpu's writers expedite theirs), deferred queues the teardown and returns")
 	fs.DurationVar(&f.grace.Tick, "gp-tick", f.grace.Tick, "grace periods begin on this tick; 4ms is HZ=250")
 	fs.DurationVar(&f.grace.ExpediteCost, "expedite-cost", 0, "extra fixed cost of each expedited grace period")
 	fs.BoolVar(&f.grace.ExpeditedIsNormal, "rcu-normal", false, "expedited grace periods behave as normal ones (rcu_normal=1, PREEMPT_RT)")
@@ -137,10 +138,10 @@ func Args(fs *pflag.FlagSet) []string {
 }
 
 // TreeFlagNames are the flags AddTreeFlags defines.
-var TreeFlagNames = []string{"lock", "tree", "cpus", "sockets", "threads-per-core", "numa-nodes", "mem-blocks", "netdevs", "disks", "gp", "gp-tick", "expedite-cost", "rcu-normal"}
+var TreeFlagNames = []string{"lock", "tree", "cpus", "sockets", "threads-per-core", "numa-nodes", "mem-blocks", "netdevs", "disks", "cgroups", "gp", "gp-tick", "expedite-cost", "rcu-normal"}
 
 // synthFlags are the flags that size a synthetic tree only.
-var synthFlags = []string{"cpus", "sockets", "threads-per-core", "numa-nodes", "mem-blocks", "netdevs", "disks"}
+var synthFlags = []string{"cpus", "sockets", "threads-per-core", "numa-nodes", "mem-blocks", "netdevs", "disks", "cgroups"}
 
 // validate checks the flags' values against each other: a *UsageError
 // naming the flag.
@@ -199,8 +200,12 @@ func (f *TreeFlags) Describe() string {
 		return "mirror of " + f.hostDir
 	}
 	c := f.config()
-	return fmt.Sprintf("synthetic sysfs (%d CPUs in %d sockets, %d threads/core, %d NUMA nodes, %d memory blocks, %d netdevs, %d disks)",
-		c.CPUs, c.Sockets, c.ThreadsPerCore, c.NUMANodes, c.MemBlocks, c.Netdevs, c.Disks)
+	cgroups := ""
+	if c.Cgroups > 0 {
+		cgroups = fmt.Sprintf(", %d cgroup containers", c.Cgroups)
+	}
+	return fmt.Sprintf("synthetic sysfs (%d CPUs in %d sockets, %d threads/core, %d NUMA nodes, %d memory blocks, %d netdevs, %d disks%s)",
+		c.CPUs, c.Sockets, c.ThreadsPerCore, c.NUMANodes, c.MemBlocks, c.Netdevs, c.Disks, cgroups)
 }
 
 // configFlags names the flag for each SynthConfig field.
@@ -211,6 +216,7 @@ var configFlags = []struct{ field, flag string }{
 	{"Sockets", "--sockets"},
 	{"Netdevs", "--netdevs"},
 	{"Disks", "--disks"},
+	{"Cgroups", "--cgroups"},
 	{"CPUs", "--cpus"},
 }
 
