@@ -47,6 +47,11 @@ type compareFlags struct {
 	simCost    simCostFlags
 }
 
+// defaultCompareLocks are the rows of the main job: the eras of kernfs's
+// lock (mutex, rwsem), the design beyond it (rcu) and the baseline (none).
+// --locks all adds every other design.
+var defaultCompareLocks = []string{"mutex", "rwsem", "rcu", "none"}
+
 // targetKinds are the row kinds of a comparison, in table order.
 var targetKinds = []string{"kernfsim", "sim", "sys"}
 
@@ -91,12 +96,13 @@ add the writers' latency per change beside the lock's use.`,
   loadgen compare --ops files,cgroup --writers 2 --write-rate 200    # readers beside writers: the write side's cost shows
   loadgen compare --targets sim --locks mutex,rwsem --format bench > sim.txt; benchstat -col /lock sim.txt
   loadgen compare --sim-cost auto --locks rwsem --threads 1,2,8,48   # sim rows with the kernel's work outside the lock
-  loadgen compare --locks mutex,rwsem --threads 1,16,48 --seed        # beside seed 002's published figures`,
+  loadgen compare --locks mutex,rwsem --threads 1,16,48 --seed        # beside seed 002's published figures
+  loadgen compare --locks all --writers 1 --ops files,cgroup           # every design, with a writer beside the readers`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return f.run(cmd, stderr) },
 	}
 	fs := cmd.Flags()
-	fs.StringSliceVar(&f.locks, "locks", locking.Names, "lock strategies")
+	fs.StringSliceVar(&f.locks, "locks", defaultCompareLocks, "lock strategies, or all for every design ("+strings.Join(locking.Names, ", ")+")")
 	fs.IntSliceVar(&f.threads, "threads", nil, "thread counts (default 1, ncpus, 4 x ncpus, 48)")
 	fs.IntVar(&f.times, "times", loadgen.DefaultCompareTimes, "operations per worker in each phase of a run, at least (--min-duration goes on past them)")
 	fs.IntVar(&f.simTimes, "sim-times", 0, "operations per worker in each sim run (default 20 x --times: sim operations are 10-50 times cheaper)")
@@ -252,9 +258,15 @@ func (f *compareFlags) validateLists() error {
 	bad := func(flag, v, valid string) error {
 		return &cli.UsageError{Err: fmt.Errorf("--%s: %q is not one of %s", flag, v, valid)}
 	}
+	if slices.Contains(f.locks, "all") {
+		if len(f.locks) > 1 {
+			return &cli.UsageError{Err: fmt.Errorf("--locks all is every design: give it alone, not with %s", strings.Join(slices.DeleteFunc(slices.Clone(f.locks), func(l string) bool { return l == "all" }), ","))}
+		}
+		f.locks = locking.Names
+	}
 	for _, l := range f.locks {
 		if !slices.Contains(locking.Names, l) {
-			return bad("locks", l, strings.Join(locking.Names, ", "))
+			return bad("locks", l, "all, "+strings.Join(locking.Names, ", "))
 		}
 	}
 	for _, t := range f.targets {

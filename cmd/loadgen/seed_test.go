@@ -2,10 +2,12 @@ package main
 
 import (
 	"context"
+	"regexp"
 	"strings"
 	"testing"
 
 	"github.com/kernfsim/kernfsim/internal/cli"
+	"github.com/kernfsim/kernfsim/locking"
 )
 
 // TestCompareSeed: --seed prints seed 002's figures beside the run's,
@@ -25,5 +27,29 @@ func TestCompareSeed(t *testing.T) {
 	code, _, errOut = runArgs(context.Background(), append(args, "--format", "json")...)
 	if code != cli.ExitUsage || !strings.Contains(errOut, "--seed adds a table to the text output, not to --format json") {
 		t.Errorf("--seed --format json: exit %d, stderr %q", code, errOut)
+	}
+}
+
+// TestCompareLocksAll: the default rows are the main job's four; --locks
+// all is every design, and only alone.
+func TestCompareLocksAll(t *testing.T) {
+	base := []string{"compare", "--sim", "--threads", "1", "--ops", "missing", "--times", "5", "--sim-times", "20",
+		"--repeats", "1", "--min-duration", "0", "--warm-up", "0", "--cpus", "8", "--mem-blocks", "4"}
+	code, out, errOut := runArgs(context.Background(), append(base, "--locks", "all")...)
+	if code != cli.ExitOK {
+		t.Fatalf("--locks all: exit %d, stderr %q", code, errOut)
+	}
+	for _, l := range locking.Names {
+		if !regexp.MustCompile(`(?m)^sim\s+` + regexp.QuoteMeta(l) + `\s`).MatchString(out) {
+			t.Errorf("--locks all: no sim %s row:\n%s", l, out)
+		}
+	}
+	code, out, _ = runArgs(context.Background(), base...)
+	if rows := regexp.MustCompile(`(?m)^sim\s+\S+\s+\S+ ±`).FindAllString(out, -1); code != cli.ExitOK || len(rows) != 4 {
+		t.Errorf("default: exit %d, %d sim rows, want 4:\n%s", code, len(rows), out)
+	}
+	code, _, errOut = runArgs(context.Background(), append(base, "--locks", "all,mutex")...)
+	if code != cli.ExitUsage || !strings.Contains(errOut, "--locks all is every design: give it alone") {
+		t.Errorf("--locks all,mutex: exit %d, stderr %q", code, errOut)
 	}
 }
