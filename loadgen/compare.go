@@ -217,6 +217,9 @@ type CellRun struct {
 	// target without lock counters (the real /sys).
 	LockRead, LockWrite, LockContended float64
 	LockCounted                        bool
+	// LockReadUncounted: the strategy's readers take nothing (none), so
+	// LockRead says nothing.
+	LockReadUncounted bool
 	// Done and DoneMax are the median and the largest of the concur
 	// workers' time to done (WorkerResult.Done): the figure of hwloc
 	// cells, the start-up wait of half and of all MPI ranks.
@@ -249,6 +252,7 @@ func cellRunOf(r Result) CellRun {
 	if u := r.Concur.Lock; u != nil {
 		c.LockCounted, c.LockContended, c.LockWrites = true, u.Contended(), u.WriteAcquisitions
 		c.LockRead, c.LockWrite = u.Utilization()
+		c.LockReadUncounted = !u.ReadSideCounted
 	}
 	if w := r.Concur.Writes; w != nil && r.Churn != nil {
 		c.Writers, c.WriteChanges, c.WriteP50, c.WriteP99 = max(1, r.Churn.Writers), w.Count, w.P50, w.P99
@@ -301,6 +305,7 @@ func (c Cell) Median() CellRun {
 		m.LockWrite = med(func(r CellRun) float64 { return r.LockWrite })
 		m.LockContended = med(func(r CellRun) float64 { return r.LockContended })
 		m.LockWrites = int64(med(func(r CellRun) float64 { return float64(r.LockWrites) }))
+		m.LockReadUncounted = slices.ContainsFunc(c.Runs, func(r CellRun) bool { return r.LockReadUncounted })
 	}
 	c.medianWriters(&m)
 	for _, r := range c.Runs {

@@ -130,7 +130,7 @@ func (r *CompareResult) lockBusyLine(op string) string {
 		if !m.LockCounted {
 			continue
 		}
-		parts = append(parts, fmt.Sprintf("%s r%.3f w%.3f", row.Target.Lock, m.LockRead, m.LockWrite))
+		parts = append(parts, fmt.Sprintf("%s %s w%.3f", row.Target.Lock, readUse(m), m.LockWrite))
 		if row.Target.Lock == "mutex" && mutexBusy < 0 {
 			mutexBusy = m.LockRead + m.LockWrite
 		}
@@ -164,7 +164,16 @@ func lockCellText(c *Cell) string {
 	if m.Writers > 0 {
 		writes = fmt.Sprintf("(%d)", m.LockWrites)
 	}
-	return fmt.Sprintf("r%.3f w%.3f%s c%.1f%%", m.LockRead, m.LockWrite, writes, 100*m.LockContended)
+	return fmt.Sprintf("%s w%.3f%s c%.1f%%", readUse(m), m.LockWrite, writes, 100*m.LockContended)
+}
+
+// readUse is m's read side's utilization, rR, or r- where its readers
+// take nothing (none).
+func readUse(m CellRun) string {
+	if m.LockReadUncounted {
+		return "r-"
+	}
+	return fmt.Sprintf("r%.3f", m.LockRead)
 }
 
 // writeLockTable writes op's lock figures, a line per row with counters.

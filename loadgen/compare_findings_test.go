@@ -76,7 +76,7 @@ func TestSeedTable(t *testing.T) {
 		// 48 threads: the seed's x0.08, the mount's x0.18 (resolved, smaller), the sim's x0.54
 		"missing 48 2.14ms 161us x0.08 (48) 6.40ms 1.17ms x0.18 same direction, smaller (seed: 48 CPUs, here 2) 48.0us 26.0us x0.54 same direction, smaller",
 		"not measured (give --threads 16 and --locks mutex,rwsem)",
-		"missing 1 2.39us 2.14us x0.90 (16) 47.0us 47.0us x1.00~ not resolved here 800ns 610ns x0.76 reproduces",
+		"missing 1 2.39us 2.14us x0.90 (16) 47.0us 47.0us x1.00~ one thread: nothing contends",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("seed table:\n%s\nwant %q", out, want)

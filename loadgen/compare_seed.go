@@ -57,6 +57,8 @@ func seedVerdict(r *CompareResult, kind TargetKind, f seedFigure) (cells string,
 	cells = fmt.Sprintf("%s %s x%.2f%s", textout.Dur(mutex.Median().PerOp), textout.Dur(rwsem.Median().PerOp), v, mark)
 	seed := float64(f.rwsem) / float64(f.mutex)
 	switch {
+	case f.threads == 1:
+		verdict = "one thread: nothing contends"
 	case mark != "":
 		verdict = "not resolved here"
 	case (v < 1) != (seed < 1):
@@ -66,7 +68,7 @@ func seedVerdict(r *CompareResult, kind TargetKind, f seedFigure) (cells string,
 	default:
 		verdict = "same direction, smaller"
 	}
-	if f.threads > r.CPUs && verdict != "reproduces" {
+	if f.threads > r.CPUs && verdict != "reproduces" && f.threads > 1 {
 		verdict += fmt.Sprintf(" (seed: %d CPUs, here %d)", f.cpus, r.CPUs)
 	}
 	return cells, verdict

@@ -86,7 +86,7 @@ func (j JSONCellRun) toCellRun() CellRun {
 		DoneMax: time.Duration(j.DoneMaxNs), Warnings: j.Warnings, OpsPerWorker: j.OpsPerWorker, SingleOps: j.SingleOps}
 	if l := j.Lock; l != nil {
 		c.LockCounted, c.LockRead, c.LockWrite, c.LockContended = true, l.ReadUtilization, l.WriteUtilization, l.Contended
-		c.LockWrites = l.WriteAcquisitions
+		c.LockWrites, c.LockReadUncounted = l.WriteAcquisitions, l.ReadUncounted
 	}
 	if w := j.Writers; w != nil {
 		c.Writers, c.WriteChanges, c.WriteRate = w.Writers, w.Changes, w.ChangesPerSec

@@ -317,6 +317,9 @@ type JSONCellLock struct {
 	// WriteAcquisitions is the write side's acquisitions, exact; absent
 	// when nothing wrote.
 	WriteAcquisitions int64 `json:"write_acquisitions,omitempty"`
+	// ReadUncounted: the strategy's readers take nothing (none), so
+	// read_utilization says nothing.
+	ReadUncounted bool `json:"read_uncounted,omitempty"`
 }
 
 // WriteCompareJSON writes r as one indented JSON document (JSONCompare).
@@ -358,7 +361,7 @@ func jsonCellRun(c CellRun) JSONCellRun {
 		Ratio: c.Ratio, Warnings: c.Warnings, OpsPerWorker: c.OpsPerWorker, SingleOps: c.SingleOps, Writers: jsonCellWriters(c)}
 	if c.LockCounted {
 		j.Lock = &JSONCellLock{ReadUtilization: c.LockRead, WriteUtilization: c.LockWrite, Contended: c.LockContended,
-			WriteAcquisitions: c.LockWrites}
+			WriteAcquisitions: c.LockWrites, ReadUncounted: c.LockReadUncounted}
 	}
 	return j
 }
