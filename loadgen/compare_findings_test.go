@@ -82,6 +82,15 @@ func TestSeedTable(t *testing.T) {
 			t.Errorf("seed table:\n%s\nwant %q", out, want)
 		}
 	}
+	// x0.03 against the seed's x0.08: the same direction, and an effect
+	// larger than the seed's by more than 1.5x.
+	c := r.rowCell(TargetKernfsim, "rwsem", "missing", 48)
+	for i := range c.Runs {
+		c.Runs[i].PerOp = c.Runs[i].PerOp / 1170 * 200
+	}
+	if _, v := seedVerdict(&r, TargetKernfsim, seedFigure{"missing", 48, 48, 2139048 * time.Nanosecond, 160549 * time.Nanosecond}); v != "same direction, larger (seed: 48 CPUs, here 2)" {
+		t.Errorf("verdict of x0.03 against x0.08: %q", v)
+	}
 	r.Ops = []string{"stat"}
 	b.Reset()
 	if err := WriteSeedTable(&b, r); err != nil || !strings.Contains(b.String(), "seed 002 measured --ops files,missing") {

@@ -3,6 +3,7 @@ package loadgen
 import (
 	"fmt"
 	"io"
+	"math"
 	"slices"
 	"strings"
 	"text/tabwriter"
@@ -43,7 +44,8 @@ var Seed002Reference = Reference{"002", "Ian Kent, 2021, Fox Chen's benchmark on
 
 // seedVerdict says what a measured ratio of rwsem to mutex shows beside
 // the seed's: reproduced where it is resolved and within a factor of 1.5
-// of the seed's, the direction alone where it is resolved and smaller.
+// of the seed's, else the direction, and whether the effect is larger or
+// smaller than the seed's.
 func seedVerdict(r *CompareResult, kind TargetKind, f seedFigure) (cells string, verdict string) {
 	mutex, rwsem := r.rowCell(kind, "mutex", f.op, f.threads), r.rowCell(kind, "rwsem", f.op, f.threads)
 	if mutex == nil || rwsem == nil {
@@ -65,6 +67,8 @@ func seedVerdict(r *CompareResult, kind TargetKind, f seedFigure) (cells string,
 		verdict = "opposite to the seed"
 	case v/seed <= 1.5 && seed/v <= 1.5:
 		verdict = "reproduces"
+	case math.Abs(math.Log(v)) > math.Abs(math.Log(seed)):
+		verdict = "same direction, larger"
 	default:
 		verdict = "same direction, smaller"
 	}
