@@ -41,6 +41,9 @@ type Stats struct {
 	WriteWait, WriteHeld              time.Duration
 	HoldSampleEvery                   uint64 // lock.hold_sample_every: 0 with the counters off
 	ReadCounted                       bool   // lock.read.counted: false under none, whose readers take nothing (and without the line)
+	ReadFast                          uint64 // lock.read.fast: read acquisitions on a fast path (percpu, bravo)
+	// lock.attr.* and lock.open_file.* (kernfs64's other locks) are in
+	// Keys and Values only.
 
 	GracePeriods, Expedited                         uint64 // grace.*
 	GraceLatencyTotal, GraceLatencyMax              time.Duration
@@ -66,7 +69,8 @@ func (s *Stats) fields() map[string]any {
 		"lock.write.acquisitions": &s.WriteAcquisitions, "lock.write.contended": &s.WriteContended, "lock.write.wait_ns": &s.WriteWait,
 		"lock.write.held_ns":     &s.WriteHeld,
 		"lock.hold_sample_every": &s.HoldSampleEvery, "lock.read.counted": &s.ReadCounted,
-		"grace.periods": &s.GracePeriods, "grace.expedited": &s.Expedited,
+		"lock.read.fast": &s.ReadFast,
+		"grace.periods":  &s.GracePeriods, "grace.expedited": &s.Expedited,
 		"grace.latency_total_ns": &s.GraceLatencyTotal, "grace.latency_max_ns": &s.GraceLatencyMax,
 		"grace.callbacks_queued": &s.CallbacksQueued, "grace.callbacks_run": &s.CallbacksRun, "grace.callbacks_pending": &s.CallbacksPending,
 	}

@@ -148,7 +148,7 @@ func (f *StatsFile) Show(_ context.Context, buf *bytes.Buffer) error {
 	td := f.tree.Teardowns()
 	line("tree.teardowns_queued", td.Queued)
 	line("tree.teardowns_completed", td.Completed)
-	showLock(line, ls)
+	showLock(line, ls, st.Traits())
 	g := ls.Grace
 	line("grace.periods", g.GracePeriods)
 	line("grace.expedited", g.Expedited)
@@ -167,9 +167,12 @@ func lineWriter(buf *bytes.Buffer) func(k string, v any) {
 
 // showLock writes the lock's lines: per side, acquisitions, contentions,
 // wait time and the estimated hold time (lock_stat's), then the hold
-// time's sample rate (0 with the counters off) and whether the read side
-// is counted at all (0 under none, whose readers take nothing).
-func showLock(line func(k string, v any), ls locking.Stats) {
+// time's sample rate (0 with the counters off), whether the read side
+// is counted at all (0 under none, whose readers take nothing), the read
+// acquisitions that took a fast path (percpu, bravo), and the counters of
+// the strategy's other locks: kernfs64's attribute rwsem (lock.attr.*)
+// and hashed open-file mutexes (lock.open_file.write.*).
+func showLock(line func(k string, v any), ls locking.Stats, t locking.Traits) {
 	line("lock.read.acquisitions", ls.ReadAcquisitions)
 	line("lock.read.contended", ls.ReadContended)
 	line("lock.read.wait_ns", ls.ReadWait.Nanoseconds())
@@ -180,6 +183,28 @@ func showLock(line func(k string, v any), ls locking.Stats) {
 	line("lock.write.held_ns", ls.WriteHeld.Nanoseconds())
 	line("lock.hold_sample_every", ls.HoldSampleEvery)
 	line("lock.read.counted", boolDigit(ls.ReadSideCounted))
+	line("lock.read.fast", ls.ReadFast)
+	if t.SeparateAttrLock {
+		showCounts(line, "lock.attr.", ls.Attr, true)
+	}
+	if t.OpenFileLocks {
+		showCounts(line, "lock.open_file.", ls.OpenFile, false)
+	}
+}
+
+// showCounts writes the lines of one of a strategy's other locks, under
+// prefix: its write side's, and its read side's if it has one.
+func showCounts(line func(k string, v any), prefix string, c locking.LockCounts, read bool) {
+	if read {
+		line(prefix+"read.acquisitions", c.ReadAcquisitions)
+		line(prefix+"read.contended", c.ReadContended)
+		line(prefix+"read.wait_ns", c.ReadWait.Nanoseconds())
+		line(prefix+"read.held_ns", c.ReadHeld.Nanoseconds())
+	}
+	line(prefix+"write.acquisitions", c.WriteAcquisitions)
+	line(prefix+"write.contended", c.WriteContended)
+	line(prefix+"write.wait_ns", c.WriteWait.Nanoseconds())
+	line(prefix+"write.held_ns", c.WriteHeld.Nanoseconds())
 }
 
 // boolDigit is b as the file writes a flag: 1 or 0.

@@ -58,7 +58,7 @@ func TestStatsFileLockLines(t *testing.T) {
 	var buf bytes.Buffer
 	line := lineWriter(&buf)
 	line("server.lock", "rwsem")
-	showLock(line, want)
+	showLock(line, want, locking.Traits{})
 	s, err := client.ParseStats(buf.Bytes())
 	if err != nil {
 		t.Fatal(err)
@@ -68,6 +68,40 @@ func TestStatsFileLockLines(t *testing.T) {
 		WriteWait: s.WriteWait, WriteHeld: s.WriteHeld, HoldSampleEvery: int(s.HoldSampleEvery), ReadSideCounted: s.ReadCounted}
 	if got != want {
 		t.Fatalf("parsed %+v\nwant %+v\nfrom:\n%s", got, want, buf.String())
+	}
+}
+
+// TestStatsFileOtherLocks: a strategy's locks besides the tree lock have
+// lines of their own, and only under a strategy that has them.
+func TestStatsFileOtherLocks(t *testing.T) {
+	for _, lock := range locking.Names {
+		t.Run("lock="+lock, func(t *testing.T) {
+			tr, sf := newServedTree(t, lock)
+			tr.Getattr(tr.Root()) // kernfs64: under the attribute rwsem
+			var buf bytes.Buffer
+			if err := sf.Show(context.Background(), &buf); err != nil {
+				t.Fatal(err)
+			}
+			s, err := client.ParseStats(buf.Bytes())
+			if err != nil {
+				t.Fatal(err)
+			}
+			traits := tr.Strategy().Traits()
+			for key, want := range map[string]bool{
+				"lock.read.fast":                   true,
+				"lock.attr.read.acquisitions":      traits.SeparateAttrLock,
+				"lock.attr.write.held_ns":          traits.SeparateAttrLock,
+				"lock.open_file.write.contended":   traits.OpenFileLocks,
+				"lock.open_file.read.acquisitions": false,
+			} {
+				if _, got := s.Values[key]; got != want {
+					t.Errorf("%s: present %v, want %v", key, got, want)
+				}
+			}
+			if traits.SeparateAttrLock && s.Values["lock.attr.read.acquisitions"] == "0" {
+				t.Errorf("lock.attr.read.acquisitions 0 after a getattr")
+			}
+		})
 	}
 }
 
