@@ -12,5 +12,5 @@ bin=$(mktemp -d)
 trap 'rm -rf "$bin"' EXIT
 go build -o "$bin/" ./cmd/loadgen
 "$bin/loadgen" compare --sim --format json --out docs/compare.json --plot docs/compare.svg
-"$bin/loadgen" compare --threads 1,2,8,48 --out docs/compare.txt
+"$bin/loadgen" compare --threads 1,2,8,48 --seed --out docs/compare.txt
 echo "wrote docs/compare.svg, docs/compare.json, docs/compare.txt; paste its header and op=files table into README.md (Set up)"
