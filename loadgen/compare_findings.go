@@ -222,18 +222,44 @@ func kindOf(w string) warnKind {
 	return warnShort
 }
 
-// explained reports whether a warning of kind k in c is explained by how
-// c was measured, not a fault of its runs.
-func explained(c Cell, k warnKind) bool {
-	return k == warnEfficiency && c.Row.Target.Kind == TargetKernfsim
+// why is what explains a warning: how its cell was measured, not a fault
+// of its runs.
+type why int
+
+const (
+	unexplained  why = iota
+	whyTransport     // efficiency above 1 on a FUSE row
+	whyUnpinned      // efficiency above 1 at one thread, the single worker unpinned and the one concurrent worker pinned
+)
+
+// explanation is what each why says, in the explained list.
+var explanation = map[why]string{
+	whyTransport: "on the FUSE rows: a lone client waits at every request for the server's thread to wake on an idle vCPU, " +
+		"while concurrent clients keep the CPUs awake, so the single per-op that efficiency divides by is inflated (the transport, not noise: more runs would not change it)",
+	whyUnpinned: "at one thread: the single worker runs unpinned, as the seed's did, and the scheduler moves it between CPUs, " +
+		"while the one concurrent worker is pinned; --pin-single pins both",
+}
+
+// explained is why a warning of kind k in c of r is explained, or
+// unexplained.
+func explained(r CompareResult, c Cell, k warnKind) why {
+	switch {
+	case k != warnEfficiency:
+		return unexplained
+	case c.Row.Target.Kind == TargetKernfsim:
+		return whyTransport
+	case c.Threads == 1 && r.Pinned && !r.SinglePinned:
+		return whyUnpinned
+	}
+	return unexplained
 }
 
 // flagged reports whether a run of c has a warning that is not explained:
 // the cell's figure may mislead (the ! in tables).
-func flagged(c Cell) bool {
+func flagged(r CompareResult, c Cell) bool {
 	for _, run := range c.Runs {
 		for _, w := range run.Warnings {
-			if !explained(c, kindOf(w)) {
+			if explained(r, c, kindOf(w)) == unexplained {
 				return true
 			}
 		}
@@ -241,12 +267,12 @@ func flagged(c Cell) bool {
 	return false
 }
 
-// warnedCells lists, for kind k, the cells of r where it came and whether
-// it is explained there: "sim rcu files threads=8 (1 of 3 runs)".
-func warnedCells(r CompareResult, k warnKind, wantExplained bool) []string {
+// warnedCells lists the cells of r where a warning of kind k came that
+// reason explains (or does not): "sim rcu files threads=8 (1/3)".
+func warnedCells(r CompareResult, k warnKind, reason why) []string {
 	var out []string
 	for _, c := range r.Cells {
-		if explained(c, k) != wantExplained {
+		if explained(r, c, k) != reason {
 			continue
 		}
 		n := 0
@@ -271,7 +297,7 @@ func writeGroupedWarnings(ew *textout.Writer, r CompareResult) {
 	}
 	first := true
 	for k := range warnKinds {
-		cells := warnedCells(r, k, false)
+		cells := warnedCells(r, k, unexplained)
 		if len(cells) == 0 {
 			continue
 		}
@@ -281,11 +307,17 @@ func writeGroupedWarnings(ew *textout.Writer, r CompareResult) {
 		}
 		ew.Printf("  %s: %s\n", what[k], strings.Join(cells, ", "))
 	}
-	if cells := warnedCells(r, warnEfficiency, true); len(cells) > 0 {
-		ew.Printf("\nexplained, not faults:\n")
-		ew.Printf("  efficiency above %.2f on the FUSE rows, %d cells: a lone client waits at every request for the server's thread to wake on an idle vCPU, "+
-			"while concurrent clients keep the CPUs awake, so the single per-op that efficiency divides by is inflated (the transport, not noise: more runs would not change it)\n",
-			MaxEfficiency, len(cells))
+	first = true
+	for _, reason := range []why{whyTransport, whyUnpinned} {
+		cells := warnedCells(r, warnEfficiency, reason)
+		if len(cells) == 0 {
+			continue
+		}
+		if first {
+			ew.Printf("\nexplained, not faults:\n")
+			first = false
+		}
+		ew.Printf("  efficiency above %.2f %s; %d cells\n", MaxEfficiency, explanation[reason], len(cells))
 	}
 }
 

@@ -110,8 +110,11 @@ func TestGroupedWarnings(t *testing.T) {
 		case "sim rwsem48":
 			c.Runs[1].Warnings = []string{effWarn, shortWarn}
 			c.Runs[2].Warnings = []string{shortWarn}
+		case "sim mutex1":
+			c.Runs[2].Warnings = []string{effWarn}
 		}
 	}
+	r.Pinned = true // the single worker not pinned, the concurrent ones pinned: the seed's way
 	var b bytes.Buffer
 	ew := textout.NewWriter(&b)
 	writeGroupedWarnings(ew, r)
@@ -119,15 +122,21 @@ func TestGroupedWarnings(t *testing.T) {
 	for _, want := range []string{
 		"worker loops under 20.0ms (raise --times, or --sim-times for the sim rows): sim rwsem missing threads=48 (2/3)\n",
 		"efficiency above 1.05 (raise --repeats; --times, or --sim-times for the sim rows): sim rwsem missing threads=48 (1/3)\n",
-		"efficiency above 1.05 on the FUSE rows, 2 cells: a lone client waits",
+		"efficiency above 1.05 on the FUSE rows: a lone client waits",
+		"more runs would not change it); 2 cells\n",
+		"efficiency above 1.05 at one thread: the single worker runs unpinned",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("warnings:\n%s\nwant %q", out, want)
 		}
 	}
 	for _, c := range r.Cells {
-		if want := c.Row.Label() == "sim rwsem" && c.Threads == 48; flagged(c) != want {
-			t.Errorf("%s threads=%d: flagged %v, want %v", c.Row.Label(), c.Threads, flagged(c), want)
+		if want := c.Row.Label() == "sim rwsem" && c.Threads == 48; flagged(r, c) != want {
+			t.Errorf("%s threads=%d: flagged %v, want %v", c.Row.Label(), c.Threads, flagged(r, c), want)
 		}
+	}
+	r.SinglePinned = true // both pinned: nothing explains sim mutex's efficiency at one thread
+	if c := r.rowCell(TargetSim, "mutex", "missing", 1); !flagged(r, *c) {
+		t.Error("sim mutex threads=1 with --pin-single: not flagged")
 	}
 }

@@ -183,7 +183,7 @@ func cellText(r CompareResult, c *Cell) string {
 		fig += fmt.Sprintf(" x%.2f%s", v, unresolved)
 	}
 	fig += fmt.Sprintf(" e%.2f", m.Efficiency)
-	if flagged(*c) {
+	if flagged(r, *c) {
 		fig += "!"
 	}
 	return fig
