@@ -2,10 +2,8 @@ package loadgen
 
 import (
 	"fmt"
-	"io"
 	"slices"
 	"strings"
-	"text/tabwriter"
 
 	"github.com/kernfsim/kernfsim/internal/textout"
 )
@@ -174,27 +172,6 @@ func readUse(m CellRun) string {
 		return "r-"
 	}
 	return fmt.Sprintf("r%.3f", m.LockRead)
-}
-
-// writeLockTable writes op's lock figures, a line per row with counters.
-func writeLockTable(w io.Writer, r CompareResult, op string) error {
-	tw := tabwriter.NewWriter(w, 0, 0, 3, ' ', 0)
-	head := []string{"lock use", "lock"}
-	for _, th := range r.Threads {
-		head = append(head, fmt.Sprintf("threads=%d", th))
-	}
-	fmt.Fprintln(tw, strings.Join(head, "\t"))
-	for i, row := range r.Rows {
-		if row.Target.Kind == TargetPath {
-			continue
-		}
-		line := []string{TargetLabel(row.Target), row.Target.Lock}
-		for _, th := range r.Threads {
-			line = append(line, lockCellText(r.Cell(i, op, th)))
-		}
-		fmt.Fprintln(tw, strings.Join(line, "\t"))
-	}
-	return tw.Flush()
 }
 
 // A run's warnings are grouped by kind: one line per kind, naming the

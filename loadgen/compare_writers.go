@@ -2,10 +2,8 @@ package loadgen
 
 import (
 	"fmt"
-	"io"
 	"slices"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/kernfsim/kernfsim/internal/textout"
@@ -74,28 +72,6 @@ func writersCellText(c *Cell) string {
 		return "-"
 	}
 	return fmt.Sprintf("%s/%s %.0f/s", textout.Dur(m.WriteP50), textout.Dur(m.WriteP99), m.WriteRate)
-}
-
-// writeWritersTable writes op's writer figures, a line per row that can
-// have writers.
-func writeWritersTable(w io.Writer, r CompareResult, op string) error {
-	tw := tabwriter.NewWriter(w, 0, 0, 3, ' ', 0)
-	head := []string{"writers", "lock"}
-	for _, th := range r.Threads {
-		head = append(head, fmt.Sprintf("threads=%d", th))
-	}
-	fmt.Fprintln(tw, strings.Join(head, "\t"))
-	for i, row := range r.Rows {
-		if row.Target.Kind == TargetPath {
-			continue
-		}
-		line := []string{TargetLabel(row.Target), row.Target.Lock}
-		for _, th := range r.Threads {
-			line = append(line, writersCellText(r.Cell(i, op, th)))
-		}
-		fmt.Fprintln(tw, strings.Join(line, "\t"))
-	}
-	return tw.Flush()
 }
 
 // writersText says what the writers of r do, for the table's header.

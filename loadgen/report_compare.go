@@ -144,9 +144,29 @@ func workPerRun(r CompareResult) string {
 	return s + ")"
 }
 
+// writeOpTable writes op's per-op table: a line per row, a column per
+// thread count.
 func writeOpTable(w io.Writer, r CompareResult, op string) error {
+	return writeCellTable(w, r, op, "target", true, func(c *Cell) string { return cellText(r, c) })
+}
+
+// writeLockTable writes op's lock figures, a line per row with a lock.
+func writeLockTable(w io.Writer, r CompareResult, op string) error {
+	return writeCellTable(w, r, op, "lock use", false, lockCellText)
+}
+
+// writeWritersTable writes op's writer figures, a line per row with a
+// lock (a row that can have writers).
+func writeWritersTable(w io.Writer, r CompareResult, op string) error {
+	return writeCellTable(w, r, op, "writers", false, writersCellText)
+}
+
+// writeCellTable writes one of op's tables: a head naming the thread
+// counts under corner, then per row (the path rows, lock "host", only if
+// paths) its label, lock and cell(c) for each thread count.
+func writeCellTable(w io.Writer, r CompareResult, op, corner string, paths bool, cell func(*Cell) string) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 3, ' ', 0)
-	head := []string{"target", "lock"}
+	head := []string{corner, "lock"}
 	for _, th := range r.Threads {
 		head = append(head, fmt.Sprintf("threads=%d", th))
 	}
@@ -154,11 +174,14 @@ func writeOpTable(w io.Writer, r CompareResult, op string) error {
 	for i, row := range r.Rows {
 		lock := row.Target.Lock
 		if row.Target.Kind == TargetPath {
+			if !paths {
+				continue
+			}
 			lock = "host"
 		}
 		line := []string{TargetLabel(row.Target), lock}
 		for _, th := range r.Threads {
-			line = append(line, cellText(r, r.Cell(i, op, th)))
+			line = append(line, cell(r.Cell(i, op, th)))
 		}
 		fmt.Fprintln(tw, strings.Join(line, "\t"))
 	}
