@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/kernfsim/kernfsim/locking"
 )
 
 // Stats is one reading of the stats file: the served tree's lock
@@ -153,4 +155,18 @@ func ReadStats(root string) (Stats, error) {
 		return Stats{}, fmt.Errorf("%s: %w", filepath.Join(root, StatsPath), err)
 	}
 	return s, nil
+}
+
+// LockStats is the reading's tree-lock counters as locking.Stats, for Sub and
+// Utilization; CountersSwitchedOn where the file gave a hold-time sample
+// rate.
+func (s Stats) LockStats() locking.Stats {
+	return locking.Stats{
+		ReadAcquisitions: int64(s.ReadAcquisitions), ReadContended: int64(s.ReadContended),
+		ReadWait: s.ReadWait, ReadHeld: s.ReadHeld,
+		WriteAcquisitions: int64(s.WriteAcquisitions), WriteContended: int64(s.WriteContended),
+		WriteWait: s.WriteWait, WriteHeld: s.WriteHeld,
+		HoldSampleEvery: int(s.HoldSampleEvery), ReadSideCounted: s.ReadCounted,
+		ReadFast: int64(s.ReadFast), CountersSwitchedOn: s.HoldSampleEvery > 0,
+	}
 }

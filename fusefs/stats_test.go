@@ -54,7 +54,7 @@ func TestStatsFileParses(t *testing.T) {
 // to its field, every field distinct so that no two keys are swapped.
 func TestStatsFileLockLines(t *testing.T) {
 	want := locking.Stats{ReadAcquisitions: 1, ReadContended: 2, ReadWait: 3, ReadHeld: 4, WriteAcquisitions: 5,
-		WriteContended: 6, WriteWait: 7, WriteHeld: 8, HoldSampleEvery: 64, ReadSideCounted: true}
+		WriteContended: 6, WriteWait: 7, WriteHeld: 8, HoldSampleEvery: 64, ReadSideCounted: true, ReadFast: 9, CountersSwitchedOn: true}
 	var buf bytes.Buffer
 	line := lineWriter(&buf)
 	line("server.lock", "rwsem")
@@ -63,10 +63,7 @@ func TestStatsFileLockLines(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := locking.Stats{ReadAcquisitions: int64(s.ReadAcquisitions), ReadContended: int64(s.ReadContended), ReadWait: s.ReadWait,
-		ReadHeld: s.ReadHeld, WriteAcquisitions: int64(s.WriteAcquisitions), WriteContended: int64(s.WriteContended),
-		WriteWait: s.WriteWait, WriteHeld: s.WriteHeld, HoldSampleEvery: int(s.HoldSampleEvery), ReadSideCounted: s.ReadCounted}
-	if got != want {
+	if got := s.LockStats(); got != want {
 		t.Fatalf("parsed %+v\nwant %+v\nfrom:\n%s", got, want, buf.String())
 	}
 }

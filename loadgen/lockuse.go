@@ -52,7 +52,7 @@ func lockProbeOf(t target) lockProbe {
 			if err != nil {
 				return locking.Stats{}, err
 			}
-			return lockStatsOf(c), nil
+			return c.LockStats(), nil
 		}
 		if _, err := probe(); err != nil {
 			return nil // not a kernfsim mount (the real /sys), or an old server
@@ -60,18 +60,6 @@ func lockProbeOf(t target) lockProbe {
 		return probe
 	}
 	return nil
-}
-
-// lockStatsOf is the lock counters of a stats file reading.
-func lockStatsOf(c client.Stats) locking.Stats {
-	return locking.Stats{
-		ReadAcquisitions: int64(c.ReadAcquisitions), ReadContended: int64(c.ReadContended),
-		ReadWait: c.ReadWait, ReadHeld: c.ReadHeld,
-		WriteAcquisitions: int64(c.WriteAcquisitions), WriteContended: int64(c.WriteContended),
-		WriteWait: c.WriteWait, WriteHeld: c.WriteHeld,
-		HoldSampleEvery: int(c.HoldSampleEvery), ReadSideCounted: c.ReadCounted,
-		CountersSwitchedOn: c.HoldSampleEvery > 0,
-	}
 }
 
 // measureLock runs phase between two readings of probe and returns the

@@ -79,7 +79,7 @@ type stats struct {
 	at   time.Time
 	keys []string
 	vals map[string]string
-	lock locking.Stats // the lock's lines, typed (lockStatsOf)
+	lock locking.Stats // the lock's lines, typed (client.Stats.LockStats)
 }
 
 // readStats reads and parses MOUNTPOINT/kernel/kernfsim/stats, "key
@@ -99,19 +99,7 @@ func readStats(mnt string) (stats, error) {
 
 // statsOf is the reading s, taken at at.
 func statsOf(at time.Time, s client.Stats) stats {
-	return stats{at: at, keys: s.Keys, vals: s.Values, lock: lockStatsOf(s)}
-}
-
-// lockStatsOf is the lock's counters of one reading, as locking.Stats.
-func lockStatsOf(s client.Stats) locking.Stats {
-	return locking.Stats{
-		ReadAcquisitions: int64(s.ReadAcquisitions), ReadContended: int64(s.ReadContended),
-		ReadWait: s.ReadWait, ReadHeld: s.ReadHeld,
-		WriteAcquisitions: int64(s.WriteAcquisitions), WriteContended: int64(s.WriteContended),
-		WriteWait: s.WriteWait, WriteHeld: s.WriteHeld,
-		HoldSampleEvery: int(s.HoldSampleEvery), ReadSideCounted: s.ReadCounted,
-		CountersSwitchedOn: s.HoldSampleEvery > 0,
-	}
+	return stats{at: at, keys: s.Keys, vals: s.Values, lock: s.LockStats()}
 }
 
 // utilization is each side's time held per unit of wall time from prev to
