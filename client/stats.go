@@ -162,10 +162,12 @@ func ReadStats(root string) (Stats, error) {
 // rate.
 func (s Stats) LockStats() locking.Stats {
 	return locking.Stats{
-		ReadAcquisitions: int64(s.ReadAcquisitions), ReadContended: int64(s.ReadContended),
-		ReadWait: s.ReadWait, ReadHeld: s.ReadHeld,
-		WriteAcquisitions: int64(s.WriteAcquisitions), WriteContended: int64(s.WriteContended),
-		WriteWait: s.WriteWait, WriteHeld: s.WriteHeld,
+		LockCounts: locking.LockCounts{
+			ReadAcquisitions: int64(s.ReadAcquisitions), ReadContended: int64(s.ReadContended),
+			ReadWait: s.ReadWait, ReadHeld: s.ReadHeld,
+			WriteAcquisitions: int64(s.WriteAcquisitions), WriteContended: int64(s.WriteContended),
+			WriteWait: s.WriteWait, WriteHeld: s.WriteHeld,
+		},
 		HoldSampleEvery: int(s.HoldSampleEvery), ReadSideCounted: s.ReadCounted,
 		ReadFast: int64(s.ReadFast), CountersSwitchedOn: s.HoldSampleEvery > 0,
 	}

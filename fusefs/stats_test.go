@@ -53,8 +53,8 @@ func TestStatsFileParses(t *testing.T) {
 // TestStatsFileLockLines: each lock counter the file writes parses back
 // to its field, every field distinct so that no two keys are swapped.
 func TestStatsFileLockLines(t *testing.T) {
-	want := locking.Stats{ReadAcquisitions: 1, ReadContended: 2, ReadWait: 3, ReadHeld: 4, WriteAcquisitions: 5,
-		WriteContended: 6, WriteWait: 7, WriteHeld: 8, HoldSampleEvery: 64, ReadSideCounted: true, ReadFast: 9, CountersSwitchedOn: true}
+	want := locking.Stats{LockCounts: locking.LockCounts{ReadAcquisitions: 1, ReadContended: 2, ReadWait: 3, ReadHeld: 4, WriteAcquisitions: 5, WriteContended: 6, WriteWait: 7, WriteHeld: 8},
+		HoldSampleEvery: 64, ReadSideCounted: true, ReadFast: 9, CountersSwitchedOn: true}
 	var buf bytes.Buffer
 	line := lineWriter(&buf)
 	line("server.lock", "rwsem")

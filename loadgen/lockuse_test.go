@@ -50,8 +50,7 @@ func TestLockUseAbsentWithoutCounters(t *testing.T) {
 }
 
 func TestLockUseContended(t *testing.T) {
-	u := LockUse{Stats: locking.Stats{ReadAcquisitions: 90, ReadContended: 9, WriteAcquisitions: 10, WriteContended: 1,
-		ReadHeld: 500 * time.Millisecond, WriteHeld: 100 * time.Millisecond}, Wall: time.Second}
+	u := LockUse{Stats: locking.Stats{LockCounts: locking.LockCounts{ReadAcquisitions: 90, ReadContended: 9, WriteAcquisitions: 10, WriteContended: 1, ReadHeld: 500 * time.Millisecond, WriteHeld: 100 * time.Millisecond}}, Wall: time.Second}
 	if got := u.Contended(); got != 0.1 {
 		t.Errorf("Contended() = %v, want 0.1", got)
 	}

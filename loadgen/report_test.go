@@ -167,8 +167,8 @@ func writersFixture() Result {
 		Latency: Latency{Count: 17, Mean: 40 * us, P50: 30 * us, P99: 900 * us, P999: 900 * us, Max: 900 * us}}
 	r.Single.Writes = &Latency{Count: 8, Mean: 20 * us, P50: 20 * us, P99: 60 * us, P999: 60 * us, Max: 60 * us}
 	r.Concur.Writes = &Latency{Count: 9, Mean: 60 * us, P50: 45 * us, P99: 900 * us, P999: 900 * us, Max: 900 * us}
-	r.Concur.Lock = &LockUse{Stats: locking.Stats{ReadAcquisitions: 20000, ReadHeld: 30 * time.Millisecond, WriteAcquisitions: 12,
-		WriteContended: 3, WriteWait: 50 * us, WriteHeld: 640 * us, HoldSampleEvery: 64, ReadSideCounted: true, CountersSwitchedOn: true},
+	r.Concur.Lock = &LockUse{Stats: locking.Stats{LockCounts: locking.LockCounts{ReadAcquisitions: 20000, ReadHeld: 30 * time.Millisecond, WriteAcquisitions: 12, WriteContended: 3, WriteWait: 50 * us, WriteHeld: 640 * us},
+		HoldSampleEvery: 64, ReadSideCounted: true, CountersSwitchedOn: true},
 		Wall: 42 * time.Millisecond}
 	r.Errors = nil
 	return r

@@ -26,8 +26,8 @@ func ExampleNew() {
 // read side held 3s in 2s had 1.5 readers in it on average; the write
 // side was busy a quarter of the time.
 func ExampleStats_Utilization() {
-	before := locking.Stats{ReadAcquisitions: 1000, ReadHeld: 2 * time.Second, WriteAcquisitions: 10, WriteHeld: time.Second}
-	after := locking.Stats{ReadAcquisitions: 9000, ReadHeld: 5 * time.Second, WriteAcquisitions: 30, WriteHeld: 1500 * time.Millisecond}
+	before := locking.Stats{LockCounts: locking.LockCounts{ReadAcquisitions: 1000, ReadHeld: 2 * time.Second, WriteAcquisitions: 10, WriteHeld: time.Second}}
+	after := locking.Stats{LockCounts: locking.LockCounts{ReadAcquisitions: 9000, ReadHeld: 5 * time.Second, WriteAcquisitions: 30, WriteHeld: 1500 * time.Millisecond}}
 	d := after.Sub(before)
 	read, write := d.Utilization(2 * time.Second)
 	fmt.Println(d.ReadAcquisitions, d.ReadHeld, d.WriteAcquisitions, d.WriteHeld)

@@ -290,16 +290,16 @@ func TestUtilizationOfAHeldLock(t *testing.T) {
 }
 
 func TestStatsSub(t *testing.T) {
-	before := Stats{ReadAcquisitions: 10, ReadContended: 1, ReadWait: 5, ReadHeld: 100, WriteAcquisitions: 3, WriteContended: 2,
-		WriteWait: 7, WriteHeld: 50, HoldSampleEvery: 64, ReadSideCounted: true, CountersSwitchedOn: true,
+	before := Stats{LockCounts: LockCounts{ReadAcquisitions: 10, ReadContended: 1, ReadWait: 5, ReadHeld: 100, WriteAcquisitions: 3, WriteContended: 2, WriteWait: 7, WriteHeld: 50},
+		HoldSampleEvery: 64, ReadSideCounted: true, CountersSwitchedOn: true,
 		Grace: GraceStats{GracePeriods: 4, Expedited: 1, LatencyTotal: 40, LatencyMax: 20, CallbacksQueued: 6, CallbacksRun: 5,
 			Waits: 4, Waiters: 1, Pending: 1, Checks: 30}}
-	after := Stats{ReadAcquisitions: 25, ReadContended: 4, ReadWait: 9, ReadHeld: 400, WriteAcquisitions: 5, WriteContended: 2,
-		WriteWait: 17, WriteHeld: 250, HoldSampleEvery: 64, ReadSideCounted: true, CountersSwitchedOn: true,
+	after := Stats{LockCounts: LockCounts{ReadAcquisitions: 25, ReadContended: 4, ReadWait: 9, ReadHeld: 400, WriteAcquisitions: 5, WriteContended: 2, WriteWait: 17, WriteHeld: 250},
+		HoldSampleEvery: 64, ReadSideCounted: true, CountersSwitchedOn: true,
 		Grace: GraceStats{GracePeriods: 6, Expedited: 1, LatencyTotal: 100, LatencyMax: 35, CallbacksQueued: 9, CallbacksRun: 9,
 			Waits: 7, Waiters: 0, Pending: 0, Checks: 50}}
-	want := Stats{ReadAcquisitions: 15, ReadContended: 3, ReadWait: 4, ReadHeld: 300, WriteAcquisitions: 2, WriteContended: 0,
-		WriteWait: 10, WriteHeld: 200, HoldSampleEvery: 64, ReadSideCounted: true, CountersSwitchedOn: true,
+	want := Stats{LockCounts: LockCounts{ReadAcquisitions: 15, ReadContended: 3, ReadWait: 4, ReadHeld: 300, WriteAcquisitions: 2, WriteContended: 0, WriteWait: 10, WriteHeld: 200},
+		HoldSampleEvery: 64, ReadSideCounted: true, CountersSwitchedOn: true,
 		Grace: GraceStats{GracePeriods: 2, Expedited: 0, LatencyTotal: 60, LatencyMax: 35, CallbacksQueued: 3, CallbacksRun: 4,
 			Waits: 3, Waiters: 0, Pending: 0, Checks: 20}}
 	if got := after.Sub(before); got != want {

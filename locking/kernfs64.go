@@ -92,9 +92,9 @@ func (k *Kernfs64) Stats() Stats {
 	if !s.CountersSwitchedOn {
 		return s
 	}
-	s.Attr = countsOf(k.attr.Stats())
+	s.Attr = k.attr.Stats().LockCounts
 	for i := range k.files {
-		s.OpenFile = s.OpenFile.add(countsOf(k.files[i].stats.snapshot()))
+		s.OpenFile = s.OpenFile.add(k.files[i].stats.snapshot().LockCounts)
 	}
 	return s
 }

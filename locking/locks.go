@@ -110,14 +110,16 @@ func (s *lockStats) snapshot() Stats {
 		return Stats{}
 	}
 	return Stats{
-		ReadAcquisitions:   s.read.acq.Load(),
-		ReadContended:      s.read.cont.Load(),
-		ReadWait:           time.Duration(s.read.waitNs.Load()),
-		ReadHeld:           time.Duration(s.read.heldNs.Load()),
-		WriteAcquisitions:  s.write.acq.Load(),
-		WriteContended:     s.write.cont.Load(),
-		WriteWait:          time.Duration(s.write.waitNs.Load()),
-		WriteHeld:          time.Duration(s.write.heldNs.Load()),
+		LockCounts: LockCounts{
+			ReadAcquisitions:  s.read.acq.Load(),
+			ReadContended:     s.read.cont.Load(),
+			ReadWait:          time.Duration(s.read.waitNs.Load()),
+			ReadHeld:          time.Duration(s.read.heldNs.Load()),
+			WriteAcquisitions: s.write.acq.Load(),
+			WriteContended:    s.write.cont.Load(),
+			WriteWait:         time.Duration(s.write.waitNs.Load()),
+			WriteHeld:         time.Duration(s.write.heldNs.Load()),
+		},
 		HoldSampleEvery:    s.hold.every(),
 		ReadSideCounted:    true,
 		CountersSwitchedOn: true,

@@ -21,15 +21,7 @@ import "time"
 // HoldSampleEvery times (see holdtime.go), added when the lock is
 // released. With HoldSampleEvery 1 they are exact.
 type Stats struct {
-	ReadAcquisitions int64         // read sides entered
-	ReadContended    int64         // of those, found a writer in the way and waited
-	ReadWait         time.Duration // time contended read acquisitions waited
-	ReadHeld         time.Duration // time the read side was held, summed over holders (estimate)
-
-	WriteAcquisitions int64         // write sides entered
-	WriteContended    int64         // of those, found the lock held and waited
-	WriteWait         time.Duration // time contended write acquisitions waited
-	WriteHeld         time.Duration // time the write side was held (estimate)
+	LockCounts // the tree lock's: ReadAcquisitions, ReadHeld, WriteAcquisitions, ...
 
 	// HoldSampleEvery is the sample rate of ReadHeld and WriteHeld: one
 	// acquisition in HoldSampleEvery is timed (Options.HoldSampleEvery,
@@ -56,26 +48,19 @@ type Stats struct {
 	CountersSwitchedOn bool
 }
 
-// LockCounts are one lock's counters, per side, as Stats gives the tree
-// lock's: acquisitions, contentions and wait time exact, hold time an
-// estimate sampled as Stats.HoldSampleEvery says.
+// LockCounts are one lock's counters, per side: acquisitions, contentions
+// and wait time exact, hold time an estimate sampled as
+// Stats.HoldSampleEvery says.
 type LockCounts struct {
-	ReadAcquisitions  int64
-	ReadContended     int64
-	ReadWait          time.Duration
-	ReadHeld          time.Duration
-	WriteAcquisitions int64
-	WriteContended    int64
-	WriteWait         time.Duration
-	WriteHeld         time.Duration
-}
+	ReadAcquisitions int64         // read sides entered
+	ReadContended    int64         // of those, found a writer in the way and waited
+	ReadWait         time.Duration // time contended read acquisitions waited
+	ReadHeld         time.Duration // time the read side was held, summed over holders (estimate)
 
-// countsOf is the tree-lock counters of s as LockCounts.
-func countsOf(s Stats) LockCounts {
-	return LockCounts{
-		ReadAcquisitions: s.ReadAcquisitions, ReadContended: s.ReadContended, ReadWait: s.ReadWait, ReadHeld: s.ReadHeld,
-		WriteAcquisitions: s.WriteAcquisitions, WriteContended: s.WriteContended, WriteWait: s.WriteWait, WriteHeld: s.WriteHeld,
-	}
+	WriteAcquisitions int64         // write sides entered
+	WriteContended    int64         // of those, found the lock held and waited
+	WriteWait         time.Duration // time contended write acquisitions waited
+	WriteHeld         time.Duration // time the write side was held (estimate)
 }
 
 // add is c plus d.
@@ -108,14 +93,7 @@ func (c LockCounts) Sub(before LockCounts) LockCounts {
 // CountersSwitchedOn, and the Grace levels; see GraceStats.Sub) are s's.
 func (s Stats) Sub(before Stats) Stats {
 	d := s
-	d.ReadAcquisitions -= before.ReadAcquisitions
-	d.ReadContended -= before.ReadContended
-	d.ReadWait -= before.ReadWait
-	d.ReadHeld -= before.ReadHeld
-	d.WriteAcquisitions -= before.WriteAcquisitions
-	d.WriteContended -= before.WriteContended
-	d.WriteWait -= before.WriteWait
-	d.WriteHeld -= before.WriteHeld
+	d.LockCounts = s.LockCounts.Sub(before.LockCounts)
 	d.ReadFast -= before.ReadFast
 	d.Attr = s.Attr.Sub(before.Attr)
 	d.OpenFile = s.OpenFile.Sub(before.OpenFile)
