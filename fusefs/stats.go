@@ -173,14 +173,7 @@ func lineWriter(buf *bytes.Buffer) func(k string, v any) {
 // the strategy's other locks: kernfs64's attribute rwsem (lock.attr.*)
 // and hashed open-file mutexes (lock.open_file.write.*).
 func showLock(line func(k string, v any), ls locking.Stats, t locking.Traits) {
-	line("lock.read.acquisitions", ls.ReadAcquisitions)
-	line("lock.read.contended", ls.ReadContended)
-	line("lock.read.wait_ns", ls.ReadWait.Nanoseconds())
-	line("lock.read.held_ns", ls.ReadHeld.Nanoseconds())
-	line("lock.write.acquisitions", ls.WriteAcquisitions)
-	line("lock.write.contended", ls.WriteContended)
-	line("lock.write.wait_ns", ls.WriteWait.Nanoseconds())
-	line("lock.write.held_ns", ls.WriteHeld.Nanoseconds())
+	showCounts(line, "lock.", ls.LockCounts, true)
 	line("lock.hold_sample_every", ls.HoldSampleEvery)
 	line("lock.read.counted", boolDigit(ls.ReadSideCounted))
 	line("lock.read.fast", ls.ReadFast)
@@ -192,8 +185,8 @@ func showLock(line func(k string, v any), ls locking.Stats, t locking.Traits) {
 	}
 }
 
-// showCounts writes the lines of one of a strategy's other locks, under
-// prefix: its write side's, and its read side's if it has one.
+// showCounts writes one lock's lines under prefix (lock. for the tree
+// lock's): its read side's if it has one, then its write side's.
 func showCounts(line func(k string, v any), prefix string, c locking.LockCounts, read bool) {
 	if read {
 		line(prefix+"read.acquisitions", c.ReadAcquisitions)
