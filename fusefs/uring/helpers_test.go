@@ -113,11 +113,24 @@ func mount(t *testing.T, fs fuse.RawFileSystem, opts fuse.MountOptions, cfg urin
 }
 
 // unmount unmounts m, idempotently, and fails the test if Serve does not
-// return within opWait; a mount that stays busy is aborted.
+// return within opWait; a mount that stays busy is aborted. An Unmount
+// refused because the kernel still counts the mount busy (the files a
+// client just closed, on a loaded machine) is tried again until opWait:
+// go-fuse's own retries give up after about 0.3 s.
 func (m *mounted) unmount(t *testing.T) {
 	t.Helper()
 	unmounted := make(chan error, 1)
-	go func() { unmounted <- m.srv.Unmount() }()
+	go func() {
+		deadline := time.Now().Add(opWait - time.Second)
+		for delay := 10 * time.Millisecond; ; delay = min(2*delay, time.Second) {
+			err := m.srv.Unmount()
+			if err == nil || time.Now().After(deadline) {
+				unmounted <- err
+				return
+			}
+			time.Sleep(delay)
+		}
+	}()
 	var err error
 	select {
 	case err = <-unmounted:
