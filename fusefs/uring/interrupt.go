@@ -33,7 +33,7 @@ func (q *queue) beginRequest(unique uint64, pid uint32) {
 // closed it.
 func (q *queue) endRequest() {
 	if q.serving.Swap(0)&interruptedBit != 0 {
-		q.cancel = make(chan struct{})
+		q.cancel.Store(new(make(chan struct{})))
 	}
 }
 
@@ -50,10 +50,15 @@ func (rs *ringSet) watch(done <-chan struct{}) {
 		case <-tick.C:
 		}
 		for i, q := range rs.queues {
+			// The channel is loaded after serving read u and before the
+			// CAS: it is replaced only by the endRequest of a request
+			// whose bit was set, which comes before u began, so a CAS
+			// that succeeds proves it is u's.
 			u := q.serving.Load()
+			cancel := q.cancel.Load()
 			if u != 0 && u == last[i] && u&interruptedBit == 0 && signalPending(q.caller.Load()) &&
 				q.serving.CompareAndSwap(u, u|interruptedBit) {
-				close(q.cancel)
+				close(*cancel)
 			}
 			last[i] = u
 		}

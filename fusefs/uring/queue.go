@@ -49,9 +49,12 @@ type queue struct {
 	// own cache lines.
 	serving atomic.Uint64 // unique of the request being served, 0 if none; | interruptedBit
 	caller  atomic.Uint32 // its caller's thread id
-	cancel  chan struct{} // passed to the file system; closed by the watchdog only
-	served  atomic.Uint64 // requests answered; read by Server.Served
-	_       [64]byte      // keep these off the next queue's cache line
+	// cancel is the channel passed to the file system for the request
+	// being served: closed by the watchdog only, replaced by the queue
+	// thread (endRequest) once closed; accessed atomically.
+	cancel atomic.Pointer[chan struct{}]
+	served atomic.Uint64 // requests answered; read by Server.Served
+	_      [64]byte      // keep these off the next queue's cache line
 }
 
 // setup pins the calling (locked) thread to the queue's CPU and makes the
@@ -211,7 +214,7 @@ func (q *queue) commit(e int, unique uint64) {
 func (q *queue) serve(e int) uint64 {
 	in := q.copyHeader(e)
 	q.beginRequest(in.Unique, in.Pid)
-	unique := q.answer(e, in, q.cancel)
+	unique := q.answer(e, in, *q.cancel.Load())
 	q.endRequest()
 	return unique
 }

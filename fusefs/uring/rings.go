@@ -39,7 +39,8 @@ func startRings(h *handler, devFD int, g geometry, onFatal func(error)) (*ringSe
 	var wg sync.WaitGroup
 	var err error
 	for id := range g.queues {
-		q := &queue{id: id, depth: g.depth, payload: g.payload, devFD: devFD, handler: h, cancel: make(chan struct{})}
+		q := &queue{id: id, depth: g.depth, payload: g.payload, devFD: devFD, handler: h}
+		q.cancel.Store(new(make(chan struct{})))
 		if q.stopFD, err = unix.Eventfd(0, unix.EFD_CLOEXEC); err != nil {
 			err = fmt.Errorf("eventfd: %w", err)
 			break
