@@ -40,6 +40,16 @@ type Config struct {
 	// URing, NewServer fails). A depth of 1 serialises each CPU's
 	// requests, a WRITE or SETATTR in progress included.
 	MaxPinnedBytes int64
+
+	// KeepGOMAXPROCS, if set, leaves GOMAXPROCS alone, and the queue
+	// threads wait for requests in plain blocking system calls. By
+	// default a busy queue thread waits holding its P, so the Go
+	// runtime's monitor never takes the P back and is not woken to do
+	// so, and while the queues live GOMAXPROCS is one higher per queue,
+	// so that the rest of the process keeps the Ps it had. Setting
+	// GOMAXPROCS, as any call to runtime.GOMAXPROCS does, also stops the
+	// runtime from updating it to the CPU limit of the process.
+	KeepGOMAXPROCS bool
 }
 
 // DefaultDepth is the number of requests a queue can hold at once.
@@ -55,9 +65,10 @@ var ErrPinnedCap = errors.New("MaxPinnedBytes is below what the smallest queues 
 
 // geometry is the shape of a connection's queues.
 type geometry struct {
-	queues  int // one per possible CPU
-	depth   int // ring entries per queue
-	payload int // bytes of payload per entry
+	queues  int  // one per possible CPU
+	depth   int  // ring entries per queue
+	payload int  // bytes of payload per entry
+	holdP   bool // busy queues wait holding their P (see Config.KeepGOMAXPROCS)
 }
 
 // pinned is the memory of the queues' buffers: a header page and a
@@ -70,7 +81,7 @@ func (g geometry) pinned() int64 {
 // maxWrite, within cfg.MaxPinnedBytes, and returns the MaxWrite to mount
 // with (maxWrite, or less to fit the cap).
 func plan(cfg Config, cpus, maxWrite int) (geometry, int, error) {
-	g := geometry{queues: cpus, depth: cfg.Depth, payload: payloadSize(maxWrite)}
+	g := geometry{queues: cpus, depth: cfg.Depth, payload: payloadSize(maxWrite), holdP: !cfg.KeepGOMAXPROCS}
 	if g.depth <= 0 {
 		g.depth = DefaultDepth
 	}
@@ -89,7 +100,7 @@ func plan(cfg Config, cpus, maxWrite int) (geometry, int, error) {
 	page := int64(os.Getpagesize())
 	g.payload = int((perQueue - hdrPage) / page * page)
 	if g.payload < minPayload {
-		smallest := geometry{queues: cpus, depth: 1, payload: minPayload}
+		smallest := geometry{queues: cpus, depth: 1, payload: minPayload, holdP: g.holdP}
 		return geometry{}, 0, fmt.Errorf("%w: %d queues (one per possible CPU) of one %d-byte entry need %d bytes, MaxPinnedBytes is %d",
 			ErrPinnedCap, cpus, hdrPage+minPayload, smallest.pinned(), limit)
 	}

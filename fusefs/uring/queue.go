@@ -36,6 +36,7 @@ type queue struct {
 	live    int       // entries the kernel has not released
 	stopped bool      // the stop eventfd fired
 	failed  error     // the first REGISTER the kernel refused
+	holdP   bool      // a busy queue waits holding its P (Config.KeepGOMAXPROCS unset)
 
 	// WRITE and SETATTR are served on goroutines of their own (see
 	// serveAsync): a store may block (delete_device waits a grace period
@@ -73,6 +74,11 @@ func (q *queue) setup() error {
 		return fmt.Errorf("queue %d: %w", q.id, err)
 	}
 	q.ringFD = q.ring.fd
+	if err := q.ring.registerFile(q.devFD); err != nil {
+		q.teardown()
+		return fmt.Errorf("queue %d: %w", q.id, err)
+	}
+	q.ring.registerRing()
 	if q.wakeFD, err = unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK); err != nil {
 		q.teardown()
 		return fmt.Errorf("queue %d: eventfd: %w", q.id, err)
@@ -141,7 +147,7 @@ func (q *queue) register() error {
 	q.armWake()
 	q.live = q.depth
 	for q.ring.pending() > 0 {
-		if err := q.ring.enter(false); err != nil {
+		if err := q.ring.submit(); err != nil {
 			return fmt.Errorf("queue %d: %w", q.id, err)
 		}
 	}
@@ -161,10 +167,11 @@ func (q *queue) registered(ud uint64, res int32) {
 	q.complete(ud, res)
 }
 
-// cmd starts a URING_CMD SQE for entry e.
+// cmd starts a URING_CMD SQE for entry e, on /dev/fuse as the ring's
+// fixed file 0.
 func (q *queue) cmd(e int, op uint32) *sqe {
 	s := q.ring.next()
-	s.opcode, s.fd, s.cmdOp, s.userData = opUringCmd, int32(q.devFD), op, uint64(e)
+	s.opcode, s.flags, s.fd, s.cmdOp, s.userData = opUringCmd, sqeFixedFile, 0, op, uint64(e)
 	(*cmdReq)(unsafe.Pointer(&s.cmd[0])).qid = uint16(q.id)
 	return s
 }
@@ -173,12 +180,18 @@ func (q *queue) cmd(e int, op uint32) *sqe {
 // connection ended) or the stop eventfd fires. Each turn is one
 // io_uring_enter: it commits the replies of the last turn, which also
 // fetches the next requests, and waits for at least one.
+//
+// A queue that had work waits for more holding its P (ring.wait); one
+// whose wait ended with nothing (the runtime preempted it after 10 ms, or
+// another signal came) waits in a plain blocking system call until its
+// next request, so that an idle queue holds no P.
 func (q *queue) loop() error {
+	holdP := q.holdP
 	for q.live > 0 && !q.stopped {
-		if err := q.ring.enter(true); err != nil {
+		if err := q.ring.wait(holdP); err != nil {
 			return fmt.Errorf("queue %d: %w", q.id, err)
 		}
-		q.ring.reap(q.complete)
+		holdP = q.ring.reap(q.complete) > 0 && q.holdP
 	}
 	return nil
 }

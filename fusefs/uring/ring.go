@@ -18,7 +18,13 @@ const (
 
 	featSingleMmap = 1 << 0
 
-	enterGetEvents = 1 << 0
+	enterGetEvents      = 1 << 0
+	enterRegisteredRing = 1 << 4
+
+	sqeFixedFile = 1 << 0 // IOSQE_FIXED_FILE: fd is an index into the registered files
+
+	registerFiles   = 2  // IORING_REGISTER_FILES
+	registerRingFDs = 20 // IORING_REGISTER_RING_FDS
 
 	offSQRing = 0
 	offCQRing = 0x8000000
@@ -92,6 +98,12 @@ type ring struct {
 	cqMask  uint32
 	cqes    unsafe.Pointer
 	single  bool // one mapping holds the SQ and CQ rings
+	// enterFD and enterFlags are what io_uring_enter is given: the
+	// ring's registered index and enterRegisteredRing once registerRing
+	// succeeded (the kernel then skips the fd table the process's threads
+	// share), else the fd and no flag.
+	enterFD    uintptr
+	enterFlags uintptr
 }
 
 // newRing sets up a ring of entries SQEs (128 bytes each) and twice as
@@ -102,7 +114,7 @@ func newRing(entries uint32) (*ring, error) {
 	if errno != 0 {
 		return nil, fmt.Errorf("io_uring_setup: %w", errno)
 	}
-	r := &ring{fd: int(fd)}
+	r := &ring{fd: int(fd), enterFD: fd}
 	if err := r.mmap(&p); err != nil {
 		r.close()
 		return nil, err
@@ -144,6 +156,44 @@ func (r *ring) mmap(p *params) error {
 	return nil
 }
 
+// registerFile registers fd as the ring's fixed file 0: an SQE that
+// names it with IOSQE_FIXED_FILE skips the fd table.
+func (r *ring) registerFile(fd int) error {
+	fds := [1]int32{int32(fd)}
+	_, _, errno := unix.Syscall6(unix.SYS_IO_URING_REGISTER, uintptr(r.fd), registerFiles, uintptr(unsafe.Pointer(&fds[0])), 1, 0, 0)
+	if errno != 0 {
+		return fmt.Errorf("io_uring_register(IORING_REGISTER_FILES): %w", errno)
+	}
+	return nil
+}
+
+// registerRingFD is whether queue threads register their ring's fd; a
+// test clears it to break a ring by replacing its fd, which a registered
+// ring would not notice. Read only while setting up.
+var registerRingFD = true
+
+// rsrcUpdate is struct io_uring_rsrc_update.
+type rsrcUpdate struct {
+	offset uint32
+	resv   uint32
+	data   uint64
+}
+
+// registerRing registers the ring's fd with the calling thread's
+// io_uring context, so that the thread's io_uring_enter calls skip the
+// fd table. Call it on the thread that enters the ring. Where the kernel
+// refuses (before Linux 5.18) the plain fd stays in use.
+func (r *ring) registerRing() {
+	if !registerRingFD {
+		return
+	}
+	u := rsrcUpdate{offset: ^uint32(0), data: uint64(r.fd)}
+	n, _, errno := unix.Syscall6(unix.SYS_IO_URING_REGISTER, uintptr(r.fd), registerRingFDs, uintptr(unsafe.Pointer(&u)), 1, 0, 0)
+	if errno == 0 && n == 1 {
+		r.enterFD, r.enterFlags = uintptr(u.offset), enterRegisteredRing
+	}
+}
+
 // close unmaps the ring and closes its fd; the kernel then cancels every
 // command still pending on it.
 func (r *ring) close() {
@@ -181,16 +231,36 @@ func (r *ring) push() { atomic.StoreUint32(r.sqTail, *r.sqTail+1) }
 // pending is the number of published SQEs the kernel has not consumed.
 func (r *ring) pending() uint32 { return *r.sqTail - atomic.LoadUint32(r.sqHead) }
 
-// enter submits every pending SQE and, with wait, blocks until at least
-// one CQE is there. A signal (EINTR) ends the wait early; the caller
-// loops. It is a blocking syscall, so the Go runtime may hand the
-// thread's P to other goroutines while it waits.
-func (r *ring) enter(wait bool) error {
-	var min, flags uintptr
-	if wait {
-		min, flags = 1, enterGetEvents
+// submit submits every pending SQE without waiting.
+func (r *ring) submit() error {
+	_, _, errno := unix.Syscall6(unix.SYS_IO_URING_ENTER, r.enterFD, uintptr(r.pending()), 0, r.enterFlags, 0, 0)
+	return enterError(errno)
+}
+
+// wait submits every pending SQE and blocks until at least one CQE is
+// there, or a signal (EINTR) ends the wait early; the caller loops.
+//
+// With holdP the thread keeps its P while it waits, as in a raw system
+// call: the Go runtime sees a running goroutine, not one in a system
+// call, so its monitor (sysmon) never retakes the P and never has to
+// poll at its fastest rate to do so, and the thread needs no P when the
+// request arrives. The monitor still preempts the goroutine after 10 ms
+// on the same P (a signal, so the wait returns EINTR), which is what lets
+// a garbage collection stop it. Without holdP the wait is a plain
+// blocking system call, which the runtime may take the P from.
+func (r *ring) wait(holdP bool) error {
+	var errno unix.Errno
+	if holdP {
+		_, _, errno = unix.RawSyscall6(unix.SYS_IO_URING_ENTER, r.enterFD, uintptr(r.pending()), 1, r.enterFlags|enterGetEvents, 0, 0)
+	} else {
+		_, _, errno = unix.Syscall6(unix.SYS_IO_URING_ENTER, r.enterFD, uintptr(r.pending()), 1, r.enterFlags|enterGetEvents, 0, 0)
 	}
-	_, _, errno := unix.Syscall6(unix.SYS_IO_URING_ENTER, uintptr(r.fd), uintptr(r.pending()), min, flags, 0, 0)
+	return enterError(errno)
+}
+
+// enterError is io_uring_enter's errno as an error, nil for those after
+// which the caller only has to call again.
+func enterError(errno unix.Errno) error {
 	switch errno {
 	case 0, syscall.EINTR, syscall.EAGAIN, syscall.EBUSY:
 		return nil

@@ -36,10 +36,13 @@ func startRings(h *handler, devFD int, g geometry, onFatal func(error)) (*ringSe
 		done: make(chan struct{}), onFatal: onFatal,
 	}
 	setup := make(chan error, g.queues)
+	if g.holdP {
+		addProcs(g.queues)
+	}
 	var wg sync.WaitGroup
 	var err error
 	for id := range g.queues {
-		q := &queue{id: id, depth: g.depth, payload: g.payload, devFD: devFD, handler: h}
+		q := &queue{id: id, depth: g.depth, payload: g.payload, devFD: devFD, handler: h, holdP: g.holdP}
 		q.cancel.Store(new(make(chan struct{})))
 		if q.stopFD, err = unix.Eventfd(0, unix.EFD_CLOEXEC); err != nil {
 			err = fmt.Errorf("eventfd: %w", err)
@@ -51,7 +54,15 @@ func startRings(h *handler, devFD int, g geometry, onFatal func(error)) (*ringSe
 	}
 	stopWatch := make(chan struct{})
 	go rs.watch(stopWatch)
-	go func() { wg.Wait(); close(stopWatch); rs.closeStopFDs(); close(rs.done) }()
+	go func() {
+		wg.Wait()
+		close(stopWatch)
+		rs.closeStopFDs()
+		if g.holdP {
+			releaseProcs(g.queues)
+		}
+		close(rs.done)
+	}()
 	for range rs.queues {
 		err = errors.Join(err, <-setup)
 	}
@@ -110,7 +121,7 @@ func poison(devFD int) {
 	s := r.next()
 	s.opcode, s.fd, s.cmdOp, s.len = opUringCmd, int32(devFD), cmdRegister, 1
 	r.push()
-	r.enter(false)
+	r.submit()
 }
 
 // stop ends every queue's loop at once, without waiting for the kernel

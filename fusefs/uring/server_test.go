@@ -192,10 +192,12 @@ func isMounted(mnt string) (bool, error) {
 // TestDeadQueueAborts breaks queue 0's ring under it: the next request
 // from CPU 0 makes its io_uring_enter fail, and the server aborts the
 // connection, so that the client and every later one get an error
-// instead of waiting forever, and Serve returns.
+// instead of waiting forever, and Serve returns. The queues enter their
+// rings by fd here (a registered ring fd would not see the fd replaced).
 func TestDeadQueueAborts(t *testing.T) {
 	requireURing(t)
 	base := takeBaseline(t)
+	t.Cleanup(uring.SetRegisterRingFD(false))
 	m := mount(t, nil, fuse.MountOptions{}, uring.Config{Only: uring.URing})
 	roundTrip(t, m)
 	null := must(unix.Open("/dev/null", unix.O_RDONLY|unix.O_CLOEXEC, 0))(t)

@@ -2,8 +2,18 @@
 # kernfsim's io_uring transport against libfuse's own (3.18.2, the
 # reference server of ../shared/anchors/libfuse, built as its README says
 # into /tmp/chain_ll), with one C client (chain-client.c), interleaved
-# ROUNDS times: files and missing at 1, 2 and 8 threads. Needs root and
-# enable_uring=Y. Run on an otherwise idle machine.
+# ROUNDS times, then the median of each cell. Needs root and
+# enable_uring=Y. Run on an otherwise idle machine, and give the load it
+# prints with the figures.
+#
+#   ROUNDS=5 TIMES=3000 THREADS="1 2 4 8 48" OPS=files PIN= scripts/measure/libfuse.sh
+#
+# libfuse runs at its default queue depth (8) and at kernfsim's (4).
+# PIN=-p pins client thread i to CPU i (the server's work per request,
+# without the client's migrations). VARIANT, if set, is an environment
+# for a second kernfsim server (say GOMAXPROCS=4) measured beside the
+# first as kernfsim-variant; KERNFSIM_BASE, if set, is another kernfsim
+# binary measured beside it as kernfsim-base.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 export PATH=/usr/local/go/bin:$PATH
@@ -11,28 +21,64 @@ CHAIN=${CHAIN:-/tmp/chain_ll}
 [ -x "$CHAIN" ] || { echo "no $CHAIN: build it as ../shared/anchors/libfuse/README.md says" >&2; exit 2; }
 go build -o bin/ ./cmd/kernfsim
 gcc -O2 -pthread -o bin/chain-client scripts/measure/chain-client.c
-# VARIANT, if set, is an environment for a second kernfsim server
-# (say GOMAXPROCS=4), measured beside the first as kernfsim-variant.
-mnt_k=$(mktemp -d) mnt_l=$(mktemp -d) mnt_v=$(mktemp -d)
-bin/kernfsim mount "$mnt_k" --lock "${LOCK:-rcu}" --transport uring > /tmp/kernfsim-serve.log 2>&1 & kpid=$!
-"$CHAIN" "$mnt_l" -o io_uring > /tmp/libfuse-serve.log 2>&1 & lpid=$!
-servers="kernfsim libfuse" vpid=
+logs=$(mktemp -d)
+declare -A mnt pid
+start() { # name command...
+	local name=$1
+	shift
+	mnt[$name]=$(mktemp -d)
+	"$@" "${mnt[$name]}" > "$logs/$name.log" 2>&1 &
+	pid[$name]=$!
+}
+kernfsim() { bin/kernfsim mount "$1" --lock "${LOCK:-rcu}" --transport uring; }
+start kernfsim kernfsim
+start libfuse "$CHAIN" -o io_uring
+start libfuse-d4 "$CHAIN" -o io_uring -o io_uring_q_depth=4
+servers="kernfsim libfuse libfuse-d4"
 if [ -n "${VARIANT:-}" ]; then
-	env $VARIANT bin/kernfsim mount "$mnt_v" --lock "${LOCK:-rcu}" --transport uring > /tmp/kernfsim-variant.log 2>&1 & vpid=$!
-	servers="kernfsim libfuse kernfsim-variant"
+	start kernfsim-variant env $VARIANT bin/kernfsim mount --lock "${LOCK:-rcu}" --transport uring
+	servers="$servers kernfsim-variant"
 fi
-trap 'kill $kpid $lpid $vpid 2>/dev/null; wait 2>/dev/null; rmdir "$mnt_k" "$mnt_l" "$mnt_v"' EXIT
-for _ in $(seq 50); do grep -q serving /tmp/kernfsim-serve.log && grep -q serving /tmp/libfuse-serve.log &&
-	{ [ -z "$vpid" ] || grep -q serving /tmp/kernfsim-variant.log; } && break; sleep 0.1; done
-uptime
+if [ -n "${KERNFSIM_BASE:-}" ]; then
+	start kernfsim-base "$KERNFSIM_BASE" mount --lock "${LOCK:-rcu}" --transport uring
+	servers="$servers kernfsim-base"
+fi
+cleanup() {
+	kill "${pid[@]}" 2>/dev/null || true
+	wait 2>/dev/null || true
+	for m in "${mnt[@]}"; do umount -l "$m" 2>/dev/null || true; rmdir "$m"; done
+	rm -r "$logs"
+}
+trap cleanup EXIT
+for name in $servers; do
+	for _ in $(seq 50); do grep -q serving "$logs/$name.log" && break; sleep 0.1; done
+	grep -q serving "$logs/$name.log" || { echo "$name did not start:" >&2; cat "$logs/$name.log" >&2; exit 1; }
+done
+echo "load at start: $(cut -d' ' -f1-3 /proc/loadavg)"
+out=$logs/rounds
 for round in $(seq "${ROUNDS:-5}"); do
-	for op in files missing; do
-		for threads in ${THREADS:-1 2 8}; do
+	for op in ${OPS:-files}; do
+		for threads in ${THREADS:-1 2 4 8 48}; do
 			for server in $servers; do
-				case $server in libfuse) mnt=$mnt_l ;; kernfsim-variant) mnt=$mnt_v ;; *) mnt=$mnt_k ;; esac
-				echo "round=$round server=$server op=$op $(bin/chain-client "$mnt" $op "$threads" "${TIMES:-3000}")"
+				echo "round=$round server=$server op=$op $(bin/chain-client ${PIN:-} "${mnt[$server]}" $op "$threads" "${TIMES:-3000}")"
 			done
 		done
 	done
-done
-uptime
+done | tee "$out"
+echo "load at end: $(cut -d' ' -f1-3 /proc/loadavg)"
+# The median of each cell's aggregate per-op, and its ratio to libfuse
+# at the same depth as kernfsim (libfuse-d4).
+awk '{ for (i = 1; i <= NF; i++) { split($i, kv, "="); f[kv[1]] = kv[2] }
+	k = f["op"] " " f["threads"]; v[k, f["server"]] = v[k, f["server"]] " " f["aggregate"] + 0; keys[k] = 1; srv[f["server"]] = 1 }
+	END { for (k in keys) for (s in srv) print k, s, v[k, s] }' "$out" |
+	python3 -c '
+import sys, statistics
+rows = {}
+for line in sys.stdin:
+    op, threads, server, *vals = line.split()
+    rows.setdefault((op, int(threads)), {})[server] = statistics.median(map(float, vals))
+print("median aggregate µs per op (x libfuse-d4)")
+for (op, threads), cells in sorted(rows.items()):
+    ref = cells.get("libfuse-d4")
+    print(f"{op:8s} threads={threads:<3d}", "  ".join(f"{s}={m:.1f}" + (f" (x{m/ref:.2f})" if ref else "") for s, m in sorted(cells.items())))
+'
