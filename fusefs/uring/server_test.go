@@ -2,8 +2,10 @@ package uring_test
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"syscall"
 	"testing"
@@ -64,6 +66,31 @@ func TestServeAndUnmount(t *testing.T) {
 				t.Errorf("a second Unmount: %v", err)
 			}
 			base.check(t)
+		})
+	}
+}
+
+// TestGOMAXPROCSWhileServing checks that the queues' Ps are added to
+// GOMAXPROCS while they live, and taken back once Serve has returned;
+// with KeepGOMAXPROCS nothing changes.
+func TestGOMAXPROCSWhileServing(t *testing.T) {
+	requireURing(t)
+	for _, keep := range []bool{false, true} {
+		t.Run(fmt.Sprintf("keep=%t", keep), func(t *testing.T) {
+			before := runtime.GOMAXPROCS(0)
+			m := mount(t, nil, fuse.MountOptions{}, uring.Config{Only: uring.URing, KeepGOMAXPROCS: keep})
+			roundTrip(t, m)
+			want := before + m.srv.Queues()
+			if keep {
+				want = before
+			}
+			if got := runtime.GOMAXPROCS(0); got != want {
+				t.Errorf("GOMAXPROCS while serving %d queues: got %d, want %d", m.srv.Queues(), got, want)
+			}
+			m.unmount(t)
+			if got := runtime.GOMAXPROCS(0); got != before {
+				t.Errorf("GOMAXPROCS once Serve returned: got %d, want %d", got, before)
+			}
 		})
 	}
 }
