@@ -9,6 +9,8 @@
 #   ROUNDS=5 TIMES=3000 THREADS="1 2 4 8 48" OPS=files PIN= scripts/measure/libfuse.sh
 #
 # libfuse runs at its default queue depth (8) and at kernfsim's (4).
+# chainfs (tools/chainfs) is the reference server's logic in Go over
+# kernfsim's io_uring transport: the transport alone, without the tree.
 # PIN=-p pins client thread i to CPU i (the server's work per request,
 # without the client's migrations). VARIANT, if set, is an environment
 # for a second kernfsim server (say GOMAXPROCS=4) measured beside the
@@ -19,7 +21,7 @@ cd "$(dirname "$0")/../.."
 export PATH=/usr/local/go/bin:$PATH
 CHAIN=${CHAIN:-/tmp/chain_ll}
 [ -x "$CHAIN" ] || { echo "no $CHAIN: build it as ../shared/anchors/libfuse/README.md says" >&2; exit 2; }
-go build -o bin/ ./cmd/kernfsim
+go build -o bin/ ./cmd/kernfsim ./tools/chainfs
 gcc -O2 -pthread -o bin/chain-client scripts/measure/chain-client.c
 logs=$(mktemp -d)
 declare -A mnt pid
@@ -34,7 +36,8 @@ kernfsim() { bin/kernfsim mount "$1" --lock "${LOCK:-rcu}" --transport uring; }
 start kernfsim kernfsim
 start libfuse "$CHAIN" -o io_uring
 start libfuse-d4 "$CHAIN" -o io_uring -o io_uring_q_depth=4
-servers="kernfsim libfuse libfuse-d4"
+start chainfs bin/chainfs --transport uring
+servers="kernfsim chainfs libfuse libfuse-d4"
 if [ -n "${VARIANT:-}" ]; then
 	start kernfsim-variant env $VARIANT bin/kernfsim mount --lock "${LOCK:-rcu}" --transport uring
 	servers="$servers kernfsim-variant"
