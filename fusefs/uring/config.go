@@ -48,8 +48,16 @@ type Config struct {
 	// so, and while the queues live GOMAXPROCS is one higher per queue,
 	// so that the rest of the process keeps the Ps it had. Setting
 	// GOMAXPROCS, as any call to runtime.GOMAXPROCS does, also stops the
-	// runtime from updating it to the CPU limit of the process.
+	// runtime from updating it to the CPU limit of the process. A process
+	// run with GODEBUG=asyncpreemptoff=1 is served as if KeepGOMAXPROCS
+	// were set: without the runtime's preemption signal a garbage
+	// collection would wait for an idle queue's next request.
 	KeepGOMAXPROCS bool
+}
+
+// holdsP reports whether queue threads of cfg wait holding their P.
+func (cfg Config) holdsP() bool {
+	return !cfg.KeepGOMAXPROCS && !strings.Contains(os.Getenv("GODEBUG"), "asyncpreemptoff=1")
 }
 
 // DefaultDepth is the number of requests a queue can hold at once.
@@ -81,7 +89,7 @@ func (g geometry) pinned() int64 {
 // maxWrite, within cfg.MaxPinnedBytes, and returns the MaxWrite to mount
 // with (maxWrite, or less to fit the cap).
 func plan(cfg Config, cpus, maxWrite int) (geometry, int, error) {
-	g := geometry{queues: cpus, depth: cfg.Depth, payload: payloadSize(maxWrite), holdP: !cfg.KeepGOMAXPROCS}
+	g := geometry{queues: cpus, depth: cfg.Depth, payload: payloadSize(maxWrite), holdP: cfg.holdsP()}
 	if g.depth <= 0 {
 		g.depth = DefaultDepth
 	}

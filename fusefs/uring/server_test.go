@@ -2,7 +2,6 @@ package uring_test
 
 import (
 	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -72,17 +71,30 @@ func TestServeAndUnmount(t *testing.T) {
 
 // TestGOMAXPROCSWhileServing checks that the queues' Ps are added to
 // GOMAXPROCS while they live, and taken back once Serve has returned;
-// with KeepGOMAXPROCS nothing changes.
+// with KeepGOMAXPROCS, or where the runtime cannot preempt a queue
+// (GODEBUG=asyncpreemptoff=1), nothing changes.
 func TestGOMAXPROCSWhileServing(t *testing.T) {
 	requireURing(t)
-	for _, keep := range []bool{false, true} {
-		t.Run(fmt.Sprintf("keep=%t", keep), func(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		keep    bool
+		godebug string
+		adds    bool
+	}{
+		{name: "default", adds: true},
+		{name: "keep", keep: true},
+		{name: "asyncpreemptoff", godebug: "asyncpreemptoff=1"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.godebug != "" {
+				t.Setenv("GODEBUG", tc.godebug)
+			}
 			before := runtime.GOMAXPROCS(0)
-			m := mount(t, nil, fuse.MountOptions{}, uring.Config{Only: uring.URing, KeepGOMAXPROCS: keep})
+			m := mount(t, nil, fuse.MountOptions{}, uring.Config{Only: uring.URing, KeepGOMAXPROCS: tc.keep})
 			roundTrip(t, m)
-			want := before + m.srv.Queues()
-			if keep {
-				want = before
+			want := before
+			if tc.adds {
+				want += m.srv.Queues()
 			}
 			if got := runtime.GOMAXPROCS(0); got != want {
 				t.Errorf("GOMAXPROCS while serving %d queues: got %d, want %d", m.srv.Queues(), got, want)
