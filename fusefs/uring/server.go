@@ -43,6 +43,17 @@
 // every queue thread has ended). A Server's fields are immutable once
 // NewServer returns, but unmounted (atomic).
 //
+// Threads and Ps: a queue thread that has just served a request waits for
+// the next one holding its P, in a raw system call that the Go runtime
+// sees as running code; so the runtime's monitor neither takes the P back
+// nor polls every 20 µs to do so, and the request needs no P when it
+// comes. Its preemption signal (after 10 ms) ends such a wait, and the
+// queue then waits in a plain blocking system call until its next
+// request, holding no P. While the queues live, GOMAXPROCS is one higher
+// per queue, so that the rest of the process keeps its Ps;
+// Config.KeepGOMAXPROCS opts out of both. docs/notes/2026-12-02-uring-
+// holds-its-p.md has the measurements behind this.
+//
 // Memory the kernel writes into (rings, header pages, payloads) is mapped
 // outside the Go heap and holds no Go pointers; it is unmapped only after
 // the kernel has released every entry (or never had one). PinnedBytes says
