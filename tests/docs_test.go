@@ -138,14 +138,11 @@ func missingInGuarantees(doc string, idx testIndex) []string {
 		}
 		pkg := ""
 		for _, span := range codeSpans(cells[len(cells)-1]) {
-			if subtestRE.MatchString(span) {
-				if pkg == "" || !idx.hasSubtest(pkg, span) {
-					missing = append(missing, pkg+"."+span+" (a subtest)")
-				}
-				continue
-			}
 			m := testRefRE.FindStringSubmatch(span)
 			if m == nil {
+				if subtestRE.MatchString(span) && (pkg == "" || !idx.hasSubtest(pkg, span)) {
+					missing = append(missing, pkg+"."+span+" (a subtest)")
+				}
 				continue
 			}
 			if m[1] != "" {
