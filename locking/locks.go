@@ -9,8 +9,8 @@ import (
 // lockStats counts acquisitions of one lock. It sits right after the lock
 // word in the lock's struct, so the uncontended path adds one atomic add on
 // a cache line the acquirer has just written anyway (measured with
-// BenchmarkLock: see the README). The contended path also reads the clock
-// twice. A contended acquisition is counted as soon as the acquirer finds
+// BenchmarkLock: see docs/notes/2026-12-01-sim-rwsem.md). The contended
+// path also reads the clock twice. A contended acquisition is counted as soon as the acquirer finds
 // the lock held, before it waits; wait time is added when it gets the lock.
 //
 // One acquisition in hold.every() is timed (holdtime.go): the add's result

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# What a kernfsim server's memory does under device churn (README,
-# "Memory under churn"): per round and per lock (LOCKS, default
+# What a kernfsim server's memory does under device churn (docs/performance.md;
+# the study: docs/notes/2026-12-01-memory-under-churn.md):
+# per round and per lock (LOCKS, default
 # "rwsem rcu", alternating), start a server with --pprof, run CYCLES
 # (default 55000) new_device/read/delete_device cycles from 6 shells, and
 # sample at five points:

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The calibrated sim against the kernel (README, "A calibrated sim"):
+# The calibrated sim against the kernel (docs/performance.md; the study:
+# docs/notes/2026-12-01-calibrated-sim.md):
 # scaling efficiency at 2, 8 and 48 threads, files and missing, of
 #   sys             the real /sys (kernfs on an rwsem in Linux 5.15+)
 #   sim-calibrated  the sim under rwsem with the kernel's work outside the

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# rwsem against mutex in the sim (README, "rwsem against mutex in the sim"):
+# rwsem against mutex in the sim (docs/performance.md; the study:
+# docs/notes/2026-12-01-sim-rwsem.md):
 #  1. loadgen compare of the bare sim under mutex and rwsem, files and
 #     missing, 1, 2, 8 and 48 threads, REPEATS (default 5) interleaved runs
 #     per cell: the table's xR is rwsem's median per-op over mutex's;

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# The in-process walker's scaling from one CPU to two (README, "The
-# in-process walker"): BenchmarkWalk for rcu and none, -cpu 1,2, ROUNDS
+# The in-process walker's scaling from one CPU to two (docs/performance.md;
+# the study: docs/notes/2026-12-01-walker-scaling.md):
+# BenchmarkWalk for rcu and none, -cpu 1,2, ROUNDS
 # rounds (default 5), each running the test binary once per lock, rcu first
 # in odd rounds and none first in even ones, so the variants interleave and
 # neither always comes first; medians per variant, then
