@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kernfsim/kernfsim/loadgen"
+	"github.com/kernfsim/kernfsim/loadgen/harness"
 )
 
 func TestUnshareUmountStormKernelInfo(t *testing.T) {
@@ -54,9 +54,9 @@ func TestUnshareUmountStormConfigErrors(t *testing.T) {
 		{Config{Op: Unshare, Count: 1, NS: "ipc"}, "Command"},
 	} {
 		_, err := Run(context.Background(), c.cfg)
-		var ce *loadgen.ConfigError
+		var ce *harness.ConfigError
 		if !errors.As(err, &ce) || ce.Field != c.field {
-			t.Errorf("%+v: got %v, want a loadgen.ConfigError on %s", c.cfg, err, c.field)
+			t.Errorf("%+v: got %v, want a harness.ConfigError on %s", c.cfg, err, c.field)
 		}
 	}
 }

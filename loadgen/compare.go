@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"golang.org/x/perf/benchmath"
+
+	"github.com/kernfsim/kernfsim/loadgen/harness"
 )
 
 // Compare defaults: a plain compare finishes within 2 minutes on 2 cores.
@@ -57,15 +59,15 @@ func DefaultCompareThreads() []int {
 // Row is one line of a comparison: a target under a lock. Kernfsim rows
 // without a Dir get a server Compare starts (CompareConfig.Server).
 type Row struct {
-	Target Target
+	Target harness.Target
 }
 
 // Label is the row's name in tables and plots: "sim rwsem", "sys".
 func (r Row) Label() string {
-	if r.Target.Kind == TargetPath {
-		return TargetLabel(r.Target)
+	if r.Target.Kind == harness.TargetPath {
+		return r.Target.Label()
 	}
-	return TargetLabel(r.Target) + " " + r.Target.Lock
+	return r.Target.Label() + " " + r.Target.Lock
 }
 
 // CompareConfig is a grid of runs: every row x op x thread count,
@@ -102,7 +104,7 @@ type CompareConfig struct {
 	// DefaultCompareWarmUp, a negative value none.
 	WarmUp time.Duration
 	// Server starts the servers of kernfsim rows without a Dir.
-	Server *ServerConfig
+	Server *harness.ServerConfig
 	// Writers is how many writers change the tree beside every cell's
 	// readers (Config.Writers), each making WriteRate changes a second and
 	// timing them: devices through bus/kernfsim/new_device and
@@ -138,7 +140,7 @@ type CompareProgress struct {
 
 // CompareResult is a comparison's measurements.
 type CompareResult struct {
-	Provenance  Provenance
+	Provenance  harness.Provenance
 	Ops         []string
 	Threads     []int
 	Times       int
@@ -237,8 +239,8 @@ type CellRun struct {
 	LockWrites         int64
 }
 
-// cellRunOf is r's figures.
-func cellRunOf(r Result) CellRun {
+// CellRunOf is r's figures.
+func CellRunOf(r Result) CellRun {
 	done, last := r.TimeToDone()
 	var single int64
 	if len(r.Single.Workers) > 0 {
@@ -263,14 +265,28 @@ func cellRunOf(r Result) CellRun {
 	return c
 }
 
-// fieldOp reports whether the op label names an operation whose figure is
-// the time to done, not the per-op.
-func fieldOp(label string) bool { return label == string(OpHwloc) || label == string(OpLstopo) }
+// CellTarget is c's target as its runs had it: a sim row's with the op's
+// SimCost, and the kernel's shared writes wherever the op has a cost,
+// fixed or calibrated, even one of 0.
+func (r CompareResult) CellTarget(c Cell) harness.Target {
+	t := c.Row.Target
+	if t.Kind == harness.TargetSim {
+		cost, ok := r.SimCosts[c.Op]
+		t.SimCost, t.SimShared = cost, ok
+	}
+	return t
+}
+
+// TimeToDoneOp reports whether the op label names an operation whose
+// figure is the time to done, not the per-op.
+func TimeToDoneOp(label string) bool {
+	return label == string(harness.OpHwloc) || label == string(harness.OpLstopo)
+}
 
 // Figure is the run's headline figure for op: Done for hwloc and lstopo,
 // PerOp otherwise.
 func (c CellRun) Figure(op string) time.Duration {
-	if fieldOp(op) {
+	if TimeToDoneOp(op) {
 		return c.Done
 	}
 	return c.PerOp
@@ -401,44 +417,45 @@ func (c CompareConfig) withDefaults() CompareConfig {
 func (c CompareConfig) validate() error {
 	switch {
 	case len(c.Rows) == 0:
-		return BadConfig("Rows", "name at least one target", "nothing to compare")
+		return harness.BadConfig("Rows", "name at least one target", "nothing to compare")
 	case c.SimCost < 0 || c.SimCost > time.Second:
-		return BadConfig("SimCost", "give the kernel's work per operation, 0 to a few microseconds", "%v", c.SimCost)
+		return harness.BadConfig("SimCost", "give the kernel's work per operation, 0 to a few microseconds", "%v", c.SimCost)
 	case c.Times <= 0 || c.SimTimes <= 0 || c.SysTimes <= 0 || c.HwlocTimes <= 0 || c.Repeats <= 0:
-		return BadConfig("Times", "give positive numbers", "times %d, sim times %d, hwloc times %d, repeats %d",
+		return harness.BadConfig("Times", "give positive numbers", "times %d, sim times %d, hwloc times %d, repeats %d",
 			c.Times, c.SimTimes, c.HwlocTimes, c.Repeats)
 	case c.Writers < 0 || c.Writers > MaxWriters:
-		return BadConfig("Writers", fmt.Sprintf("give 0 to %d writers", MaxWriters), "%d writers", c.Writers)
+		return harness.BadConfig("Writers", fmt.Sprintf("give 0 to %d writers", MaxWriters), "%d writers", c.Writers)
 	case c.WriteRate < 0 || c.WriteRate > 100000:
-		return BadConfig("WriteRate", "give 0 (the default) to 100000 changes per second", "%g per second", c.WriteRate)
+		return harness.BadConfig("WriteRate", "give 0 (the default) to 100000 changes per second", "%g per second", c.WriteRate)
 	}
 	for _, t := range c.Threads {
 		if t <= 0 {
-			return BadConfig("Threads", "give positive numbers", "%d threads", t)
+			return harness.BadConfig("Threads", "give positive numbers", "%d threads", t)
 		}
-		if err := CheckThreads("Threads", t); err != nil {
+		if err := harness.CheckThreads("Threads", t); err != nil {
 			return err
 		}
 	}
 	for _, op := range c.Ops {
-		if _, _, ok := parseOpLabel(op); !ok {
-			return BadConfig("Ops", "use files, missing, stat-missing or an operation name ("+opNames()+")", "unknown op %q", op)
+		if _, _, ok := ParseOpLabel(op); !ok {
+			return harness.BadConfig("Ops", "use files, missing, stat-missing or an operation name ("+harness.OpNames()+")", "unknown op %q", op)
 		}
 	}
 	return nil
 }
 
-// parseOpLabel is opLabel's inverse.
-func parseOpLabel(s string) (Op, bool, bool) {
+// ParseOpLabel is OpLabel's inverse: the op, whether it looks up a
+// missing path, and whether s names one.
+func ParseOpLabel(s string) (harness.Op, bool, bool) {
 	switch s {
 	case "files":
-		return OpOpenReadClose, false, true
+		return harness.OpOpenReadClose, false, true
 	case "missing":
-		return OpOpenReadClose, true, true
+		return harness.OpOpenReadClose, true, true
 	case "stat-missing":
-		return OpStat, true, true
+		return harness.OpStat, true, true
 	}
-	return Op(s), false, slices.Contains(Ops, Op(s))
+	return harness.Op(s), false, slices.Contains(harness.Ops, harness.Op(s))
 }
 
 // Compare runs every row x op x thread count Repeats times, interleaved
@@ -453,8 +470,8 @@ func Compare(ctx context.Context, cc CompareConfig) (res CompareResult, err erro
 	if err := cc.validate(); err != nil {
 		return CompareResult{}, err
 	}
-	res = CompareResult{Provenance: CaptureProvenance(cc.Args), Ops: cc.Ops, Threads: cc.Threads, Times: cc.Times, SimTimes: cc.SimTimes, SysTimes: cc.SysTimes,
-		HwlocTimes: cc.HwlocTimes, Repeats: cc.Repeats, CPUs: len(AllowedCPUs()), Pinned: !cc.NoPin, SinglePinned: cc.PinSingle,
+	res = CompareResult{Provenance: harness.CaptureProvenance(cc.Args), Ops: cc.Ops, Threads: cc.Threads, Times: cc.Times, SimTimes: cc.SimTimes, SysTimes: cc.SysTimes,
+		HwlocTimes: cc.HwlocTimes, Repeats: cc.Repeats, CPUs: len(harness.AllowedCPUs()), Pinned: !cc.NoPin, SinglePinned: cc.PinSingle,
 		MinDuration: cc.MinDuration, WarmUp: cc.WarmUp, Rows: slices.Clone(cc.Rows), Writers: cc.Writers, WriteRate: cc.WriteRate}
 	stop, err := startServers(ctx, res.Rows, cc.Server)
 	defer func() { err = errors.Join(err, stop()) }()
@@ -464,7 +481,7 @@ func Compare(ctx context.Context, cc CompareConfig) (res CompareResult, err erro
 	if err := simCosts(ctx, cc, &res); err != nil {
 		return res, err
 	}
-	res.Cells = makeCells(res)
+	res.Cells = NewCells(res)
 	t0 := time.Now()
 	err = runGrid(ctx, cc, &res, t0)
 	res.Elapsed = time.Since(t0)
@@ -478,7 +495,7 @@ func Compare(ctx context.Context, cc CompareConfig) (res CompareResult, err erro
 // op against cc.Calibrate, or cc.SimCost for every op. Without sim rows
 // there is nothing to do.
 func simCosts(ctx context.Context, cc CompareConfig, res *CompareResult) error {
-	i := slices.IndexFunc(res.Rows, func(r Row) bool { return r.Target.Kind == TargetSim })
+	i := slices.IndexFunc(res.Rows, func(r Row) bool { return r.Target.Kind == harness.TargetSim })
 	if i < 0 {
 		return nil
 	}
@@ -493,14 +510,14 @@ func simCosts(ctx context.Context, cc CompareConfig, res *CompareResult) error {
 	}
 	res.SimCosts = map[string]time.Duration{}
 	for _, label := range res.Ops {
-		op, missing, _ := parseOpLabel(label)
+		op, missing, _ := ParseOpLabel(label)
 		if !calibratable(op) {
 			res.note("sim rows: " + label + " stays bare: it makes many system calls per operation, " +
 				"so its cost cannot be calibrated per operation")
 			continue
 		}
 		c := Config{Target: res.Rows[i].Target, Op: op, Missing: missing, NoPin: cc.NoPin, PinSingle: cc.PinSingle}
-		cal, err := CalibrateSimCost(ctx, c, cc.Calibrate, DefaultLock)
+		cal, err := CalibrateSimCost(ctx, c, cc.Calibrate, harness.DefaultLock)
 		if err != nil {
 			return err
 		}
@@ -510,7 +527,9 @@ func simCosts(ctx context.Context, cc CompareConfig, res *CompareResult) error {
 	return nil
 }
 
-func makeCells(res CompareResult) []Cell {
+// NewCells are the grid of res's rows, ops and thread counts, row-major
+// (as CompareResult.Cells), without runs.
+func NewCells(res CompareResult) []Cell {
 	var cells []Cell
 	for _, row := range res.Rows {
 		for _, op := range res.Ops {
@@ -531,8 +550,8 @@ func (r *CompareResult) note(n string) {
 
 // startServers starts a server for each kernfsim row without a Dir and
 // fills the Dir in; stop stops them all.
-func startServers(ctx context.Context, rows []Row, sc *ServerConfig) (stop func() error, err error) {
-	var servers []*Server
+func startServers(ctx context.Context, rows []Row, sc *harness.ServerConfig) (stop func() error, err error) {
+	var servers []*harness.Server
 	stop = func() error {
 		var errs []error
 		for _, s := range servers {
@@ -542,15 +561,15 @@ func startServers(ctx context.Context, rows []Row, sc *ServerConfig) (stop func(
 	}
 	for i := range rows {
 		t := &rows[i].Target
-		if t.Kind != TargetKernfsim || t.Dir != "" {
+		if t.Kind != harness.TargetKernfsim || t.Dir != "" {
 			continue
 		}
 		if sc == nil {
-			return stop, ErrNoServer
+			return stop, harness.ErrNoServer
 		}
 		c := *sc
 		c.Lock, c.Transport = t.Lock, t.ServerTransport
-		s, err := StartServer(ctx, c)
+		s, err := harness.StartServer(ctx, c)
 		if err != nil {
 			return stop, err
 		}
@@ -592,7 +611,7 @@ func (a Spread) Overlaps(b Spread) bool { return a.Min <= b.Max && b.Min <= a.Ma
 // mutexCell is the cell of the mutex row of c's target kind, op and
 // thread count, or nil (and for c's own kind path, which has no lock).
 func (r *CompareResult) mutexCell(c Cell) *Cell {
-	if c.Row.Target.Kind == TargetPath {
+	if c.Row.Target.Kind == harness.TargetPath {
 		return nil
 	}
 	for i, row := range r.Rows {
@@ -612,4 +631,18 @@ func (r *CompareResult) Unresolved(c Cell) bool {
 		return false
 	}
 	return c.Spread().Overlaps(m.Spread())
+}
+
+// OpLabel is the operation's name in benchmark keys: files for the
+// original open-read-close, missing for it on a missing path.
+func OpLabel(op harness.Op, missing bool) string {
+	switch {
+	case missing && op == harness.OpStat:
+		return "stat-missing"
+	case missing:
+		return "missing"
+	case op == harness.OpOpenReadClose:
+		return "files"
+	}
+	return string(op)
 }

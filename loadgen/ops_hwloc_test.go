@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kernfsim/kernfsim/loadgen/harness"
 	"github.com/kernfsim/kernfsim/locking"
 )
 
@@ -40,7 +41,7 @@ func hasSuffix(names []string, suffix string) bool {
 func TestHwlocSim(t *testing.T) {
 	for _, lock := range locking.Names {
 		t.Run("lock="+lock, func(t *testing.T) {
-			c := Config{Target: Target{Kind: TargetSim, Lock: lock, Tree: simTree(8)}, Op: OpHwloc, Threads: 3, Times: 2}
+			c := Config{Target: harness.Target{Kind: harness.TargetSim, Lock: lock, Tree: simTree(8)}, Op: harness.OpHwloc, Threads: 3, Times: 2}
 			r, err := Run(context.Background(), c)
 			if err != nil {
 				t.Fatal(err)
@@ -71,7 +72,7 @@ func TestHwlocSim(t *testing.T) {
 func TestHwlocSys(t *testing.T) {
 	requireSys(t)
 	for _, procs := range []bool{false, true} {
-		c := Config{Target: Target{Kind: TargetPath, Dir: "/sys"}, Op: OpHwloc, Threads: 3, Times: 1, Procs: procs}
+		c := Config{Target: harness.Target{Kind: harness.TargetPath, Dir: "/sys"}, Op: harness.OpHwloc, Threads: 3, Times: 1, Procs: procs}
 		if procs {
 			c.WorkerCommand = self(t, "__worker")
 		}
@@ -105,7 +106,7 @@ func TestLstopoSys(t *testing.T) {
 	if _, err := exec.LookPath("lstopo"); err != nil {
 		t.Skip("no lstopo:", err)
 	}
-	r, err := Run(context.Background(), Config{Target: Target{Kind: TargetPath, Dir: "/sys"}, Op: OpLstopo, Threads: 2, Times: 1})
+	r, err := Run(context.Background(), Config{Target: harness.Target{Kind: harness.TargetPath, Dir: "/sys"}, Op: harness.OpLstopo, Threads: 2, Times: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -117,8 +118,8 @@ func TestLstopoSys(t *testing.T) {
 	if left, _ := filepath.Glob(filepath.Join(os.TempDir(), "loadgen-hwloc-root-*")); len(left) > 0 {
 		t.Errorf("left behind: %q", left)
 	}
-	_, err = Run(context.Background(), Config{Target: Target{Kind: TargetSim}, Op: OpLstopo})
-	if ce := (*ConfigError)(nil); !errors.As(err, &ce) || ce.Field != "Op" {
+	_, err = Run(context.Background(), Config{Target: harness.Target{Kind: harness.TargetSim}, Op: harness.OpLstopo})
+	if ce := (*harness.ConfigError)(nil); !errors.As(err, &ce) || ce.Field != "Op" {
 		t.Errorf("lstopo under sim: got %v, want a *ConfigError for Op", err)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/kernfsim/kernfsim/internal/textout"
+	"github.com/kernfsim/kernfsim/loadgen/harness"
 )
 
 // Limits below which a run's figures do not mean what they seem.
@@ -46,7 +47,7 @@ func (r Result) Warnings() []string {
 func (r Result) efficiencyWarning(e float64) string {
 	s := fmt.Sprintf("efficiency %.2f is above %.2f, which no real scaling gives: "+
 		"the run is too short or too noisy to compare phases (raise --times or --min-duration)", e, MaxEfficiency)
-	if r.Pinned && !r.SinglePinned && r.Target.Kind != TargetSim {
+	if r.Pinned && !r.SinglePinned && r.Target.Kind != harness.TargetSim {
 		s += ", or the pinned concur workers were served faster than the unpinned single one " +
 			"(a FUSE server over io_uring queues each CPU's requests apart; --pin-single compares like with like)"
 	}

@@ -11,12 +11,13 @@ import (
 	"time"
 
 	"github.com/kernfsim/kernfsim/kernfsim"
+	"github.com/kernfsim/kernfsim/loadgen/harness"
 	"github.com/kernfsim/kernfsim/locking"
 	"github.com/kernfsim/kernfsim/sysfs"
 )
 
 func simConfig(lock string) Config {
-	return Config{Target: Target{Kind: TargetSim, Lock: lock}, Threads: 3, Times: 100}
+	return Config{Target: harness.Target{Kind: harness.TargetSim, Lock: lock}, Threads: 3, Times: 100}
 }
 
 // checkRun checks the shape every finished run has.
@@ -47,16 +48,16 @@ func checkRun(t *testing.T, r Result, threads, times int) {
 }
 
 func TestRunSimOps(t *testing.T) {
-	for _, op := range Ops {
+	for _, op := range harness.Ops {
 		for _, missing := range []bool{false, true} {
-			if missing && op != OpOpenReadClose && op != OpStat || op == OpLstopo { // lstopo needs a filesystem
+			if missing && op != harness.OpOpenReadClose && op != harness.OpStat || op == harness.OpLstopo { // lstopo needs a filesystem
 				continue
 			}
-			t.Run(opLabel(op, missing), func(t *testing.T) {
+			t.Run(OpLabel(op, missing), func(t *testing.T) {
 				c := simConfig("rwsem")
 				c.Op, c.Missing = op, missing
 				c.Target.Tree.CPUs, c.Target.Tree.MemBlocks = 8, 4
-				if op == OpHwloc {
+				if op == harness.OpHwloc {
 					c.Times = 3
 				}
 				r, err := Run(context.Background(), c)
@@ -67,7 +68,7 @@ func TestRunSimOps(t *testing.T) {
 				if len(r.Errors) != 0 {
 					t.Errorf("errors: %+v, want none", r.Errors)
 				}
-				if op == OpHwloc && r.FilesPerOp < 8*10 {
+				if op == harness.OpHwloc && r.FilesPerOp < 8*10 {
 					t.Errorf("hwloc reads %d files per discovery, want every topology and cache file of 8 CPUs", r.FilesPerOp)
 				}
 			})
@@ -158,7 +159,7 @@ func TestRunWriters(t *testing.T) {
 
 func TestRunPathSys(t *testing.T) {
 	requireSys(t)
-	r, err := Run(context.Background(), Config{Target: Target{Kind: TargetPath, Dir: "/sys"}, Threads: 2, Times: 200})
+	r, err := Run(context.Background(), Config{Target: harness.Target{Kind: harness.TargetPath, Dir: "/sys"}, Threads: 2, Times: 200})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -177,7 +178,7 @@ func TestRunPathPlainDir(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	r, err := Run(context.Background(), Config{Target: Target{Kind: TargetPath, Dir: dir}, Threads: 4, Times: 50})
+	r, err := Run(context.Background(), Config{Target: harness.Target{Kind: harness.TargetPath, Dir: dir}, Threads: 4, Times: 50})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -189,7 +190,7 @@ func TestRunPathPlainDir(t *testing.T) {
 
 func TestRunProcs(t *testing.T) {
 	requireSys(t)
-	r, err := Run(context.Background(), Config{Target: Target{Kind: TargetPath, Dir: "/sys"}, Threads: 3, Times: 100,
+	r, err := Run(context.Background(), Config{Target: harness.Target{Kind: harness.TargetPath, Dir: "/sys"}, Threads: 3, Times: 100,
 		Procs: true, WorkerCommand: self(t, "__worker")})
 	if err != nil {
 		t.Fatal(err)
@@ -202,7 +203,7 @@ func TestRunProcs(t *testing.T) {
 
 func TestRunProcsWorkerFails(t *testing.T) {
 	requireSys(t)
-	_, err := Run(context.Background(), Config{Target: Target{Kind: TargetPath, Dir: "/sys"}, Threads: 2, Times: 10,
+	_, err := Run(context.Background(), Config{Target: harness.Target{Kind: harness.TargetPath, Dir: "/sys"}, Threads: 2, Times: 10,
 		Procs: true, WorkerCommand: self(t, "__fail")})
 	if err == nil || !strings.Contains(err.Error(), "helper failed on purpose") {
 		t.Errorf("got %v, want the worker's stderr in the error", err)
@@ -210,7 +211,7 @@ func TestRunProcsWorkerFails(t *testing.T) {
 }
 
 func TestRunBadInput(t *testing.T) {
-	sim := Target{Kind: TargetSim}
+	sim := harness.Target{Kind: harness.TargetSim}
 	for _, tc := range []struct {
 		name  string
 		c     Config
@@ -219,25 +220,25 @@ func TestRunBadInput(t *testing.T) {
 		{"threads", Config{Target: sim, Threads: -1}, "Threads"},
 		{"times", Config{Target: sim, Times: -5}, "Times"},
 		{"op", Config{Target: sim, Op: "bogus"}, "Op"},
-		{"lock", Config{Target: Target{Kind: TargetSim, Lock: "spin"}}, "Lock"},
-		{"missing readdir", Config{Target: sim, Op: OpReaddir, Missing: true}, "Missing"},
+		{"lock", Config{Target: harness.Target{Kind: harness.TargetSim, Lock: "spin"}}, "Lock"},
+		{"missing readdir", Config{Target: sim, Op: harness.OpReaddir, Missing: true}, "Missing"},
 		{"missing exists", Config{Target: sim, Missing: true, MissingPath: "devices/system/cpu/cpu0/topology/core_id"}, "MissingPath"},
 		{"procs sim", Config{Target: sim, Procs: true, WorkerCommand: []string{"x"}}, "Procs"},
-		{"churn none", Config{Target: Target{Kind: TargetSim, Lock: "none"}, Churn: 10}, "Churn"},
-		{"writers none", Config{Target: Target{Kind: TargetSim, Lock: "none"}, Writers: 1}, "Writers"},
+		{"churn none", Config{Target: harness.Target{Kind: harness.TargetSim, Lock: "none"}, Churn: 10}, "Churn"},
+		{"writers none", Config{Target: harness.Target{Kind: harness.TargetSim, Lock: "none"}, Writers: 1}, "Writers"},
 		{"writers negative", Config{Target: sim, Writers: -1}, "Writers"},
 		{"writers too many", Config{Target: sim, Writers: MaxWriters + 1}, "Writers"},
-		{"cgroup none", Config{Target: Target{Kind: TargetSim, Lock: "none", Tree: simTree(4)}, Op: OpCgroup, Writers: 2}, "Writers"},
-		{"cgroup without a hierarchy", Config{Target: Target{Kind: TargetPath, Dir: "/proc/self"}, Op: OpCgroup}, "Op"},
-		{"no dir", Config{Target: Target{Kind: TargetPath, Dir: "/does/not/exist"}}, "Dir"},
-		{"not a dir", Config{Target: Target{Kind: TargetPath, Dir: "/proc/self/status"}}, "Dir"},
+		{"cgroup none", Config{Target: harness.Target{Kind: harness.TargetSim, Lock: "none", Tree: simTree(4)}, Op: harness.OpCgroup, Writers: 2}, "Writers"},
+		{"cgroup without a hierarchy", Config{Target: harness.Target{Kind: harness.TargetPath, Dir: "/proc/self"}, Op: harness.OpCgroup}, "Op"},
+		{"no dir", Config{Target: harness.Target{Kind: harness.TargetPath, Dir: "/does/not/exist"}}, "Dir"},
+		{"not a dir", Config{Target: harness.Target{Kind: harness.TargetPath, Dir: "/proc/self/status"}}, "Dir"},
 		{"unreadable file", Config{Target: sim, FileList: []string{"bus/cpu/uevent"}}, "FileList"},
 		{"too many files", Config{Target: sim, Files: 3, FileList: []string{"a", "b"}}, "Files"},
-		{"tree", Config{Target: Target{Kind: TargetSim, Tree: simTree(3)}}, "Tree"},
+		{"tree", Config{Target: harness.Target{Kind: harness.TargetSim, Tree: simTree(3)}}, "Tree"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := Run(context.Background(), tc.c)
-			var ce *ConfigError
+			var ce *harness.ConfigError
 			if !errors.As(err, &ce) || ce.Field != tc.field {
 				t.Errorf("got %v, want a *ConfigError for %s", err, tc.field)
 			}
@@ -246,8 +247,8 @@ func TestRunBadInput(t *testing.T) {
 }
 
 func TestRunNoServer(t *testing.T) {
-	_, err := Run(context.Background(), Config{Target: Target{Kind: TargetKernfsim}})
-	if !errors.Is(err, ErrNoServer) {
+	_, err := Run(context.Background(), Config{Target: harness.Target{Kind: harness.TargetKernfsim}})
+	if !errors.Is(err, harness.ErrNoServer) {
 		t.Errorf("got %v, want ErrNoServer", err)
 	}
 }
@@ -292,15 +293,4 @@ func TestErrnoOf(t *testing.T) {
 func simTree(cpus int) (c sysfs.SynthConfig) {
 	c.CPUs = cpus
 	return c
-}
-
-// TestServerGone checks the error Run and Soak give for a mount whose
-// server went away: it says what happened and how to recover.
-func TestServerGone(t *testing.T) {
-	err := ServerGone("/mnt/k", ErrorTally{{syscall.ENOTCONN, false}: {Count: 3}})
-	for _, w := range []string{"/mnt/k", "went away", "3 operations", "kernfsim mount /mnt/k --force", "umount -l /mnt/k"} {
-		if !strings.Contains(err.Error(), w) {
-			t.Errorf("%q lacks %q", err, w)
-		}
-	}
 }

@@ -6,24 +6,28 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/kernfsim/kernfsim/internal/fusetest"
+	"github.com/kernfsim/kernfsim/loadgen/harness"
 )
 
-func fakeServer(t *testing.T) *ServerConfig {
+func fakeServer(t *testing.T) *harness.ServerConfig {
 	t.Helper()
 	fusetest.RequireFUSE(t)
 	requireSys(t)
-	return &ServerConfig{Command: self(t, "__fakeserve")}
+	return &harness.ServerConfig{Command: self(t, "__fakeserve")}
 }
 
 func TestServerLifecycle(t *testing.T) {
 	sc := fakeServer(t)
-	s, err := StartServer(context.Background(), *sc)
+	s, err := harness.StartServer(context.Background(), *sc)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !s.mounted() {
+	if !isFUSE(s.Mountpoint()) {
 		t.Fatal("StartServer returned before the mount served")
 	}
 	if _, err := os.Stat(s.Mountpoint() + "/devices/system/cpu/cpu0/topology/core_id"); err != nil {
@@ -41,7 +45,7 @@ func TestServerLifecycle(t *testing.T) {
 }
 
 func TestServerExitsBeforeMount(t *testing.T) {
-	_, err := StartServer(context.Background(), ServerConfig{Command: self(t, "__fail")})
+	_, err := harness.StartServer(context.Background(), harness.ServerConfig{Command: self(t, "__fail")})
 	if err == nil || !strings.Contains(err.Error(), "exited before it mounted") || !strings.Contains(err.Error(), "on purpose") {
 		t.Errorf("got %v, want the exit and the server's stderr", err)
 	}
@@ -54,7 +58,7 @@ func TestServerCancelledWhileWaiting(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	// This server never mounts anything.
-	_, err := StartServer(ctx, ServerConfig{Command: []string{"sh", "-c", "sleep 10", "sh"}})
+	_, err := harness.StartServer(ctx, harness.ServerConfig{Command: []string{"sh", "-c", "sleep 10", "sh"}})
 	if !errors.Is(err, context.Canceled) {
 		t.Errorf("got %v, want context.Canceled", err)
 	}
@@ -67,7 +71,7 @@ func TestServerCancelledWhileWaiting(t *testing.T) {
 // and removes everything, also when interrupted.
 func TestRunKernfsimTarget(t *testing.T) {
 	sc := fakeServer(t)
-	r, err := Run(context.Background(), Config{Target: Target{Kind: TargetKernfsim, Lock: "rcu"}, Threads: 2, Times: 100, Server: sc})
+	r, err := Run(context.Background(), Config{Target: harness.Target{Kind: harness.TargetKernfsim, Lock: "rcu"}, Threads: 2, Times: 100, Server: sc})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,7 +91,7 @@ func TestRunKernfsimTarget(t *testing.T) {
 			cancel()
 		}
 	}
-	r, err = Run(ctx, Config{Target: Target{Kind: TargetKernfsim}, Threads: 2, Times: 1 << 30, Server: sc, Progress: interrupt})
+	r, err = Run(ctx, Config{Target: harness.Target{Kind: harness.TargetKernfsim}, Threads: 2, Times: 1 << 30, Server: sc, Progress: interrupt})
 	if !errors.Is(err, context.Canceled) || !r.Interrupted {
 		t.Errorf("got %v, interrupted %v: want the context's error and Interrupted", err, r.Interrupted)
 	}
@@ -99,16 +103,26 @@ func TestRunKernfsimTarget(t *testing.T) {
 // A mount whose server is gone is bad input with a way out.
 func TestRunDeadMount(t *testing.T) {
 	sc := fakeServer(t)
-	s, err := StartServer(context.Background(), *sc)
+	s, err := harness.StartServer(context.Background(), *sc)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	s.cmd.Process.Kill()
-	<-s.done
-	_, err = Run(context.Background(), Config{Target: Target{Kind: TargetPath, Dir: s.Mountpoint()}, Threads: 1, Times: 10})
-	var ce *ConfigError
+	if err := unix.Kill(s.Pid(), unix.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	if _, exited := s.ExitStatus(time.Minute); !exited {
+		t.Fatal("the server did not die of SIGKILL")
+	}
+	_, err = Run(context.Background(), Config{Target: harness.Target{Kind: harness.TargetPath, Dir: s.Mountpoint()}, Threads: 1, Times: 10})
+	var ce *harness.ConfigError
 	if !errors.As(err, &ce) || !strings.Contains(ce.Problem, "transport endpoint is not connected") || !strings.Contains(ce.Hint, "umount -l") {
 		t.Errorf("got %v, want a *ConfigError saying the server is gone and how to recover", err)
 	}
+}
+
+// isFUSE reports whether dir is a FUSE mount.
+func isFUSE(dir string) bool {
+	var st unix.Statfs_t
+	return unix.Statfs(dir, &st) == nil && st.Type == unix.FUSE_SUPER_MAGIC
 }

@@ -9,9 +9,10 @@ import (
 	"time"
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
+
 	"github.com/kernfsim/kernfsim/client"
 	"github.com/kernfsim/kernfsim/kernfsim"
-	"github.com/kernfsim/kernfsim/loadgen"
+	"github.com/kernfsim/kernfsim/loadgen/harness"
 )
 
 // soakSampler takes a mode's periodic samples while its load runs.
@@ -85,11 +86,11 @@ type soakActor struct {
 	mu   sync.Mutex
 	hist *hdrhistogram.Histogram // this interval's latencies; protected by mu
 	ops  int64                   // operations in this interval; protected by mu
-	errs loadgen.ErrorTally      // this interval's failures; protected by mu
+	errs harness.ErrorTally      // this interval's failures; protected by mu
 }
 
 func newSoakActor() *soakActor {
-	return &soakActor{hist: loadgen.NewHistogram(), errs: loadgen.ErrorTally{}}
+	return &soakActor{hist: harness.NewHistogram(), errs: harness.ErrorTally{}}
 }
 
 // record adds one operation that took d and failed with err (or not);
@@ -99,7 +100,7 @@ func (a *soakActor) record(d time.Duration, err error, expected bool, path strin
 	defer a.mu.Unlock()
 	if d > 0 {
 		a.ops++
-		loadgen.RecordLatency(a.hist, d)
+		harness.RecordLatency(a.hist, d)
 	}
 	if err != nil {
 		a.errs.Add(kernfsim.Errno(err), expected, path, 1)
@@ -107,7 +108,7 @@ func (a *soakActor) record(d time.Duration, err error, expected bool, path strin
 }
 
 // drain returns and resets the actor's interval tallies.
-func (a *soakActor) drain(h *hdrhistogram.Histogram, errs loadgen.ErrorTally) int64 {
+func (a *soakActor) drain(h *hdrhistogram.Histogram, errs harness.ErrorTally) int64 {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	h.Merge(a.hist)
@@ -124,7 +125,7 @@ func (a *soakActor) drain(h *hdrhistogram.Histogram, errs loadgen.ErrorTally) in
 // (start, stop) so that the server can settle and be measured between
 // them.
 type soakLoad struct {
-	t       *loadgen.Dir
+	t       *harness.Dir
 	c       Config
 	readers []*soakReader
 	writers []*soakActor // the churner's and the storms' failures
@@ -136,7 +137,7 @@ type soakLoad struct {
 	wg      sync.WaitGroup
 	// total and totalOps are every failure and operation so far: owned by
 	// the sampler's goroutine, which folds the actors' tallies in.
-	total    loadgen.ErrorTally
+	total    harness.ErrorTally
 	totalOps int64
 }
 
@@ -144,7 +145,7 @@ type soakLoad struct {
 // (devices set) the reader of the churned and stormed devices.
 type soakReader struct {
 	*soakActor
-	w       *loadgen.Worker
+	w       harness.Worker
 	path    string
 	devices []string
 }
@@ -157,14 +158,14 @@ const (
 	soakStormName  = "soakstorm"
 )
 
-func newSoakLoad(t *loadgen.Dir, c Config, writes bool) (*soakLoad, error) {
-	l := &soakLoad{t: t, c: c, present: make([]bool, soakChurnSlots), total: loadgen.ErrorTally{}}
+func newSoakLoad(t *harness.Dir, c Config, writes bool) (*soakLoad, error) {
+	l := &soakLoad{t: t, c: c, present: make([]bool, soakChurnSlots), total: harness.ErrorTally{}}
 	for _, r := range c.Readers {
-		cfg := loadgen.Config{Op: loadgen.Op(r), Threads: c.PerOp, Files: c.PerOp}
+		op, missing := harness.Op(r), false
 		if r == Missing {
-			cfg.Op, cfg.Missing = loadgen.OpOpenReadClose, true
+			op, missing = harness.OpOpenReadClose, true
 		}
-		ws, err := t.Workers(cfg)
+		ws, err := c.Workers(t, op, missing, c.PerOp)
 		if err != nil {
 			return nil, err
 		}
@@ -176,7 +177,7 @@ func newSoakLoad(t *loadgen.Dir, c Config, writes bool) (*soakLoad, error) {
 		return l, nil
 	}
 	if err := t.Stat(t.Path(client.NewDevicePath)); err != nil {
-		return nil, loadgen.BadConfig("Dir", "soak a kernfsim mount", "%s: %v: no kernfsim device control files", t.Path(client.NewDevicePath), err)
+		return nil, harness.BadConfig("Dir", "soak a kernfsim mount", "%s: %v: no kernfsim device control files", t.Path(client.NewDevicePath), err)
 	}
 	var devs []string
 	for i := range max(soakChurnSlots, c.StormSize) {
@@ -221,7 +222,7 @@ func (l *soakLoad) stopped() bool {
 // each device's uevent in turn (ENOENT and ENODEV expected: the device
 // may be gone) and lists devices/kernfsim every fourth time.
 func (l *soakLoad) read(r *soakReader) {
-	buf, dbuf := make([]byte, loadgen.DefaultBufSize), make([]byte, 8192)
+	buf, dbuf := make([]byte, harness.DefaultBufSize), make([]byte, 8192)
 	for j := 0; !l.stopped(); j++ {
 		t0 := time.Now()
 		switch {
@@ -306,8 +307,8 @@ func (l *soakLoad) sleep(d time.Duration) bool {
 
 // drain returns the interval's reader operations, their latencies and
 // every failure since the last drain, folding them into the totals.
-func (l *soakLoad) drain() (int64, *hdrhistogram.Histogram, loadgen.ErrorTally) {
-	h, errs := loadgen.NewHistogram(), loadgen.ErrorTally{}
+func (l *soakLoad) drain() (int64, *hdrhistogram.Histogram, harness.ErrorTally) {
+	h, errs := harness.NewHistogram(), harness.ErrorTally{}
 	var n int64
 	for _, r := range l.readers {
 		n += r.drain(h, errs)

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/kernfsim/kernfsim/internal/textout"
-	"github.com/kernfsim/kernfsim/loadgen"
+	"github.com/kernfsim/kernfsim/loadgen/harness"
 )
 
 // WriteSample writes one periodic line of key=value fields:
@@ -28,7 +28,7 @@ func WriteSample(w io.Writer, s Sample) error {
 
 // soakErrors is "none" or ERRNO:COUNT by errno, comma-separated, the
 // expected ones marked.
-func soakErrors(errs []loadgen.ErrorCount) string {
+func soakErrors(errs []harness.ErrorCount) string {
 	if len(errs) == 0 {
 		return "none"
 	}

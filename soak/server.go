@@ -15,14 +15,14 @@ import (
 
 	"github.com/kernfsim/kernfsim/client"
 	"github.com/kernfsim/kernfsim/kernfsim"
-	"github.com/kernfsim/kernfsim/loadgen"
+	"github.com/kernfsim/kernfsim/loadgen/harness"
 )
 
 // soakServer is the kernfsim server a mode soaks: one Soak started, or
 // the one behind Config.Dir.
 type soakServer struct {
-	srv      *loadgen.Server // nil for Config.Dir
-	t        *loadgen.Dir
+	srv      *harness.Server // nil for Config.Dir
+	t        *harness.Dir
 	pid      int
 	lockName string // from the stats file
 }
@@ -33,12 +33,12 @@ func openSoakServer(ctx context.Context, c Config, lock string) (p *soakServer, 
 	if dir == "" {
 		sc := *c.Server
 		sc.Lock = lock
-		if p.srv, err = loadgen.StartServer(ctx, sc); err != nil {
+		if p.srv, err = harness.StartServer(ctx, sc); err != nil {
 			return nil, err
 		}
 		dir, p.pid = p.srv.Mountpoint(), p.srv.Pid()
 	}
-	p.t, err = loadgen.OpenDir(dir)
+	p.t, err = harness.OpenDir(dir)
 	if err == nil {
 		p.lockName, err = p.lock()
 	}
@@ -62,7 +62,7 @@ func (p *soakServer) stats() (client.Stats, error) { return client.ReadStats(p.t
 func (p *soakServer) lock() (string, error) {
 	s, err := p.stats()
 	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, client.ErrNotStats) || err == nil && !s.Served {
-		return "", loadgen.BadConfig("Dir", "soak a kernfsim mount", "%s is not a kernfsim mount: no server.lock and server.nodeids in kernel/kernfsim/stats", p.t.Path(""))
+		return "", harness.BadConfig("Dir", "soak a kernfsim mount", "%s is not a kernfsim mount: no server.lock and server.nodeids in kernel/kernfsim/stats", p.t.Path(""))
 	}
 	if err != nil {
 		return "", p.gone(err, nil)
@@ -203,7 +203,7 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 // gone explains err from the mount or the server's process: a server
 // Soak started that died, or a mount whose server went away (with the
 // way to recover it); tally has the failures so far.
-func (p *soakServer) gone(err error, tally loadgen.ErrorTally) error {
+func (p *soakServer) gone(err error, tally harness.ErrorTally) error {
 	dead := kernfsim.Disconnected(err) || !p.alive()
 	switch {
 	case p.srv != nil && (dead || p.srv.Exited()):
@@ -213,7 +213,7 @@ func (p *soakServer) gone(err error, tally loadgen.ErrorTally) error {
 		}
 		return fmt.Errorf("the kernfsim server died during the soak (%s): %s", status, p.srv.Stderr())
 	case p.srv == nil && dead:
-		return loadgen.ServerGone(p.t.Path(""), tally)
+		return harness.NewServerGoneError(p.t.Path(""), tally)
 	}
 	return err
 }

@@ -16,7 +16,7 @@
 //
 // Run measures a Config and returns a Result with one Storm per lock and
 // grace-period policy; Write, WriteJSON and WriteBench report it. It is
-// built on loadgen's engine (targets, servers, latency histograms).
+// built on package harness (targets, servers, latency histograms).
 //
 // Concurrency: a storm's caller runs on one goroutine; its readers
 // (Config.Readers) each run on a locked OS thread and own their

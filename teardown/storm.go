@@ -9,9 +9,10 @@ import (
 	"time"
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
+
 	"github.com/kernfsim/kernfsim/client"
 	"github.com/kernfsim/kernfsim/kernfsim"
-	"github.com/kernfsim/kernfsim/loadgen"
+	"github.com/kernfsim/kernfsim/loadgen/harness"
 )
 
 // tdStorm creates and removes one run's devices.
@@ -42,7 +43,7 @@ func (s *tdStorm) progress(phase string) (stop func()) {
 	t0, quit, over := time.Now(), make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(over)
-		tick := time.NewTicker(loadgen.ProgressEvery)
+		tick := time.NewTicker(harness.ProgressEvery)
 		defer tick.Stop()
 		for {
 			select {
@@ -80,7 +81,7 @@ func (s *tdStorm) create(ctx context.Context) (time.Duration, error) {
 func (s *tdStorm) storm(ctx context.Context, run *Storm) (time.Time, error) {
 	defer s.progress("remove")()
 	readers := s.startReaders()
-	h := loadgen.NewHistogram()
+	h := harness.NewHistogram()
 	t0 := time.Now()
 	var prev time.Duration
 	var err error
@@ -91,13 +92,13 @@ func (s *tdStorm) storm(ctx context.Context, run *Storm) (time.Time, error) {
 			break
 		}
 		now := time.Since(t0)
-		loadgen.RecordLatency(h, now-prev)
+		harness.RecordLatency(h, now-prev)
 		prev = now
 		run.Calls++
 		run.Removed += len(batch)
 		s.done.Store(int64(run.Removed))
 	}
-	run.Total, run.Caller = prev, loadgen.Summarize(h)
+	run.Total, run.Caller = prev, harness.Summarize(h)
 	run.Reader = readers.stop()
 	return t0, err
 }
@@ -115,7 +116,7 @@ type tdReaders struct {
 
 type tdReader struct {
 	hist *hdrhistogram.Histogram
-	errs loadgen.ErrorTally
+	errs harness.ErrorTally
 }
 
 func (s *tdStorm) startReaders() *tdReaders {
@@ -131,7 +132,7 @@ func (s *tdStorm) startReaders() *tdReaders {
 	var ready sync.WaitGroup
 	start := make(chan struct{})
 	for i := range n {
-		r := &tdReader{hist: loadgen.NewHistogram(), errs: loadgen.ErrorTally{}}
+		r := &tdReader{hist: harness.NewHistogram(), errs: harness.ErrorTally{}}
 		rd.rs = append(rd.rs, r)
 		ready.Add(1)
 		rd.wg.Add(1)
@@ -153,7 +154,7 @@ func (s *tdStorm) startReaders() *tdReaders {
 // remover, until stop is set or none is left.
 func (s *tdStorm) read(r *tdReader, seed int, stop *atomic.Bool) {
 	rng := rand.New(rand.NewPCG(uint64(seed), 0x74656172646f776e))
-	buf := make([]byte, loadgen.DefaultBufSize)
+	buf := make([]byte, harness.DefaultBufSize)
 	for !stop.Load() {
 		lo := int(s.next.Load())
 		if lo >= len(s.names) {
@@ -162,7 +163,7 @@ func (s *tdStorm) read(r *tdReader, seed int, stop *atomic.Bool) {
 		name := s.names[lo+rng.IntN(len(s.names)-lo)]
 		t0 := time.Now()
 		err := s.t.read(name, buf)
-		loadgen.RecordLatency(r.hist, time.Since(t0))
+		harness.RecordLatency(r.hist, time.Since(t0))
 		if err != nil {
 			r.errs.Add(kernfsim.Errno(err), true, client.DevicesDir+"/"+name+"/"+tdReadFile, 1)
 		}
@@ -177,10 +178,10 @@ func (rd *tdReaders) stop() *ReaderResult {
 	rd.stopFlag.Store(true)
 	rd.wg.Wait()
 	rd.restore()
-	all, tally := loadgen.NewHistogram(), loadgen.ErrorTally{}
+	all, tally := harness.NewHistogram(), harness.ErrorTally{}
 	for _, r := range rd.rs {
 		all.Merge(r.hist)
 		tally.Merge(r.errs)
 	}
-	return &ReaderResult{Readers: len(rd.rs), Latency: loadgen.Summarize(all), Errors: tally.Sorted()}
+	return &ReaderResult{Readers: len(rd.rs), Latency: harness.Summarize(all), Errors: tally.Sorted()}
 }

@@ -9,12 +9,13 @@ import (
 	"strings"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/kernfsim/kernfsim/client"
 	"github.com/kernfsim/kernfsim/kernfsim"
-	"github.com/kernfsim/kernfsim/loadgen"
+	"github.com/kernfsim/kernfsim/loadgen/harness"
 	"github.com/kernfsim/kernfsim/locking"
 	"github.com/kernfsim/kernfsim/sysfs"
-	"golang.org/x/sys/unix"
 )
 
 // tdCounters are a target's counters at one moment.
@@ -45,17 +46,17 @@ type tdTarget interface {
 
 func openTeardownTarget(ctx context.Context, cfg Config, sp teardownSpec) (tdTarget, error) {
 	switch cfg.Target.Kind {
-	case loadgen.TargetSim:
+	case harness.TargetSim:
 		return newSimTD(cfg, sp)
-	case loadgen.TargetPath:
+	case harness.TargetPath:
 		return newMountTD(cfg.Target.Dir, nil)
 	}
 	sc := *cfg.Server
 	sc.Lock, sc.Args = sp.lock, slices.Clone(sc.Args)
-	if loadgen.LockTraits(sp.lock).GracePeriods {
+	if harness.GracePeriods(sp.lock) {
 		sc.Args = append(sc.Args, graceArgs(sp.gp, cfg.Grace)...)
 	}
-	srv, err := loadgen.StartServer(ctx, sc)
+	srv, err := harness.StartServer(ctx, sc)
 	if err != nil {
 		return nil, err
 	}
@@ -98,9 +99,9 @@ func newSimTD(cfg Config, sp teardownSpec) (*simTD, error) {
 	a, err := sysfs.Assemble(sysfs.Options{Lock: sp.lock, Grace: cfg.Grace, GP: gp, Synth: cfg.Target.Tree.WithDefaults(),
 		ABI: true, MaxDevices: max(cfg.Count, sysfs.DefaultMaxDevices)})
 	if err != nil {
-		return nil, loadgen.AssembleError(err)
+		return nil, harness.AssembleError(err)
 	}
-	return &simTD{t: a.Tree, abi: a.ABI, w: kernfsim.NewWalker(a.Tree, kernfsim.WalkerOptions{}), cred: loadgen.DefaultSimCred}, nil
+	return &simTD{t: a.Tree, abi: a.ABI, w: kernfsim.NewWalker(a.Tree, kernfsim.WalkerOptions{}), cred: harness.DefaultSimCred}, nil
 }
 
 func (s *simTD) create(name string, attrs int) error { return s.abi.Create(name, attrs) }
@@ -137,13 +138,13 @@ func (s *simTD) close() error {
 // mountTD is a kernfsim mount: new_device and delete_device stay open for
 // the whole storm, one write(2) per call.
 type mountTD struct {
-	d        *loadgen.Dir
-	srv      *loadgen.Server // nil for a mount loadgen did not start
+	d        *harness.Dir
+	srv      *harness.Server // nil for a mount loadgen did not start
 	add, del int             // file descriptors of new_device and delete_device
 }
 
-func newMountTD(dir string, srv *loadgen.Server) (*mountTD, error) {
-	d, err := loadgen.OpenDir(dir)
+func newMountTD(dir string, srv *harness.Server) (*mountTD, error) {
+	d, err := harness.OpenDir(dir)
 	if err != nil {
 		return nil, err
 	}
@@ -153,9 +154,9 @@ func newMountTD(dir string, srv *loadgen.Server) (*mountTD, error) {
 		rel string
 	}{{&m.add, client.NewDevicePath}, {&m.del, client.DeleteDevicePath}} {
 		path := d.Path(f.rel)
-		if err := loadgen.Retry(func() (err error) { *f.fd, err = unix.Open(path, unix.O_WRONLY|unix.O_CLOEXEC, 0); return }); err != nil {
+		if err := harness.RetryEINTR(func() (err error) { *f.fd, err = unix.Open(path, unix.O_WRONLY|unix.O_CLOEXEC, 0); return }); err != nil {
 			m.closeFiles()
-			return nil, loadgen.BadConfig("Dir", "give a kernfsim mount (kernfsim mount DIR)", "%s: %v: not a kernfsim mount", path, err)
+			return nil, harness.BadConfig("Dir", "give a kernfsim mount (kernfsim mount DIR)", "%s: %v: not a kernfsim mount", path, err)
 		}
 	}
 	if err := m.removeLeftovers(); err != nil {
@@ -217,7 +218,7 @@ func (m *mountTD) awaitIdle(timeout time.Duration) error {
 }
 
 func (m *mountTD) write(fd int, data []byte) error {
-	return loadgen.Retry(func() error { _, err := unix.Write(fd, data); return err })
+	return harness.RetryEINTR(func() error { _, err := unix.Write(fd, data); return err })
 }
 
 func (m *mountTD) create(name string, attrs int) error {

@@ -8,16 +8,15 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kernfsim/kernfsim/loadgen"
-	"github.com/kernfsim/kernfsim/locking"
-
 	"github.com/kernfsim/kernfsim/kernfsim"
+	"github.com/kernfsim/kernfsim/loadgen/harness"
+	"github.com/kernfsim/kernfsim/locking"
 	"github.com/kernfsim/kernfsim/sysfs"
 )
 
 // simTeardown is a storm in process on a small tree.
 func simTeardown(count, batch, readers int, locks ...string) Config {
-	return Config{Target: loadgen.Target{Kind: loadgen.TargetSim, Tree: sysfs.SynthConfig{CPUs: 4, Sockets: 1, MemBlocks: 4}},
+	return Config{Target: harness.Target{Kind: harness.TargetSim, Tree: sysfs.SynthConfig{CPUs: 4, Sockets: 1, MemBlocks: 4}},
 		Locks: locks, Count: count, Batch: batch, Readers: readers}
 }
 
@@ -48,7 +47,7 @@ func TestTeardownSimPolicies(t *testing.T) {
 		if r.UntilComplete < r.Total || r.Caller.Count != n {
 			t.Errorf("%s/%s: until complete %v before the storm's end %v, or %d latencies", r.Lock, r.GP, r.UntilComplete, r.Total, r.Caller.Count)
 		}
-		if !loadgen.LockTraits(r.Lock).GracePeriods && (r.Counts.GracePeriods != 0 || r.Counts.Queued != 0) {
+		if !harness.GracePeriods(r.Lock) && (r.Counts.GracePeriods != 0 || r.Counts.Queued != 0) {
 			t.Errorf("%s: %+v, want no grace period and nothing queued", r.Lock, r.Counts)
 		}
 	}
@@ -113,33 +112,33 @@ func TestTeardownReaders(t *testing.T) {
 }
 
 func TestTeardownConfigErrors(t *testing.T) {
-	mount := loadgen.Target{Kind: loadgen.TargetPath, Dir: "/nonexistent"}
+	mount := harness.Target{Kind: harness.TargetPath, Dir: "/nonexistent"}
 	readOnly := locking.NamesWhere(func(t locking.Traits) bool { return !t.AcceptsWriters })
-	tiny := loadgen.Target{Kind: loadgen.TargetSim, Tree: sysfs.SynthConfig{CPUs: 4, Sockets: 1, MemBlocks: 4}}
-	limit, _ := loadgen.ThreadLimit()
+	tiny := harness.Target{Kind: harness.TargetSim, Tree: sysfs.SynthConfig{CPUs: 4, Sockets: 1, MemBlocks: 4}}
+	limit, _ := harness.ThreadLimit()
 	for _, c := range []struct {
 		name  string
 		cfg   Config
 		field string
 	}{
-		{"lock refusing writers", Config{Target: loadgen.Target{Kind: loadgen.TargetSim}, Locks: readOnly}, "Lock"},
-		{"batch over count", Config{Target: loadgen.Target{Kind: loadgen.TargetSim}, Count: 5, Batch: 6}, "Batch"},
-		{"negative readers", Config{Target: loadgen.Target{Kind: loadgen.TargetSim}, Readers: -1}, "Count"},
-		{"too many attrs", Config{Target: loadgen.Target{Kind: loadgen.TargetSim}, Attrs: 1000}, "Attrs"},
+		{"lock refusing writers", Config{Target: harness.Target{Kind: harness.TargetSim}, Locks: readOnly}, "Lock"},
+		{"batch over count", Config{Target: harness.Target{Kind: harness.TargetSim}, Count: 5, Batch: 6}, "Batch"},
+		{"negative readers", Config{Target: harness.Target{Kind: harness.TargetSim}, Readers: -1}, "Count"},
+		{"too many attrs", Config{Target: harness.Target{Kind: harness.TargetSim}, Attrs: 1000}, "Attrs"},
 		{"over a page", Config{Target: mount, Batch: 1000}, "Batch"},
 		{"over the server's limit", Config{Target: mount, Count: sysfs.DefaultMaxDevices + 1}, "Count"},
-		{"bad tree", Config{Target: loadgen.Target{Kind: loadgen.TargetSim, Tree: sysfs.SynthConfig{CPUs: -1}}}, "Tree"},
+		{"bad tree", Config{Target: harness.Target{Kind: harness.TargetSim, Tree: sysfs.SynthConfig{CPUs: -1}}}, "Tree"},
 		{"not a mount", Config{Target: mount}, "Dir"},
 		{"more readers than threads", Config{Target: tiny, Readers: limit + 1}, "Readers"},
-		{"more devices than the sim holds", Config{Target: tiny, Count: loadgen.MaxSimDevices + 1}, "Count"},
+		{"more devices than the sim holds", Config{Target: tiny, Count: MaxSimDevices + 1}, "Count"},
 	} {
 		_, err := Run(context.Background(), c.cfg)
-		var ce *loadgen.ConfigError
+		var ce *harness.ConfigError
 		if !errors.As(err, &ce) || ce.Field != c.field {
 			t.Errorf("%s: got %v, want a ConfigError on %s", c.name, err, c.field)
 		}
 	}
-	if _, err := Run(context.Background(), Config{Target: loadgen.Target{Kind: loadgen.TargetKernfsim}}); !errors.Is(err, loadgen.ErrNoServer) {
+	if _, err := Run(context.Background(), Config{Target: harness.Target{Kind: harness.TargetKernfsim}}); !errors.Is(err, harness.ErrNoServer) {
 		t.Errorf("no server: got %v, want ErrNoServer", err)
 	}
 }

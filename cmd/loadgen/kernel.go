@@ -11,7 +11,7 @@ import (
 
 	"github.com/kernfsim/kernfsim/internal/cli"
 	"github.com/kernfsim/kernfsim/kernelprobe"
-	"github.com/kernfsim/kernfsim/loadgen"
+	"github.com/kernfsim/kernfsim/loadgen/harness"
 )
 
 // kernelFlags are the flags of umount-storm and unshare.
@@ -116,7 +116,7 @@ func (f *kernelFlags) run(cmd *cobra.Command) error {
 		return err
 	}
 	res, err := kernelprobe.Run(cmd.Context(), f.cfg)
-	var ce *loadgen.ConfigError
+	var ce *harness.ConfigError
 	if err != nil && !errors.As(err, &ce) && (res.Mount != nil || res.Unshare != nil) {
 		err = errors.Join(err, f.write(w, res))
 	} else if err == nil {

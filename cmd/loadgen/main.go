@@ -28,7 +28,7 @@ import (
 
 	"github.com/kernfsim/kernfsim/internal/buildinfo"
 	"github.com/kernfsim/kernfsim/internal/cli"
-	"github.com/kernfsim/kernfsim/loadgen"
+	"github.com/kernfsim/kernfsim/loadgen/harness"
 )
 
 func main() {
@@ -52,7 +52,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (code int
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	cmd, err := root.ExecuteContextC(context.WithValue(ctx, argsKey{}, append([]string{"loadgen"}, args...)))
-	return report(cmd, err, stderr)
+	return exitStatus(cmd, err, stderr)
 }
 
 // argsKey is the context key of the command line, which results record.
@@ -81,11 +81,11 @@ type exitError struct{ code int }
 
 func (e *exitError) Error() string { return fmt.Sprintf("exit status %d", e.code) }
 
-// report prints err and returns the exit status for it.
-func report(cmd *cobra.Command, err error, stderr io.Writer) int {
+// exitStatus prints err and returns the exit status for it.
+func exitStatus(cmd *cobra.Command, err error, stderr io.Writer) int {
 	var (
 		usage *cli.UsageError
-		ce    *loadgen.ConfigError
+		ce    *harness.ConfigError
 		exit  *exitError
 	)
 	switch {
@@ -133,8 +133,8 @@ var fieldFlags = map[string]string{
 	"Writers": "--writers", "WriteRate": "--write-rate",
 }
 
-// configMessage is a *loadgen.ConfigError in terms of flags.
-func configMessage(ce *loadgen.ConfigError) string {
+// configMessage is a *harness.ConfigError in terms of flags.
+func configMessage(ce *harness.ConfigError) string {
 	field := ce.Field
 	if f, ok := fieldFlags[field]; ok {
 		field = f

@@ -11,6 +11,7 @@ import (
 
 	"github.com/kernfsim/kernfsim/internal/cli"
 	"github.com/kernfsim/kernfsim/loadgen"
+	"github.com/kernfsim/kernfsim/loadgen/harness"
 	"github.com/kernfsim/kernfsim/soak"
 )
 
@@ -114,9 +115,9 @@ func (f *soakFlags) config(fs *pflag.FlagSet) (soak.Config, error) {
 		return soak.Config{}, &cli.UsageError{Err: errors.New("--locks and --readers need at least one name each")}
 	}
 	return soak.Config{Duration: f.duration, Interval: f.interval, Warmup: f.warmup, Locks: f.locks,
-		Dir: f.path, ServerPID: f.serverPID, Readers: f.readers, PerOp: f.perOp, Churn: f.churn,
+		Dir: f.path, ServerPID: f.serverPID, Readers: f.readers, Workers: loadgen.Workers, PerOp: f.perOp, Churn: f.churn,
 		StormEvery: f.stormEvery, StormSize: f.stormSize, Tolerance: f.tolerance, RSSSlack: rssSlack(f.rssSlackMiB),
-		Server: &loadgen.ServerConfig{Command: serverCommand(), Args: append(f.tree.serverArgs(), f.serverArgs...)}}, nil
+		Server: &harness.ServerConfig{Command: serverCommand(), Args: append(f.tree.serverArgs(), f.serverArgs...)}}, nil
 }
 
 func (f *soakFlags) run(cmd *cobra.Command) error {

@@ -16,7 +16,8 @@ import (
 
 	"github.com/kernfsim/kernfsim/client"
 	"github.com/kernfsim/kernfsim/internal/cli"
-	"github.com/kernfsim/kernfsim/loadgen"
+	"github.com/kernfsim/kernfsim/loadgen/harness"
+	"github.com/kernfsim/kernfsim/loadgen/report"
 )
 
 // smallTree keeps the server's start-up short.
@@ -73,7 +74,7 @@ func TestDefaultTargetChurn(t *testing.T) {
 	requireFUSE(t)
 	code, out, errOut := runArgs(context.Background(), append([]string{"--threads", "2", "--times", "300", "--churn", "1000",
 		"--format", "json"}, smallTree...)...)
-	var j loadgen.JSONRun
+	var j report.JSONRun
 	if code != cli.ExitOK || json.Unmarshal([]byte(out), &j) != nil {
 		t.Fatalf("exit %d, stderr %q\n%s", code, errOut, out)
 	}
@@ -158,8 +159,8 @@ func TestCompareWritersGolden(t *testing.T) {
 
 func TestCompareFormats(t *testing.T) {
 	code, out, errOut := runArgs(context.Background(), append(compareArgs, "--format", "json")...)
-	var j loadgen.JSONCompare
-	if code != cli.ExitOK || json.Unmarshal([]byte(out), &j) != nil || len(j.Cells) != 2*2*2 || j.Schema != loadgen.SchemaCompare {
+	var j report.JSONCompare
+	if code != cli.ExitOK || json.Unmarshal([]byte(out), &j) != nil || len(j.Cells) != 2*2*2 || j.Schema != report.SchemaCompare {
 		t.Errorf("json: exit %d, stderr %q, %d cells", code, errOut, len(j.Cells))
 	}
 	code, out, _ = runArgs(context.Background(), append(compareArgs, "--format", "bench")...)
@@ -189,7 +190,7 @@ func TestCompareAllTargets(t *testing.T) {
 // recover.
 func TestDeadMount(t *testing.T) {
 	requireFUSE(t)
-	s, err := loadgen.StartServer(context.Background(), loadgen.ServerConfig{Command: serverCommand(), Args: smallTree})
+	s, err := harness.StartServer(context.Background(), harness.ServerConfig{Command: serverCommand(), Args: smallTree})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,7 +16,7 @@ import (
 
 	"github.com/kernfsim/kernfsim/internal/cli"
 	"github.com/kernfsim/kernfsim/kernelprobe"
-	"github.com/kernfsim/kernfsim/loadgen"
+	"github.com/kernfsim/kernfsim/loadgen/harness"
 	"github.com/kernfsim/kernfsim/teardown"
 )
 
@@ -96,7 +96,7 @@ func TestTeardownFUSE(t *testing.T) {
 // stats; devices an earlier storm left are removed first.
 func TestTeardownPath(t *testing.T) {
 	requireFUSE(t)
-	srv, err := loadgen.StartServer(context.Background(), loadgen.ServerConfig{Command: serverCommand(), Lock: "rcu",
+	srv, err := harness.StartServer(context.Background(), harness.ServerConfig{Command: serverCommand(), Lock: "rcu",
 		Args: []string{"--gp=deferred", "--cpus=2", "--sockets=1", "--mem-blocks=4"}})
 	if err != nil {
 		t.Fatal(err)

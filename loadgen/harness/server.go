@@ -1,4 +1,4 @@
-package loadgen
+package harness
 
 import (
 	"bytes"
@@ -17,6 +17,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/kernfsim/kernfsim/client"
+	"github.com/kernfsim/kernfsim/kernfsim"
 )
 
 // fuseSuperMagic is statfs's f_type of a FUSE mount.
@@ -314,4 +315,19 @@ func (s *Server) keep(p []byte) (int, error) {
 		s.output.Write(p)
 	}
 	return len(p), nil
+}
+
+// NewServerGoneError is the error for a run whose mount lost its server
+// midway, saying how to get the mountpoint back; tally holds the run's
+// failures, of which it counts those the lost connection caused.
+func NewServerGoneError(dir string, tally ErrorTally) error {
+	var n int64
+	for k, c := range tally {
+		if kernfsim.Disconnected(k.errno) {
+			n += c.Count
+		}
+	}
+	return fmt.Errorf("%s: the filesystem server went away during the run (ENOTCONN, ECONNABORTED or ECANCELED: the FUSE connection ended; "+
+		"%d operations failed so): if it was kernfsim, serve the mountpoint again with 'kernfsim mount %s --force'; "+
+		"otherwise detach the dead mount with 'umount -l %s' (or 'fusermount3 -uz %s')", dir, n, dir, dir, dir)
 }
