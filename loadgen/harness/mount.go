@@ -1,9 +1,11 @@
 package harness
 
 import (
-	"regexp"
+	"cmp"
 	"strings"
 	"time"
+
+	"github.com/kernfsim/kernfsim/client"
 )
 
 // DefaultTransport is the transport of a kernfsim server that does not
@@ -31,34 +33,13 @@ type Mount struct {
 // are cached.
 func (m *Mount) NegativesFromLock() bool { return strings.HasPrefix(m.Negatives, "lock:") }
 
-var statusField = regexp.MustCompile(`(entry-timeout|attr-timeout|negative-timeout|negatives|permissions|transport)=(\S+)`)
-
-// parseMount reads a server's status line ("kernfsim: serving ... on MNT:
-// lock=rwsem entry-timeout=0s ... permissions=kernel [transport=T]"); nil
-// if line is not one.
+// parseMount reads a server's status line (client.ParseStatus); nil if
+// line is not one.
 func parseMount(line string) *Mount {
-	_, rest, ok := strings.Cut(line, " lock=")
-	if !ok || !strings.HasPrefix(line, "kernfsim: serving ") {
+	st, ok := client.ParseStatus(line)
+	if !ok {
 		return nil
 	}
-	m := &Mount{Transport: DefaultTransport}
-	m.Lock, _, _ = strings.Cut(rest, " entry-timeout=")
-	for _, f := range statusField.FindAllStringSubmatch(line, -1) {
-		d, _ := time.ParseDuration(f[2])
-		switch f[1] {
-		case "entry-timeout":
-			m.EntryTimeout = d
-		case "attr-timeout":
-			m.AttrTimeout = d
-		case "negative-timeout":
-			m.NegativeTimeout = d
-		case "negatives":
-			m.Negatives = f[2]
-		case "permissions":
-			m.Permissions = f[2]
-		case "transport":
-			m.Transport = f[2]
-		}
-	}
-	return m
+	return &Mount{Lock: st.Lock, Transport: cmp.Or(st.Transport, DefaultTransport), Permissions: st.Permissions,
+		EntryTimeout: st.EntryTimeout, AttrTimeout: st.AttrTimeout, NegativeTimeout: st.NegativeTimeout, Negatives: st.Negatives}
 }

@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
-	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -75,11 +74,7 @@ func StartServer(ctx context.Context, c ServerConfig) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{mnt: mnt, done: make(chan struct{}), said: make(chan struct{})}
-	args := append(append(append([]string{}, c.Command[1:]...), mnt, "--lock", c.Lock), c.Args...)
-	if c.Transport != "" {
-		args = append(args, "--transport", c.Transport)
-	}
-	s.cmd = exec.Command(c.Command[0], args...)
+	s.cmd = exec.Command(c.Command[0], client.MountArgs(c.Command[1:], mnt, c.Lock, c.Transport, c.Args)...)
 	s.cmd.Stdout, s.cmd.Stderr = serverStdout{s}, serverStderr{s}
 	// Own process group, so that a terminal's Ctrl-C does not unmount under
 	// running workers; loadgen stops the server itself. Pdeathsig stops it
@@ -152,20 +147,7 @@ func (s *Server) awaitMount(ctx context.Context, wait time.Duration) error {
 // /dev/fuse, not root, a refused mount): a *ConfigError with its words and
 // the way round FUSE.
 func (s *Server) startError() error {
-	var msgs []string
-	for _, line := range strings.Split(s.Stderr(), "\n") {
-		line = strings.TrimSpace(line)
-		if line == "" || strings.HasPrefix(line, "Run '") {
-			continue // cobra's usage pointer names the server's command, not loadgen's
-		}
-		for _, p := range []string{"kernfsim mount: ", "kernfsim: "} {
-			line = strings.TrimPrefix(line, p)
-		}
-		if !slices.Contains(msgs, line) {
-			msgs = append(msgs, line)
-		}
-	}
-	msg := strings.Join(msgs, "; ")
+	msg := strings.Join(client.ServerMessages(s.Stderr()), "; ")
 	var ee *exec.ExitError
 	if errors.As(s.werr, &ee) && ee.ExitCode() == 2 {
 		return &ConfigError{Field: "kernfsim server", Problem: "it could not mount: " + msg,
