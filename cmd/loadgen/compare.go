@@ -101,7 +101,7 @@ add the writers' latency per change beside the lock's use.`,
   loadgen compare --sim-cost auto --locks rwsem --threads 1,2,8,48   # sim rows with the kernel's work outside the lock
   loadgen compare --locks mutex,rwsem --threads 1,16,48 --seed        # beside seed 002's published figures
   loadgen compare --locks all --writers 1 --ops files,cgroup           # every design, with a writer beside the readers`,
-		Args: cobra.NoArgs,
+		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return f.run(cmd, stderr) },
 	}
 	fs := cmd.Flags()
@@ -368,7 +368,7 @@ func (f *compareFlags) run(cmd *cobra.Command, stderr io.Writer) error {
 	err = errors.Join(err, closePlot(), closeOut())
 	if err == nil && res.Unexpected() > 0 {
 		fmt.Fprintf(stderr, "loadgen compare: %d operations failed unexpectedly\n", res.Unexpected())
-		return &exitError{cli.ExitRuntime}
+		return &cli.ExitError{Code: cli.ExitRuntime}
 	}
 	return err
 }

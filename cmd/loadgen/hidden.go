@@ -41,7 +41,7 @@ func newServeCmd() *cobra.Command {
 				return harness.ErrNoServer
 			}
 			if code := serveMain(cmd.Context(), args, cmd.OutOrStdout(), cmd.ErrOrStderr()); code != cli.ExitOK {
-				return &exitError{code}
+				return &cli.ExitError{Code: code}
 			}
 			return nil
 		},
@@ -55,7 +55,7 @@ func newWorkerCmd() *cobra.Command {
 	return &cobra.Command{
 		Use:    "__worker",
 		Hidden: true,
-		Args:   cobra.NoArgs,
+		Args:   noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			start := os.NewFile(3, "start")
 			defer start.Close()

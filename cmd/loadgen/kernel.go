@@ -38,7 +38,7 @@ seeds' figures. Root only.`,
 		Example: `  sudo loadgen umount-storm
   sudo loadgen umount-storm --count 5000 --lazy
   sudo loadgen umount-storm --format bench`,
-		Args: cobra.NoArgs,
+		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return f.run(cmd) },
 	}
 	fs := cmd.Flags()
@@ -63,7 +63,7 @@ same loop without the flag as a baseline. It prints the kernel release, the
 rcupdate parameters and the seeds' figures. Root only.`,
 		Example: `  sudo loadgen unshare --ns ipc --count 1000
   sudo loadgen unshare --ns net --count 200 --format json`,
-		Args: cobra.NoArgs,
+		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return f.run(cmd) },
 	}
 	fs := cmd.Flags()
@@ -85,7 +85,7 @@ func newKernelChildCmd() *cobra.Command {
 	return &cobra.Command{
 		Use:    "__kernel",
 		Hidden: true,
-		Args:   cobra.NoArgs,
+		Args:   noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return kernelprobe.Serve(cmd.Context(), cmd.InOrStdin(), cmd.OutOrStdout())
 		},

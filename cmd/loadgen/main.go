@@ -21,7 +21,6 @@ import (
 	"os"
 	"os/signal"
 	"runtime/debug"
-	"strings"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -52,7 +51,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (code int
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	cmd, err := root.ExecuteContextC(context.WithValue(ctx, argsKey{}, append([]string{"loadgen"}, args...)))
-	return exitStatus(cmd, err, stderr)
+	return cli.Report("loadgen", cmd, classify(err), stderr)
 }
 
 // argsKey is the context key of the command line, which results record.
@@ -76,51 +75,35 @@ func newRootCmd(stderr io.Writer) *cobra.Command {
 	return root
 }
 
-// exitError carries an exit status already reported.
-type exitError struct{ code int }
-
-func (e *exitError) Error() string { return fmt.Sprintf("exit status %d", e.code) }
-
-// exitStatus prints err and returns the exit status for it.
-func exitStatus(cmd *cobra.Command, err error, stderr io.Writer) int {
+// classify gives err the type cli.Report maps to loadgen's exit status:
+// a *harness.ConfigError is bad input, said in terms of flags; an error
+// not typed already is a failure at run time.
+func classify(err error) error {
 	var (
-		usage *cli.UsageError
 		ce    *harness.ConfigError
-		exit  *exitError
+		exit  *cli.ExitError
+		usage *cli.UsageError
+		input *cli.InputError
+		rt    *cli.RuntimeError
 	)
 	switch {
-	case err == nil:
-		return cli.ExitOK
-	case errors.As(err, &exit):
-		return exit.code
-	case errors.Is(err, context.Canceled):
-		fmt.Fprintln(stderr, "loadgen: interrupted")
-		return cli.ExitRuntime
+	case err == nil, errors.As(err, &exit), errors.Is(err, context.Canceled):
+		return err
 	case errors.As(err, &ce):
-		fmt.Fprintf(stderr, "loadgen: %s\n", configMessage(ce))
-		return cli.ExitUsage
-	case errors.As(err, &usage):
-		fmt.Fprintf(stderr, "loadgen: %v\n", err)
-		if cmd != nil {
-			fmt.Fprintf(stderr, "Run '%s --help' for usage.\n", cmd.CommandPath())
-		}
-		return cli.ExitUsage
+		return &cli.InputError{Err: errors.New(configMessage(ce))}
+	case errors.As(err, &usage), errors.As(err, &input), errors.As(err, &rt):
+		return err
 	}
-	fmt.Fprintf(stderr, "loadgen: %v\n", err)
-	if isCobraUsage(err) {
-		return cli.ExitUsage
-	}
-	return cli.ExitRuntime
+	return &cli.RuntimeError{Err: err}
 }
 
-// isCobraUsage reports errors cobra makes itself for a bad command line.
-func isCobraUsage(err error) bool {
-	for _, p := range []string{"unknown command", "unknown flag", "unknown shorthand", "accepts ", "requires at least", "invalid argument"} {
-		if strings.Contains(err.Error(), p) {
-			return true
-		}
+// noArgs refuses positional arguments as bad input (cobra.NoArgs's
+// "unknown command"), reported without the pointer to --help.
+func noArgs(cmd *cobra.Command, args []string) error {
+	if err := cobra.NoArgs(cmd, args); err != nil {
+		return &cli.InputError{Err: err}
 	}
-	return false
+	return nil
 }
 
 // fieldFlags names the flag behind each loadgen.Config field.

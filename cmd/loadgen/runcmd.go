@@ -75,7 +75,7 @@ in 2 sockets) or, with --tree host[:DIR], a mirror of this host's /sys.`,
   loadgen --sim --op cgroup --cgroups 200 --lock rcu --writers 4   # a node agent while containers start and stop
   loadgen --sim --lock rcu --churn 200 --format json --out run.json
   loadgen --sim --sim-cost auto --threads 48      # the kernel's work outside kernfs's lock, calibrated against /sys`,
-		Args: cobra.NoArgs,
+		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return f.run(cmd, stderr) },
 	}
 	addRunFlags(cmd.Flags(), f)
@@ -198,7 +198,7 @@ func (f *runFlags) run(cmd *cobra.Command, stderr io.Writer) error {
 	}, func(r loadgen.Result) bool { return r.Single.Ran }, writerFor(f.format, report.WriteSeed, report.WriteJSON, report.WriteBench))
 	if err == nil && res.Unexpected() > 0 {
 		fmt.Fprintf(stderr, "loadgen: %d operations failed unexpectedly (see errors: in the output)\n", res.Unexpected())
-		return &exitError{cli.ExitRuntime}
+		return &cli.ExitError{Code: cli.ExitRuntime}
 	}
 	return err
 }

@@ -60,7 +60,7 @@ the message names the failed condition.`,
 		Example: `  loadgen soak                                # 10 minutes: mutex, rwsem, rcu
   loadgen soak --duration 60s --interval 5s --cpus 8 --mem-blocks 16
   loadgen soak --path /mnt/k --server-pid $(pidof kernfsim) --duration 30m   # a mount you started`,
-		Args: cobra.NoArgs,
+		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return f.run(cmd) },
 	}
 	fs := cmd.Flags()
@@ -138,7 +138,7 @@ func (f *soakFlags) run(cmd *cobra.Command) error {
 	}
 	if fails := res.Failures(); len(fails) > 0 {
 		fmt.Fprintf(cmd.ErrOrStderr(), "loadgen: soak failed: %s\n", strings.Join(fails, "; "))
-		return &exitError{cli.ExitRuntime}
+		return &cli.ExitError{Code: cli.ExitRuntime}
 	}
 	return nil
 }

@@ -63,7 +63,7 @@ delete_device.`,
   loadgen teardown --sim --gps normal --batch 5000     # 5000 removals sharing one grace period
   loadgen teardown --count 1000 --format json --out teardown.json
   loadgen teardown --path /mnt/k --count 500`,
-		Args: cobra.NoArgs,
+		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return f.run(cmd, stderr) },
 	}
 	fs := cmd.Flags()
@@ -210,7 +210,7 @@ func (f *teardownFlags) run(cmd *cobra.Command, stderr io.Writer) error {
 	if err == nil {
 		if bad := incomplete(res); bad != "" {
 			fmt.Fprintf(stderr, "loadgen teardown: %s\n", bad)
-			return &exitError{cli.ExitRuntime}
+			return &cli.ExitError{Code: cli.ExitRuntime}
 		}
 	}
 	return err
