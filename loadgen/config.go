@@ -271,7 +271,7 @@ func (c Config) validateOp() error {
 			"a missing path cannot be the object of %s", c.Op)
 	}
 	if c.Op == harness.OpLstopo && c.Target.Kind == harness.TargetSim {
-		return harness.BadConfig("Op", "measure a mount (--path DIR or the default target)",
+		return harness.BadConfig("Op", "measure a mount ({Dir} DIR or the default target)",
 			"lstopo reads a filesystem, and a sim target has none")
 	}
 	return nil
@@ -328,7 +328,7 @@ func (c Config) validateProcs() error {
 	case !c.Procs:
 		return nil
 	case c.Target.Kind == harness.TargetSim:
-		return harness.BadConfig("Procs", "drop --procs, or measure a mount (--path DIR or the default target)",
+		return harness.BadConfig("Procs", "drop {Procs}, or measure a mount ({Dir} DIR or the default target)",
 			"worker processes cannot share the in-process tree of a sim target")
 	case len(c.WorkerCommand) == 0:
 		return harness.BadConfig("WorkerCommand", "set it to a command that runs ServeWorker", "Procs needs a worker command")

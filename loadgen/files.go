@@ -134,7 +134,7 @@ func chooseFiles(t target, c Config) ([]string, error) {
 		return nil, err
 	}
 	if len(got) < want && !(c.Op == harness.OpRandom && len(got) >= c.Files) {
-		return nil, harness.BadConfig("Files", "ask for fewer (--files N) or name them (--file PATH)",
+		return nil, harness.BadConfig("Files", "ask for fewer ({Files} N) or name them ({FileList} PATH)",
 			"%d distinct readable files wanted, only %d found under %s", want, len(got), t.abs(""))
 	}
 	return got, nil

@@ -54,12 +54,12 @@ const CgroupFiles = 5
 // cgroups below fs/cgroup holding every file the first one has.
 func (p *plan) setCgroup(t target, c Config) error {
 	if err := t.stat(t.abs(cgroupDir + "/cgroup.controllers")); err != nil {
-		return harness.BadConfig("Op", "give the tree cgroups (--cgroups N) or measure a sysfs whose fs/cgroup is cgroup v2",
+		return harness.BadConfig("Op", "give the tree cgroups ({Tree.Cgroups} N) or measure a sysfs whose fs/cgroup is cgroup v2",
 			"cgroup needs a cgroup v2 hierarchy at %s, and %s/cgroup.controllers is not there (%v)", t.abs(cgroupDir), t.abs(cgroupDir), err)
 	}
 	cgs := listCgroups(t)
 	if len(cgs) == 0 {
-		return harness.BadConfig("Op", "give the tree cgroups (--cgroups N)", "%s has no cgroup below its root", t.abs(cgroupDir))
+		return harness.BadConfig("Op", "give the tree cgroups ({Tree.Cgroups} N)", "%s has no cgroup below its root", t.abs(cgroupDir))
 	}
 	first := cgroupDir + "/" + cgs[0] + "/"
 	read, _, err := classify(t, prefixed(first, cgroupReads), make([]byte, CgroupPage))
@@ -163,7 +163,7 @@ func newCgroupChurn(t target, c Config) (*writerSet, string, error) {
 		why = err.Error()
 	}
 	if c.explicitWriters() {
-		return nil, "", harness.BadConfig(c.writersField(), "churn the cgroups of a kernfsim tree (--sim or a kernfsim mount; --cgroups N)", "%s", why)
+		return nil, "", harness.BadConfig(c.writersField(), "churn the cgroups of a kernfsim tree ({TargetSim} or a kernfsim mount; {Tree.Cgroups} N)", "%s", why)
 	}
 	return nil, "no cgroup churn: " + why + "; readers only", nil
 }

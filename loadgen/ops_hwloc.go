@@ -53,7 +53,7 @@ var (
 func (p *plan) setHwloc(t target, c Config) error {
 	cpus := cpuNames(t)
 	if len(cpus) == 0 {
-		return harness.BadConfig("Op", "measure a sysfs (a kernfsim mount, /sys or --sim)",
+		return harness.BadConfig("Op", "measure a sysfs (a kernfsim mount, /sys or {TargetSim})",
 			"%s needs %s/cpuN directories, and %s has none", c.Op, cpuDir, t.abs(""))
 	}
 	read, missing, err := classify(t, hwlocNames(t, cpus), make([]byte, max(c.BufSize, 8192)))

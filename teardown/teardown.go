@@ -179,16 +179,16 @@ func (c Config) validate() error {
 		return harness.BadConfig("Count", "give a positive count and batch, and 0 or more readers",
 			"count %d, batch %d, readers %d", c.Count, c.Batch, c.Readers)
 	case c.Batch > c.Count:
-		return harness.BadConfig("Batch", "give at most --count", "batch %d is more than the %d devices", c.Batch, c.Count)
+		return harness.BadConfig("Batch", "give at most {Count}", "batch %d is more than the %d devices", c.Batch, c.Count)
 	case c.Count > MaxSimDevices:
 		return harness.BadConfig("Count", "give at most "+strconv.Itoa(MaxSimDevices), "%d devices would take more memory than a storm needs", c.Count)
 	case c.Attrs < 0 || c.Attrs > sysfs.MaxDeviceAttrs:
 		return harness.BadConfig("Attrs", "give 0 to "+strconv.Itoa(sysfs.MaxDeviceAttrs), "%d attributes per device", c.Attrs)
 	case c.Target.Kind != harness.TargetSim && c.Count > sysfs.DefaultMaxDevices:
-		return harness.BadConfig("Count", "give at most "+strconv.Itoa(sysfs.DefaultMaxDevices)+" on a mount, or use --sim",
+		return harness.BadConfig("Count", "give at most "+strconv.Itoa(sysfs.DefaultMaxDevices)+" on a mount, or use {TargetSim}",
 			"a kernfsim server makes at most %d devices", sysfs.DefaultMaxDevices)
 	case c.Target.Kind != harness.TargetSim && c.Batch*(len(tdName(c.Count-1))+1) > kernfsim.PageSize:
-		return harness.BadConfig("Batch", fmt.Sprintf("give at most %d on a mount, or use --sim (no page limit in process)",
+		return harness.BadConfig("Batch", fmt.Sprintf("give at most %d on a mount, or use {TargetSim} (no page limit in process)",
 			kernfsim.PageSize/(len(tdName(c.Count-1))+1)), "%d names do not fit one %d-byte write to delete_device",
 			c.Batch, kernfsim.PageSize)
 	}

@@ -116,6 +116,13 @@ var fieldFlags = map[string]string{
 	"Writers": "--writers", "WriteRate": "--write-rate",
 }
 
+// hintFlags names the flags behind what hints name besides fieldFlags'
+// fields: a target kind, a tree's size, a tool's own fields. A message's
+// Field is mapped by fieldFlags alone.
+var hintFlags = map[string]string{
+	"TargetSim": "--sim", "Tree.Cgroups": "--cgroups", "Tree.MemBlocks": "--mem-blocks", "Count": "--count",
+}
+
 // configMessage is a *harness.ConfigError in terms of flags.
 func configMessage(ce *harness.ConfigError) string {
 	field := ce.Field
@@ -123,8 +130,19 @@ func configMessage(ce *harness.ConfigError) string {
 		field = f
 	}
 	s := field + ": " + ce.Problem
-	if ce.Hint != "" {
-		s += "; " + ce.Hint
+	if h := ce.HintFor(hintFlag); h != "" {
+		s += "; " + h
 	}
 	return s
+}
+
+// hintFlag is the flag behind a field a hint names.
+func hintFlag(field string) string {
+	if f, ok := fieldFlags[field]; ok {
+		return f
+	}
+	if f, ok := hintFlags[field]; ok {
+		return f
+	}
+	return field
 }

@@ -188,8 +188,8 @@ func tdUsage(err error) error {
 		return err
 	}
 	msg := tdFlags[ce.Field] + ": " + ce.Problem
-	if ce.Hint != "" {
-		msg += "; " + ce.Hint
+	if h := ce.HintFor(hintFlag); h != "" {
+		msg += "; " + h
 	}
 	return &cli.UsageError{Err: errors.New(msg)}
 }

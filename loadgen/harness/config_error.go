@@ -1,22 +1,35 @@
 package harness
 
-import "fmt"
+import (
+	"fmt"
+	"regexp"
+)
 
 // ConfigError is a configuration that cannot run: bad input, not a
-// failure. Field names the configuration field at fault; the commands
-// map it to their flag.
+// failure. It names configuration fields, never flags: Field is the one
+// at fault, and Hint names others as {Field} (or {Tree.Cgroups}, or a
+// target kind's constant such as {TargetSim}); a command maps each to its
+// flag with HintFor.
 type ConfigError struct {
 	Field   string // the Config field (or the path) at fault
 	Problem string // what is wrong
-	Hint    string // what to do about it
+	Hint    string // what to do about it, naming fields as {Field}
 }
 
 func (e *ConfigError) Error() string {
 	s := e.Field + ": " + e.Problem
-	if e.Hint != "" {
-		s += " (" + e.Hint + ")"
+	if h := e.HintFor(func(field string) string { return field }); h != "" {
+		s += " (" + h + ")"
 	}
 	return s
+}
+
+// fieldRef is a field Hint names: {Field}.
+var fieldRef = regexp.MustCompile(`\{[A-Za-z][A-Za-z.]*\}`)
+
+// HintFor is Hint with each field it names put as name puts it.
+func (e *ConfigError) HintFor(name func(field string) string) string {
+	return fieldRef.ReplaceAllStringFunc(e.Hint, func(ref string) string { return name(ref[1 : len(ref)-1]) })
 }
 
 // BadConfig is a *ConfigError for field, its problem formatted from

@@ -151,7 +151,7 @@ func (s *Server) startError() error {
 	var ee *exec.ExitError
 	if errors.As(s.werr, &ee) && ee.ExitCode() == 2 {
 		return &ConfigError{Field: "kernfsim server", Problem: "it could not mount: " + msg,
-			Hint: "measure in-process with --sim, which needs neither root nor FUSE"}
+			Hint: "measure in-process with {TargetSim}, which needs neither root nor FUSE"}
 	}
 	return fmt.Errorf("the kernfsim server exited before it mounted (%v): %s", s.werr, msg)
 }
