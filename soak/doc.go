@@ -9,7 +9,7 @@
 // benchmark's operations through Config.Workers (loadgen.Workers).
 //
 // Lock ordering: each actor (a reader, the churner, the storms) has one
-// mutex, soakActor.mu, guarding its interval's histogram, operation count
+// mutex, actor.mu, guarding its interval's histogram, operation count
 // and error tally; the sampler takes each in turn to drain it, never two
 // at once.
 package soak

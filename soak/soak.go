@@ -219,7 +219,7 @@ func Run(ctx context.Context, c Config) (Result, error) {
 	var res Result
 	per := c.Duration / time.Duration(len(c.Locks))
 	var err error
-	res.Interrupted, err = harness.RunEach(ctx, c.Locks, func(lock string) (Mode, error) { return soakMode(ctx, c, lock, per) },
+	res.Interrupted, err = harness.RunEach(ctx, c.Locks, func(lock string) (Mode, error) { return runMode(ctx, c, lock, per) },
 		func(m Mode, err error) {
 			if m.Lock != "" {
 				res.Modes = append(res.Modes, m)
@@ -231,9 +231,9 @@ func Run(ctx context.Context, c Config) (Result, error) {
 	return res, err
 }
 
-// soakMode runs one mode for d on a server of its own (or on c.Dir).
-func soakMode(ctx context.Context, c Config, lock string, d time.Duration) (m Mode, err error) {
-	p, err := openSoakServer(ctx, c, lock)
+// runMode runs one mode for d on a server of its own (or on c.Dir).
+func runMode(ctx context.Context, c Config, lock string, d time.Duration) (m Mode, err error) {
+	p, err := openServer(ctx, c, lock)
 	if err != nil {
 		return m, err
 	}
@@ -242,12 +242,12 @@ func soakMode(ctx context.Context, c Config, lock string, d time.Duration) (m Mo
 	if m.Baseline, err = p.forget(ctx, -1); err != nil {
 		return m, err
 	}
-	l, err := newSoakLoad(p.t, c, harness.AcceptsWriters(m.Lock))
+	l, err := newLoad(p.t, c, harness.AcceptsWriters(m.Lock))
 	if err != nil {
 		return m, err
 	}
 	warm := cmp.Or(c.Warmup, d/4)
-	s := &soakSampler{c: c, p: p, l: l, lock: m.Lock, t0: time.Now(), warmEnd: warm}
+	s := &sampler{c: c, p: p, l: l, lock: m.Lock, t0: time.Now(), warmEnd: warm}
 	if m.Warm, err = s.segment(ctx, warm); err == nil {
 		m.End, err = s.segment(ctx, d-warm)
 	}

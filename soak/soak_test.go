@@ -125,12 +125,12 @@ func TestWriteSoak(t *testing.T) {
 // real server.
 func TestSoakMount(t *testing.T) {
 	fusetest.RequireFUSE(t)
-	tr := kernfsim.New(soakMust(locking.New("rcu", locking.Options{})), kernfsim.Options{GP: kernfsim.GPNormal})
+	tr := kernfsim.New(must(locking.New("rcu", locking.Options{})), kernfsim.Options{GP: kernfsim.GPNormal})
 	if err := sysfs.BuildSynthetic(tr, sysfs.SynthConfig{CPUs: 4, Sockets: 1, MemBlocks: 4}.WithDefaults()); err != nil {
 		t.Fatal(err)
 	}
 	stats := fusefs.NewStatsFile(tr)
-	soakMust(sysfs.AddABI(tr, stats))
+	must(sysfs.AddABI(tr, stats))
 	tr.Seal()
 	m, err := fusefs.MountTree(tr, t.TempDir(), fusefs.MountOptions{})
 	if err != nil {
@@ -163,7 +163,7 @@ func TestSoakMount(t *testing.T) {
 	}
 }
 
-func soakMust[T any](v T, err error) T {
+func must[T any](v T, err error) T {
 	if err != nil {
 		panic(err)
 	}

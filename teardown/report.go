@@ -22,7 +22,7 @@ func Write(w io.Writer, r Result) error {
 	if r.Interrupted {
 		ew.Printf("interrupted: partial results, measured until the run was stopped\n")
 	}
-	ew.Printf("teardown: %d devices, %d per call, %s; readers: %d\n", r.Count, r.Batch, describeTDTarget(r), r.Readers)
+	ew.Printf("teardown: %d devices, %d per call, %s; readers: %d\n", r.Count, r.Batch, describeTarget(r), r.Readers)
 	if ew.Err() != nil {
 		return ew.Err()
 	}
@@ -45,7 +45,7 @@ func Write(w io.Writer, r Result) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	for _, l := range teardownFindings(r) {
+	for _, l := range findings(r) {
 		ew.Printf("%s\n", l)
 	}
 	for _, ref := range References {
@@ -56,7 +56,7 @@ func Write(w io.Writer, r Result) error {
 	return ew.Err()
 }
 
-func describeTDTarget(r Result) string {
+func describeTarget(r Result) string {
 	grace := fmt.Sprintf("gp tick %v", r.Grace.Tick)
 	if r.Grace.Tick == 0 {
 		grace = "gp tick 4ms"
@@ -77,10 +77,10 @@ func describeTDTarget(r Result) string {
 	return "one write(2) to bus/kernfsim/delete_device on the kernfsim mount at " + r.Target.Dir
 }
 
-// teardownFindings compares the policies of r's rcu runs: normal over
+// findings compares the policies of r's rcu runs: normal over
 // expedited total and the deferred caller, or with a batch what the
 // grace period added to a call; then the references' own work.
-func teardownFindings(r Result) []string {
+func findings(r Result) []string {
 	by := map[string]Storm{}
 	var out []string
 	for _, run := range r.Runs {

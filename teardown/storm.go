@@ -15,27 +15,27 @@ import (
 	"github.com/kernfsim/kernfsim/loadgen/harness"
 )
 
-// tdStorm creates and removes one run's devices.
-type tdStorm struct {
-	t     tdTarget
+// stormer creates and removes one run's devices.
+type stormer struct {
+	t     target
 	cfg   Config
-	sp    teardownSpec
+	sp    spec
 	names []string
 	next  atomic.Int64 // devices handed to remove so far: readers pick from the rest
 	done  atomic.Int64 // devices created or removed in the phase running (progress)
 }
 
-func newTDStorm(t tdTarget, cfg Config, sp teardownSpec) *tdStorm {
+func newStormer(t target, cfg Config, sp spec) *stormer {
 	names := make([]string, cfg.Count)
 	for i := range names {
-		names[i] = tdName(i)
+		names[i] = deviceName(i)
 	}
-	return &tdStorm{t: t, cfg: cfg, sp: sp, names: names}
+	return &stormer{t: t, cfg: cfg, sp: sp, names: names}
 }
 
 // progress calls Config.Progress every ProgressEvery until stop is
 // called.
-func (s *tdStorm) progress(phase string) (stop func()) {
+func (s *stormer) progress(phase string) (stop func()) {
 	if s.cfg.Progress == nil {
 		return func() {}
 	}
@@ -59,7 +59,7 @@ func (s *tdStorm) progress(phase string) (stop func()) {
 }
 
 // create makes every device, one call each, and returns how long it took.
-func (s *tdStorm) create(ctx context.Context) (time.Duration, error) {
+func (s *stormer) create(ctx context.Context) (time.Duration, error) {
 	defer s.progress("create")()
 	t0 := time.Now()
 	for i, n := range s.names {
@@ -78,7 +78,7 @@ func (s *tdStorm) create(ctx context.Context) (time.Duration, error) {
 // fills in run's Removed, Calls, Total, Caller and Reader, and returns
 // when the storm began. One clock read per call: the end of one call is
 // the start of the next.
-func (s *tdStorm) storm(ctx context.Context, run *Storm) (time.Time, error) {
+func (s *stormer) storm(ctx context.Context, run *Storm) (time.Time, error) {
 	defer s.progress("remove")()
 	readers := s.startReaders()
 	h := harness.NewHistogram()
@@ -103,25 +103,25 @@ func (s *tdStorm) storm(ctx context.Context, run *Storm) (time.Time, error) {
 	return t0, err
 }
 
-// tdReaders are the goroutines reading remaining devices during a storm,
+// readers are the goroutines reading remaining devices during a storm,
 // each locked to its thread; GOMAXPROCS is raised to their number plus
 // two while they run (the remover and the tree's own goroutines), so that
 // the kernel schedules them as threads.
-type tdReaders struct {
+type readers struct {
 	stopFlag atomic.Bool
 	wg       sync.WaitGroup
-	rs       []*tdReader // each owned by its goroutine until wg is done
+	rs       []*reader // each owned by its goroutine until wg is done
 	restore  func()
 }
 
-type tdReader struct {
+type reader struct {
 	hist *hdrhistogram.Histogram
 	errs harness.ErrorTally
 }
 
-func (s *tdStorm) startReaders() *tdReaders {
+func (s *stormer) startReaders() *readers {
 	n := s.cfg.Readers
-	rd := &tdReaders{restore: func() {}}
+	rd := &readers{restore: func() {}}
 	if n == 0 {
 		return rd
 	}
@@ -132,7 +132,7 @@ func (s *tdStorm) startReaders() *tdReaders {
 	var ready sync.WaitGroup
 	start := make(chan struct{})
 	for i := range n {
-		r := &tdReader{hist: harness.NewHistogram(), errs: harness.ErrorTally{}}
+		r := &reader{hist: harness.NewHistogram(), errs: harness.ErrorTally{}}
 		rd.rs = append(rd.rs, r)
 		ready.Add(1)
 		rd.wg.Add(1)
@@ -152,7 +152,7 @@ func (s *tdStorm) startReaders() *tdReaders {
 
 // read reads uevent of a device drawn from those not yet handed to the
 // remover, until stop is set or none is left.
-func (s *tdStorm) read(r *tdReader, seed int, stop *atomic.Bool) {
+func (s *stormer) read(r *reader, seed int, stop *atomic.Bool) {
 	rng := rand.New(rand.NewPCG(uint64(seed), 0x74656172646f776e))
 	buf := make([]byte, harness.DefaultBufSize)
 	for !stop.Load() {
@@ -165,13 +165,13 @@ func (s *tdStorm) read(r *tdReader, seed int, stop *atomic.Bool) {
 		err := s.t.read(name, buf)
 		harness.RecordLatency(r.hist, time.Since(t0))
 		if err != nil {
-			r.errs.Add(kernfsim.Errno(err), true, client.DevicesDir+"/"+name+"/"+tdReadFile, 1)
+			r.errs.Add(kernfsim.Errno(err), true, client.DevicesDir+"/"+name+"/"+readAttr, 1)
 		}
 	}
 }
 
 // stop stops the readers and merges what they saw; nil without readers.
-func (rd *tdReaders) stop() *ReaderResult {
+func (rd *readers) stop() *ReaderResult {
 	if len(rd.rs) == 0 {
 		return nil
 	}

@@ -29,14 +29,14 @@ const (
 	// GPNotApplicable is the gp of a run under a lock without grace
 	// periods (mutex, rwsem: removal drains and tears down in the call).
 	GPNotApplicable = "n/a"
-	// teardownPrefix names the devices a storm creates: lgtd0, lgtd1, ...
-	teardownPrefix = "lgtd"
+	// devicePrefix names the devices a storm creates: lgtd0, lgtd1, ...
+	devicePrefix = "lgtd"
 	// teardownsPerDevice is what one device adds to tree.teardowns_*: its
 	// directory and its class/kernfsim symlink (sysfs.ABI.Delete).
 	teardownsPerDevice = 2
-	tdStatsFile        = client.StatsPath
-	tdReadFile         = "uevent" // what readers read of a remaining device
-	tdPollEvery        = time.Millisecond
+	statsFile          = client.StatsPath
+	readAttr           = "uevent" // what readers read of a remaining device
+	pollEvery          = time.Millisecond
 )
 
 // Config is a set of teardown storms, one per (lock, gp).
@@ -153,8 +153,8 @@ func (r ReaderResult) Raced() int64 {
 	return n
 }
 
-// teardownSpec is one storm's lock and policy.
-type teardownSpec struct{ lock, gp string }
+// spec is one storm's lock and policy.
+type spec struct{ lock, gp string }
 
 func (c Config) withDefaults() Config {
 	if len(c.Locks) == 0 {
@@ -187,9 +187,9 @@ func (c Config) validate() error {
 	case c.Target.Kind != harness.TargetSim && c.Count > sysfs.DefaultMaxDevices:
 		return harness.BadConfig("Count", "give at most "+strconv.Itoa(sysfs.DefaultMaxDevices)+" on a mount, or use {TargetSim}",
 			"a kernfsim server makes at most %d devices", sysfs.DefaultMaxDevices)
-	case c.Target.Kind != harness.TargetSim && c.Batch*(len(tdName(c.Count-1))+1) > kernfsim.PageSize:
+	case c.Target.Kind != harness.TargetSim && c.Batch*(len(deviceName(c.Count-1))+1) > kernfsim.PageSize:
 		return harness.BadConfig("Batch", fmt.Sprintf("give at most %d on a mount, or use {TargetSim} (no page limit in process)",
-			kernfsim.PageSize/(len(tdName(c.Count-1))+1)), "%d names do not fit one %d-byte write to delete_device",
+			kernfsim.PageSize/(len(deviceName(c.Count-1))+1)), "%d names do not fit one %d-byte write to delete_device",
 			c.Batch, kernfsim.PageSize)
 	}
 	if err := harness.CheckThreads("Readers", c.Readers); err != nil {
@@ -220,25 +220,25 @@ func (c Config) validate() error {
 }
 
 // specs are the storms to run, in order: per lock, per policy under rcu.
-func (c Config) specs() []teardownSpec {
+func (c Config) specs() []spec {
 	if c.Target.Kind == harness.TargetPath {
-		return []teardownSpec{{}}
+		return []spec{{}}
 	}
-	var out []teardownSpec
+	var out []spec
 	for _, l := range c.Locks {
 		if !harness.GracePeriods(l) {
-			out = append(out, teardownSpec{l, GPNotApplicable})
+			out = append(out, spec{l, GPNotApplicable})
 			continue
 		}
 		for _, gp := range c.GPs {
-			out = append(out, teardownSpec{l, string(gp)})
+			out = append(out, spec{l, string(gp)})
 		}
 	}
 	return out
 }
 
-// tdName is device i's name.
-func tdName(i int) string { return teardownPrefix + strconv.Itoa(i) }
+// deviceName is device i's name.
+func deviceName(i int) string { return devicePrefix + strconv.Itoa(i) }
 
 // Run runs a storm per (lock, gp) and returns them all. A
 // *ConfigError means bad input. When ctx is cancelled it stops the storm
@@ -253,7 +253,7 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 		return res, err
 	}
 	var err error
-	res.Interrupted, err = harness.RunEach(ctx, cfg.specs(), func(sp teardownSpec) (Storm, error) { return teardownOne(ctx, cfg, sp) },
+	res.Interrupted, err = harness.RunEach(ctx, cfg.specs(), func(sp spec) (Storm, error) { return runStorm(ctx, cfg, sp) },
 		func(run Storm, _ error) {
 			if run.Calls > 0 {
 				res.Runs = append(res.Runs, run)
@@ -262,16 +262,16 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	return res, err
 }
 
-// teardownOne sets up a target, creates the devices, runs the storm and
+// runStorm sets up a target, creates the devices, runs the storm and
 // waits for its teardowns.
-func teardownOne(ctx context.Context, cfg Config, sp teardownSpec) (run Storm, err error) {
-	t, err := openTeardownTarget(ctx, cfg, sp)
+func runStorm(ctx context.Context, cfg Config, sp spec) (run Storm, err error) {
+	t, err := openTarget(ctx, cfg, sp)
 	if err != nil {
 		return run, err
 	}
 	defer func() { err = errors.Join(err, t.close()) }()
 	run = Storm{Lock: sp.lock, GP: sp.gp, Dir: t.dir(), Count: cfg.Count}
-	s := newTDStorm(t, cfg, sp)
+	s := newStormer(t, cfg, sp)
 	if run.Create, err = s.create(ctx); err != nil {
 		return run, err
 	}
