@@ -129,6 +129,10 @@ type CompareConfig struct {
 	Progress func(CompareProgress)
 	// Args is the command line, recorded in CompareResult.Provenance.
 	Args []string
+	// FieldNames is how the caller names the fields of CompareConfig and
+	// Config, for the text a result shows (warnings); nil names each by
+	// itself.
+	FieldNames harness.FieldNames
 }
 
 // CompareProgress is where a comparison stands.
@@ -173,6 +177,9 @@ type CompareResult struct {
 	// cell's readers, and each one's changes per second; 0 and 0 without.
 	Writers   int
 	WriteRate float64
+	// FieldNames is CompareConfig.FieldNames, which the warnings of its
+	// runs and reports name fields with.
+	FieldNames harness.FieldNames
 }
 
 // SimMode says what the sim rows' operations do besides the tree's own
@@ -472,7 +479,8 @@ func Compare(ctx context.Context, cc CompareConfig) (res CompareResult, err erro
 	}
 	res = CompareResult{Provenance: harness.CaptureProvenance(cc.Args), Ops: cc.Ops, Threads: cc.Threads, Times: cc.Times, SimTimes: cc.SimTimes, SysTimes: cc.SysTimes,
 		HwlocTimes: cc.HwlocTimes, Repeats: cc.Repeats, CPUs: len(harness.AllowedCPUs()), Pinned: !cc.NoPin, SinglePinned: cc.PinSingle,
-		MinDuration: cc.MinDuration, WarmUp: cc.WarmUp, Rows: slices.Clone(cc.Rows), Writers: cc.Writers, WriteRate: cc.WriteRate}
+		MinDuration: cc.MinDuration, WarmUp: cc.WarmUp, Rows: slices.Clone(cc.Rows), Writers: cc.Writers, WriteRate: cc.WriteRate,
+		FieldNames: cc.FieldNames}
 	stop, err := startServers(ctx, res.Rows, cc.Server)
 	defer func() { err = errors.Join(err, stop()) }()
 	if err != nil {

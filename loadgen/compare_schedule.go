@@ -104,7 +104,8 @@ func runCell(ctx context.Context, cc CompareConfig, c *Cell, res *CompareResult)
 	}
 	t := res.CellTarget(*c)
 	cfg := Config{Target: t, Op: op, Missing: missing, Threads: c.Threads,
-		Times: cc.times(c), MinDuration: cc.minDuration(c), NoPin: cc.NoPin, PinSingle: cc.PinSingle, NoChurnReads: true}
+		Times: cc.times(c), MinDuration: cc.minDuration(c), NoPin: cc.NoPin, PinSingle: cc.PinSingle, NoChurnReads: true,
+		FieldNames: cc.FieldNames}
 	if n, note := res.writersFor(c.Row); n > 0 {
 		cfg.Writers, cfg.Churn = n, res.WriteRate
 	} else if note != "" {

@@ -129,6 +129,9 @@ type Config struct {
 	// Args is the command line that asked for the run, recorded in
 	// Result.Provenance.
 	Args []string
+	// FieldNames is how the caller names Config's fields, for the text a
+	// result shows (Result.Warnings); nil names each by itself.
+	FieldNames harness.FieldNames
 	// SimCalibration, if not nil, is how Target.SimCost was chosen
 	// (CalibrateSimCost), for the reports.
 	SimCalibration *SimCalibration

@@ -43,6 +43,8 @@ type Result struct {
 	// MinDuration is how long each phase lasted at least
 	// (Config.MinDuration); 0: Times alone decided.
 	MinDuration time.Duration
+	// FieldNames is Config.FieldNames, which Warnings names fields with.
+	FieldNames harness.FieldNames
 }
 
 // Phase is one phase of a run: single (one worker) or concur (Threads

@@ -164,7 +164,7 @@ func (e *env) newResult() Result {
 		Times: e.cfg.Times, CPUs: len(e.cpus), Pinned: !e.cfg.NoPin, SinglePinned: e.cfg.PinSingle,
 		MinDuration: e.cfg.MinDuration, Procs: e.cfg.Procs,
 		BufSize: e.cfg.BufSize, Files: e.p.Names, FilesPerOp: e.p.filesPerOp(), Cgroups: len(e.p.Cgroups), ClockCostNs: clockCost(), Notes: e.notes,
-		SimCalibration: e.cfg.SimCalibration}
+		SimCalibration: e.cfg.SimCalibration, FieldNames: e.cfg.FieldNames}
 }
 
 // phaseSpec is what one phase runs: n workers, each doing at least times

@@ -116,11 +116,13 @@ var fieldFlags = map[string]string{
 	"Writers": "--writers", "WriteRate": "--write-rate",
 }
 
-// hintFlags names the flags behind what hints name besides fieldFlags'
-// fields: a target kind, a tree's size, a tool's own fields. A message's
-// Field is mapped by fieldFlags alone.
+// hintFlags names the flags behind what the engine's text (hints,
+// warnings) names besides fieldFlags' fields: a target kind, a tree's
+// size, a tool's own fields. A message's Field is mapped by fieldFlags
+// alone.
 var hintFlags = map[string]string{
 	"TargetSim": "--sim", "Tree.Cgroups": "--cgroups", "Tree.MemBlocks": "--mem-blocks", "Count": "--count",
+	"MinDuration": "--min-duration", "PinSingle": "--pin-single", "Repeats": "--repeats", "SimTimes": "--sim-times",
 }
 
 // configMessage is a *harness.ConfigError in terms of flags.
@@ -136,7 +138,8 @@ func configMessage(ce *harness.ConfigError) string {
 	return s
 }
 
-// hintFlag is the flag behind a field a hint names.
+// hintFlag is the flag behind a field the engine's text names
+// (harness.FieldNames).
 func hintFlag(field string) string {
 	if f, ok := fieldFlags[field]; ok {
 		return f

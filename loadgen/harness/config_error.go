@@ -1,9 +1,6 @@
 package harness
 
-import (
-	"fmt"
-	"regexp"
-)
+import "fmt"
 
 // ConfigError is a configuration that cannot run: bad input, not a
 // failure. It names configuration fields, never flags: Field is the one
@@ -18,19 +15,14 @@ type ConfigError struct {
 
 func (e *ConfigError) Error() string {
 	s := e.Field + ": " + e.Problem
-	if h := e.HintFor(func(field string) string { return field }); h != "" {
+	if h := e.HintFor(nil); h != "" {
 		s += " (" + h + ")"
 	}
 	return s
 }
 
-// fieldRef is a field Hint names: {Field}.
-var fieldRef = regexp.MustCompile(`\{[A-Za-z][A-Za-z.]*\}`)
-
 // HintFor is Hint with each field it names put as name puts it.
-func (e *ConfigError) HintFor(name func(field string) string) string {
-	return fieldRef.ReplaceAllStringFunc(e.Hint, func(ref string) string { return name(ref[1 : len(ref)-1]) })
-}
+func (e *ConfigError) HintFor(name FieldNames) string { return name.Put(e.Hint) }
 
 // BadConfig is a *ConfigError for field, its problem formatted from
 // format and args.

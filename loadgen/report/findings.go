@@ -216,7 +216,7 @@ var explanation = map[why]string{
 	whyTransport: "on the FUSE rows: a lone client waits at every request for the server's thread to wake on an idle vCPU, " +
 		"while concurrent clients keep the CPUs awake, so the single per-op that efficiency divides by is inflated (the transport, not noise: more runs would not change it)",
 	whyUnpinned: "at one thread: the single worker runs unpinned, as the seed's did, and the scheduler moves it between CPUs, " +
-		"while the one concurrent worker is pinned; --pin-single pins both",
+		"while the one concurrent worker is pinned; {PinSingle} pins both",
 }
 
 // explained is why a warning of kind k in c of r is explained, or
@@ -271,8 +271,8 @@ func warnedCells(r loadgen.CompareResult, k warnKind, reason why) []string {
 // it affects, then what is explained.
 func writeGroupedWarnings(ew *textout.Writer, r loadgen.CompareResult) {
 	what := [warnKinds]string{
-		warnShort:      fmt.Sprintf("worker loops under %s (raise --times, or --sim-times for the sim rows)", textout.Dur(loadgen.MinWorkerLoop)),
-		warnEfficiency: fmt.Sprintf("efficiency above %.2f (raise --repeats; --times, or --sim-times for the sim rows)", loadgen.MaxEfficiency),
+		warnShort:      fmt.Sprintf("worker loops under %s (raise {Times}, or {SimTimes} for the sim rows)", textout.Dur(loadgen.MinWorkerLoop)),
+		warnEfficiency: fmt.Sprintf("efficiency above %.2f (raise {Repeats}; {Times}, or {SimTimes} for the sim rows)", loadgen.MaxEfficiency),
 	}
 	first := true
 	for k := range warnKinds {
@@ -284,7 +284,7 @@ func writeGroupedWarnings(ew *textout.Writer, r loadgen.CompareResult) {
 			ew.Printf("\nwarnings (runs that may mislead, the cells marked !; each run's own in --format json):\n")
 			first = false
 		}
-		ew.Printf("  %s: %s\n", what[k], strings.Join(cells, ", "))
+		ew.Printf("  %s: %s\n", r.FieldNames.Put(what[k]), strings.Join(cells, ", "))
 	}
 	first = true
 	for _, reason := range []why{whyTransport, whyUnpinned} {
@@ -296,7 +296,7 @@ func writeGroupedWarnings(ew *textout.Writer, r loadgen.CompareResult) {
 			ew.Printf("\nexplained, not faults:\n")
 			first = false
 		}
-		ew.Printf("  efficiency above %.2f %s; %d cells\n", loadgen.MaxEfficiency, explanation[reason], len(cells))
+		ew.Printf("  efficiency above %.2f %s; %d cells\n", loadgen.MaxEfficiency, r.FieldNames.Put(explanation[reason]), len(cells))
 	}
 }
 

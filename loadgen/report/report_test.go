@@ -29,10 +29,16 @@ var testProvenance = harness.Provenance{Program: "loadgen", Version: "v1.2.3", R
 	GoVersion: "go1.26.0", Kernel: "6.18.0", CPUModel: "Test CPU @ 2.00GHz", OnlineCPUs: 2, GOMAXPROCS: 2,
 	Args: []string{"loadgen", "--sim", "--file", "a b"}, Start: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
 
+// testFlags names fields as cmd/loadgen does, by their flags.
+func testFlags(field string) string {
+	return map[string]string{"Times": "--times", "MinDuration": "--min-duration", "PinSingle": "--pin-single",
+		"Repeats": "--repeats", "SimTimes": "--sim-times"}[field]
+}
+
 func fixture() loadgen.Result {
 	us := time.Microsecond
 	lat := harness.Latency{Count: 20000, Mean: 4 * us, P50: 3900 * time.Nanosecond, P99: 9 * us, P999: 20 * us, Max: 1200 * us}
-	return loadgen.Result{Provenance: testProvenance,
+	return loadgen.Result{Provenance: testProvenance, FieldNames: testFlags,
 		Target: harness.Target{Kind: harness.TargetSim, Lock: "rwsem"}, Op: harness.OpOpenReadClose, Threads: 2, Times: 10000, CPUs: 2,
 		Pinned: true, BufSize: 32, Files: []string{"devices/system/cpu/cpu0/topology/core_id"}, FilesPerOp: 1,
 		ClockCostNs: 38,
@@ -113,7 +119,7 @@ func compareFixture() loadgen.CompareResult {
 	rows := []loadgen.Row{{Target: harness.Target{Kind: harness.TargetSim, Lock: "mutex"}}, {Target: harness.Target{Kind: harness.TargetSim, Lock: "rcu"}},
 		{Target: harness.Target{Kind: harness.TargetPath, Dir: "/sys"}}}
 	r := loadgen.CompareResult{Provenance: testProvenance, Ops: []string{"files", "missing"}, Threads: []int{1, 48}, Times: 2000, SimTimes: 20000,
-		Repeats: 3, CPUs: 2, Pinned: true, Rows: rows, Elapsed: 61 * time.Second}
+		Repeats: 3, CPUs: 2, Pinned: true, Rows: rows, Elapsed: 61 * time.Second, FieldNames: testFlags}
 	r.Cells = loadgen.NewCells(r)
 	for i := range r.Cells {
 		c := &r.Cells[i]
@@ -214,7 +220,7 @@ func TestCompareWritersReportsGolden(t *testing.T) {
 // and rwsem, op missing at 1 and 48 threads on 2 CPUs, whose runs have
 // the per-ops given (µs, one per repeat) by perOp[row][threads].
 func syntheticCompare(perOp map[string]map[int][]float64) loadgen.CompareResult {
-	r := loadgen.CompareResult{Ops: []string{"missing"}, Threads: []int{1, 48}, CPUs: 2, Repeats: 3}
+	r := loadgen.CompareResult{Ops: []string{"missing"}, Threads: []int{1, 48}, CPUs: 2, Repeats: 3, FieldNames: testFlags}
 	for _, label := range []string{"kernfsim mutex", "kernfsim rwsem", "sim mutex", "sim rwsem"} {
 		kind, lock, _ := strings.Cut(label, " ")
 		row := loadgen.Row{Target: harness.Target{Kind: map[string]harness.TargetKind{"kernfsim": harness.TargetKernfsim, "sim": harness.TargetSim}[kind], Lock: lock}}
