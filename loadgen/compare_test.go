@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/require"
+
 	"github.com/kernfsim/kernfsim/loadgen/harness"
 )
 
@@ -20,9 +22,7 @@ func TestCompareSim(t *testing.T) {
 		Progress: func(p CompareProgress) { order = append(order, p.Next) },
 	}
 	r, err := Compare(context.Background(), cc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	if len(r.Cells) != 2*2*2 || len(order) != 2+2*len(r.Cells) {
 		t.Fatalf("%d cells, %d runs: want 2 warm-ups, then 8 cells run twice", len(r.Cells), len(order))
 	}

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
 
 	"github.com/kernfsim/kernfsim/kernfsim"
@@ -83,9 +84,7 @@ func TestRunPinning(t *testing.T) {
 			m := &maskTree{}
 			r, err := Run(context.Background(), Config{Target: harness.Target{Kind: harness.TargetSim, Lock: "rwsem", Build: m},
 				FileList: []string{"a/mask"}, Threads: 2, Times: 20, NoPin: tc.noPin, PinSingle: tc.pinSingle})
-			if err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, err)
 			if r.SinglePinned != tc.singlePinned || r.Pinned != tc.workPins {
 				t.Errorf("SinglePinned %v, Pinned %v: want %v, %v", r.SinglePinned, r.Pinned, tc.singlePinned, tc.workPins)
 			}
@@ -119,9 +118,7 @@ func TestRunMinDuration(t *testing.T) {
 	c := simConfig("rwsem")
 	c.Threads, c.Times, c.MinDuration = 2, 1, 40*time.Millisecond
 	r, err := Run(context.Background(), c)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	if r.MinDuration != c.MinDuration {
 		t.Errorf("Result.MinDuration %v, want %v", r.MinDuration, c.MinDuration)
 	}
@@ -189,9 +186,7 @@ func TestRunProcsMinDuration(t *testing.T) {
 	c := Config{Target: harness.Target{Kind: harness.TargetPath, Dir: "/sys"}, Threads: 2, Times: 1, MinDuration: 30 * time.Millisecond,
 		Procs: true, WorkerCommand: self(t, "__worker")}
 	r, err := Run(context.Background(), c)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	checkMinDuration(t, "single", r.Single, 1, c)
 	checkMinDuration(t, "concur", r.Concur, 2, c)
 }

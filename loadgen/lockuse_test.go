@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/require"
+
 	"github.com/kernfsim/kernfsim/loadgen/harness"
 	"github.com/kernfsim/kernfsim/locking"
 )
@@ -15,9 +17,7 @@ import (
 // other.
 func TestRunReportsLockUse(t *testing.T) {
 	r, err := Run(context.Background(), Config{Target: harness.Target{Kind: harness.TargetSim, Lock: "mutex"}, Threads: 2, Times: 2000})
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	for name, ph := range map[string]Phase{"single": r.Single, "concur": r.Concur} {
 		u := ph.Lock
 		if u == nil {
@@ -46,9 +46,7 @@ func TestLockUseAbsentWithoutCounters(t *testing.T) {
 		t.Errorf("got %+v without a probe", use)
 	}
 	pt, err := newPathTarget(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	if probe := lockProbeOf(pt); probe != nil {
 		t.Error("a directory without a stats file has a lock probe")
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
+	"github.com/stretchr/testify/require"
 )
 
 // The test binary doubles as the helper processes the tests start:
@@ -90,9 +91,7 @@ func fakeServe(ctx context.Context, args []string) int {
 func self(t *testing.T, cmd string) []string {
 	t.Helper()
 	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	return []string{exe, cmd}
 }
 
@@ -110,9 +109,7 @@ func leftovers(t *testing.T) []string {
 	t.Helper()
 	dirs, _ := filepath.Glob(filepath.Join(os.TempDir(), "loadgen-kernfsim-*"))
 	mi, err := os.ReadFile("/proc/self/mountinfo")
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	for _, line := range strings.Split(string(mi), "\n") {
 		if strings.Contains(line, filepath.Join(os.TempDir(), "loadgen-kernfsim-")) {
 			dirs = append(dirs, "mounted: "+line)

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/require"
+
 	"github.com/kernfsim/kernfsim/loadgen/harness"
 	"github.com/kernfsim/kernfsim/locking"
 )
@@ -22,9 +24,7 @@ func TestCgroupSim(t *testing.T) {
 			c := Config{Target: harness.Target{Kind: harness.TargetSim, Lock: lock, Tree: simTree(8)}, Op: harness.OpCgroup, Threads: 3, Times: 200,
 				Churn: 2000, Writers: 2, MinDuration: 50 * time.Millisecond}
 			r, err := Run(context.Background(), c)
-			if err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, err)
 			if r.Churn == nil || r.Churn.Adds == 0 || len(r.Churn.Errors) != 0 || r.Churn.Writers != 2 || r.Churn.Latency.Count == 0 {
 				t.Errorf("writers %+v: want cgroups made and removed by 2 writers, no errors", r.Churn)
 			}
@@ -44,9 +44,7 @@ func TestCgroupSim(t *testing.T) {
 // cgroup v2.
 func TestCgroupReadersOnly(t *testing.T) {
 	r, err := Run(context.Background(), Config{Target: harness.Target{Kind: harness.TargetSim, Lock: "none", Tree: simTree(4)}, Op: harness.OpCgroup, Threads: 2, Times: 50})
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	if r.Churn != nil || len(r.Notes) != 1 || !strings.Contains(r.Notes[0], "no cgroup churn") || len(r.Errors) != 0 {
 		t.Errorf("churn %+v, notes %q, errors %+v: want readers only, a note, no errors", r.Churn, r.Notes, r.Errors)
 	}
@@ -84,13 +82,9 @@ func TestCgroupCoversEveryCgroupOnce(t *testing.T) {
 	tree := simTree(4)
 	tree.Cgroups = 10 // 3 slices, 5 pods, 10 containers
 	st, err := newSimTarget(harness.Target{Kind: harness.TargetSim, Lock: "rwsem", Tree: tree.WithDefaults()}, false, threads)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	p, err := makePlan(st, Config{Op: harness.OpCgroup, Threads: threads, BufSize: 32})
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	n := len(p.Cgroups)
 	if n != 18 || p.filesPerOp() != CgroupFiles {
 		t.Fatalf("%d cgroups, %d files each: want 18, %d", n, p.filesPerOp(), CgroupFiles)
@@ -102,9 +96,7 @@ func TestCgroupCoversEveryCgroupOnce(t *testing.T) {
 			t.Fatalf("a %d-byte read buffer: want a page, to read memory.stat whole", len(w.buf))
 		}
 		for range n / threads {
-			if err := w.do(); err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, w.do())
 		}
 	}
 	if len(rc.seen) != n {

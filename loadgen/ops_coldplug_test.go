@@ -9,6 +9,8 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/stretchr/testify/require"
+
 	"github.com/kernfsim/kernfsim/loadgen/harness"
 	"github.com/kernfsim/kernfsim/locking"
 )
@@ -22,9 +24,7 @@ func TestColdplugSim(t *testing.T) {
 			tree.MemBlocks = 64
 			c := Config{Target: harness.Target{Kind: harness.TargetSim, Lock: lock, Tree: tree}, Op: harness.OpColdplug, Threads: 3, Times: 1000, Churn: 20000}
 			r, err := Run(context.Background(), c)
-			if err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, err)
 			checkRun(t, r, 3, 1000)
 			if r.Churn == nil || r.Churn.Adds == 0 || len(r.Churn.Errors) != 0 || r.Churn.Removes != 0 {
 				t.Errorf("writer %+v: want blocks added, none removed, no errors", r.Churn)
@@ -45,9 +45,7 @@ func TestColdplugReadersOnly(t *testing.T) {
 	}
 	for _, tg := range targets {
 		r, err := Run(context.Background(), Config{Target: tg, Op: harness.OpColdplug, Threads: 2, Times: 50})
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		if r.Churn != nil || len(r.Notes) != 1 || !strings.Contains(r.Notes[0], "no memory hot-add") || len(r.Errors) != 0 {
 			t.Errorf("%s: churn %+v, notes %q, errors %+v: want readers only, a note, no errors", tg.Kind, r.Churn, r.Notes, r.Errors)
 		}
@@ -113,16 +111,12 @@ func TestColdplugCoversEveryBlockOnce(t *testing.T) {
 	const n, threads = 60, 4
 	bt := &blockTarget{n: n, seen: map[string]int{}}
 	p, err := makePlan(bt, Config{Op: harness.OpColdplug, Threads: threads, BufSize: 32})
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	bt.seen = map[string]int{} // forget the set-up's reads
 	for i := range threads {
 		w := newWorker(i, -1, n/threads, 32, bt, p)
 		for range n / threads {
-			if err := w.do(); err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, w.do())
 		}
 	}
 	if len(bt.seen) != n {

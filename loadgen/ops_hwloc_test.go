@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/require"
+
 	"github.com/kernfsim/kernfsim/loadgen/harness"
 	"github.com/kernfsim/kernfsim/locking"
 )
@@ -43,9 +45,7 @@ func TestHwlocSim(t *testing.T) {
 		t.Run("lock="+lock, func(t *testing.T) {
 			c := Config{Target: harness.Target{Kind: harness.TargetSim, Lock: lock, Tree: simTree(8)}, Op: harness.OpHwloc, Threads: 3, Times: 2}
 			r, err := Run(context.Background(), c)
-			if err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, err)
 			checkRun(t, r, 3, 2)
 			checkDone(t, r)
 			if len(r.Errors) != 0 {
@@ -77,9 +77,7 @@ func TestHwlocSys(t *testing.T) {
 			c.WorkerCommand = self(t, "__worker")
 		}
 		r, err := Run(context.Background(), c)
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		checkRun(t, r, 3, 1)
 		checkDone(t, r)
 		if len(r.Errors) != 0 || !hasSuffix(r.Files, "cpu0/topology/core_id") {
@@ -107,9 +105,7 @@ func TestLstopoSys(t *testing.T) {
 		t.Skip("no lstopo:", err)
 	}
 	r, err := Run(context.Background(), Config{Target: harness.Target{Kind: harness.TargetPath, Dir: "/sys"}, Op: harness.OpLstopo, Threads: 2, Times: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	checkRun(t, r, 2, 1)
 	checkDone(t, r)
 	if len(r.Errors) != 0 {

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/require"
+
 	"github.com/kernfsim/kernfsim/kernfsim"
 	"github.com/kernfsim/kernfsim/loadgen/harness"
 	"github.com/kernfsim/kernfsim/locking"
@@ -61,9 +63,7 @@ func TestRunSimOps(t *testing.T) {
 					c.Times = 3
 				}
 				r, err := Run(context.Background(), c)
-				if err != nil {
-					t.Fatal(err)
-				}
+				require.NoError(t, err)
 				checkRun(t, r, c.Threads, c.Times)
 				if len(r.Errors) != 0 {
 					t.Errorf("errors: %+v, want none", r.Errors)
@@ -80,9 +80,7 @@ func TestRunSimLocks(t *testing.T) {
 	for _, lock := range locking.Names {
 		t.Run("lock="+lock, func(t *testing.T) {
 			r, err := Run(context.Background(), simConfig(lock))
-			if err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, err)
 			checkRun(t, r, 3, 100)
 			if r.Target.Lock != lock || r.Files[0] != "devices/system/cpu/cpu0/topology/core_id" {
 				t.Errorf("lock %q, files %q: want %s and cpu0's core_id first", r.Target.Lock, r.Files, lock)
@@ -100,9 +98,7 @@ func TestRunSimChurnRecordsOnlyExpected(t *testing.T) {
 			c := simConfig(lock)
 			c.Churn, c.Threads, c.Times = 5000, 2, 3000
 			r, err := Run(context.Background(), c)
-			if err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, err)
 			if r.Churn == nil || r.Churn.Adds == 0 || len(r.Churn.Errors) != 0 {
 				t.Fatalf("churn %+v: want devices added and no writer errors", r.Churn)
 			}
@@ -125,9 +121,7 @@ func TestRunWriters(t *testing.T) {
 	c.Target.Tree = simTree(8)
 	c.Writers, c.Churn, c.Threads, c.Times, c.MinDuration, c.NoChurnReads = 3, 2000, 2, 100, 50*time.Millisecond, true
 	r, err := Run(context.Background(), c)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	ch := r.Churn
 	if ch == nil || ch.Writers != 3 || ch.Rate != 2000 || len(ch.Errors) != 0 || ch.Adds == 0 {
 		t.Fatalf("churn %+v: want 3 writers at 2000/s each, devices added, no errors", ch)
@@ -160,9 +154,7 @@ func TestRunWriters(t *testing.T) {
 func TestRunPathSys(t *testing.T) {
 	requireSys(t)
 	r, err := Run(context.Background(), Config{Target: harness.Target{Kind: harness.TargetPath, Dir: "/sys"}, Threads: 2, Times: 200})
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	checkRun(t, r, 2, 200)
 	if r.Files[0] != "devices/system/cpu/cpu0/topology/core_id" || len(r.Errors) != 0 {
 		t.Errorf("files %q, errors %+v: want cpu0's core_id and no errors", r.Files, r.Errors)
@@ -174,14 +166,10 @@ func TestRunPathPlainDir(t *testing.T) {
 	dir := t.TempDir()
 	for _, f := range []string{"a/x", "a/y", "b/z"} {
 		os.MkdirAll(filepath.Join(dir, filepath.Dir(f)), 0o755)
-		if err := os.WriteFile(filepath.Join(dir, f), []byte("1\n"), 0o644); err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, os.WriteFile(filepath.Join(dir, f), []byte("1\n"), 0o644))
 	}
 	r, err := Run(context.Background(), Config{Target: harness.Target{Kind: harness.TargetPath, Dir: dir}, Threads: 4, Times: 50})
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	checkRun(t, r, 4, 50)
 	if strings.Join(r.Files, " ") != "a/x a/y" {
 		t.Errorf("files %q, want the first 2 regular files breadth first", r.Files)
@@ -192,9 +180,7 @@ func TestRunProcs(t *testing.T) {
 	requireSys(t)
 	r, err := Run(context.Background(), Config{Target: harness.Target{Kind: harness.TargetPath, Dir: "/sys"}, Threads: 3, Times: 100,
 		Procs: true, WorkerCommand: self(t, "__worker")})
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	checkRun(t, r, 3, 100)
 	if !r.Procs || len(r.Errors) != 0 {
 		t.Errorf("procs %v, errors %+v", r.Procs, r.Errors)

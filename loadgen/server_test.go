@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
 
 	"github.com/kernfsim/kernfsim/internal/fusetest"
@@ -24,18 +25,14 @@ func fakeServer(t *testing.T) *harness.ServerConfig {
 func TestServerLifecycle(t *testing.T) {
 	sc := fakeServer(t)
 	s, err := harness.StartServer(context.Background(), *sc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	if !isFUSE(s.Mountpoint()) {
 		t.Fatal("StartServer returned before the mount served")
 	}
 	if _, err := os.Stat(s.Mountpoint() + "/devices/system/cpu/cpu0/topology/core_id"); err != nil {
 		t.Errorf("the mount does not serve the tree: %v", err)
 	}
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, s.Close())
 	if _, err := os.Stat(s.Mountpoint()); !os.IsNotExist(err) {
 		t.Errorf("mountpoint %s still there after Close: %v", s.Mountpoint(), err)
 	}
@@ -72,9 +69,7 @@ func TestServerCancelledWhileWaiting(t *testing.T) {
 func TestRunKernfsimTarget(t *testing.T) {
 	sc := fakeServer(t)
 	r, err := Run(context.Background(), Config{Target: harness.Target{Kind: harness.TargetKernfsim, Lock: "rcu"}, Threads: 2, Times: 100, Server: sc})
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	checkRun(t, r, 2, 100)
 	if !strings.Contains(r.Target.Dir, "loadgen-kernfsim-") || len(r.Errors) != 0 {
 		t.Errorf("target %+v, errors %+v", r.Target, r.Errors)
@@ -104,13 +99,9 @@ func TestRunKernfsimTarget(t *testing.T) {
 func TestRunDeadMount(t *testing.T) {
 	sc := fakeServer(t)
 	s, err := harness.StartServer(context.Background(), *sc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	defer s.Close()
-	if err := unix.Kill(s.Pid(), unix.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, unix.Kill(s.Pid(), unix.SIGKILL))
 	if _, exited := s.ExitStatus(time.Minute); !exited {
 		t.Fatal("the server did not die of SIGKILL")
 	}

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/require"
+
 	"github.com/kernfsim/kernfsim/loadgen/harness"
 )
 
@@ -41,9 +43,7 @@ func TestSpinIsCalibratedWork(t *testing.T) {
 func TestSimCostRun(t *testing.T) {
 	c := Config{Target: harness.Target{Kind: harness.TargetSim, Lock: "rcu", SimCost: 5 * time.Microsecond}, Threads: 1, Times: 2000}
 	slow, err := Run(context.Background(), c)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	if d := slow.SinglePerOp(); d < 4*time.Microsecond {
 		t.Errorf("with a 5us cost an op took %v, want at least about 5us", d)
 	}
@@ -96,9 +96,7 @@ func TestSimCostMakesSharedWrites(t *testing.T) {
 		t.Errorf("SimShared on a path target: accepted, want an error")
 	}
 	var js bytes.Buffer
-	if err := json.NewEncoder(&js).Encode(harness.NewJSONTarget(harness.Target{Kind: harness.TargetSim, Lock: "rwsem", SimCost: time.Microsecond})); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, json.NewEncoder(&js).Encode(harness.NewJSONTarget(harness.Target{Kind: harness.TargetSim, Lock: "rwsem", SimCost: time.Microsecond})))
 	if !strings.Contains(js.String(), `"sim_shared_writes":true`) {
 		t.Errorf("JSON target %s: want sim_shared_writes true", js.String())
 	}
@@ -109,9 +107,7 @@ func TestSimCostMakesSharedWrites(t *testing.T) {
 func TestCalibrateSimCost(t *testing.T) {
 	requireSys(t)
 	cal, err := CalibrateSimCost(context.Background(), Config{Times: 500}, "/sys", "rwsem")
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	if cal.Real <= 0 || cal.Bare <= 0 || cal.Cost != max(0, cal.Real-cal.Bare) || cal.Op != "files" {
 		t.Errorf("calibration %+v: want positive per-ops, Cost = Real - Bare, op files", cal)
 	}

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/require"
+
 	"github.com/kernfsim/kernfsim/fusefs"
 	"github.com/kernfsim/kernfsim/internal/fusetest"
 	"github.com/kernfsim/kernfsim/kernfsim"
@@ -96,9 +98,7 @@ func TestWriteSoak(t *testing.T) {
 	s := Sample{Lock: "rcu", Elapsed: 10 * time.Second, Warmup: true, OpsPerSec: 4123.4, P99: 150 * time.Microsecond,
 		Errors: []harness.ErrorCount{{Errno: syscall.EIO, Count: 2}, {Errno: syscall.ENOENT, Churn: true, Count: 5}},
 		Server: ServerLevel{RSS: 25 << 20, Goroutines: 9, Threads: 12, Nodeids: 40}, Changes: 1000, Storms: 4}
-	if err := WriteSample(&b, s); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, WriteSample(&b, s))
 	want := "soak lock=rcu t=10s warm-up ops/s=4123 p99=150us errors=EIO:2,ENOENT:5(expected) rss=25.0MiB goroutines=9 threads=12 nodeids=40 changes=1000 storms=4\n"
 	if b.String() != want {
 		t.Errorf("sample line:\ngot  %q\nwant %q", b.String(), want)
@@ -125,17 +125,16 @@ func TestWriteSoak(t *testing.T) {
 // real server.
 func TestSoakMount(t *testing.T) {
 	fusetest.RequireFUSE(t)
-	tr := kernfsim.New(must(locking.New("rcu", locking.Options{})), kernfsim.Options{GP: kernfsim.GPNormal})
-	if err := sysfs.BuildSynthetic(tr, sysfs.SynthConfig{CPUs: 4, Sockets: 1, MemBlocks: 4}.WithDefaults()); err != nil {
-		t.Fatal(err)
-	}
+	strategy, err := locking.New("rcu", locking.Options{})
+	require.NoError(t, err)
+	tr := kernfsim.New(strategy, kernfsim.Options{GP: kernfsim.GPNormal})
+	require.NoError(t, sysfs.BuildSynthetic(tr, sysfs.SynthConfig{CPUs: 4, Sockets: 1, MemBlocks: 4}.WithDefaults()))
 	stats := fusefs.NewStatsFile(tr)
-	must(sysfs.AddABI(tr, stats))
+	_, err = sysfs.AddABI(tr, stats)
+	require.NoError(t, err)
 	tr.Seal()
 	m, err := fusefs.MountTree(tr, t.TempDir(), fusefs.MountOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	defer m.Unmount()
 	stats.Bind(m.Server)
 	var samples []Sample
@@ -143,9 +142,7 @@ func TestSoakMount(t *testing.T) {
 		StormEvery: 200 * time.Millisecond, StormSize: 8, Churn: 200, Tolerance: 10,
 		OnSample: func(s Sample) { samples = append(samples, s) }}
 	res, err := Run(t.Context(), c)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	if f := res.Failures(); len(f) > 0 {
 		t.Errorf("failures: %q", f)
 	}
@@ -161,11 +158,4 @@ func TestSoakMount(t *testing.T) {
 	if !regexp.MustCompile(`^soak lock=rcu t=\d+s ops/s=\d+ p99=\S+ errors=\S+ rss=[\d.]+MiB goroutines=\d+ threads=\d+ nodeids=\d+ changes=\d+ storms=\d+\n$`).Match(b.Bytes()) {
 		t.Errorf("sample line %q", b.String())
 	}
-}
-
-func must[T any](v T, err error) T {
-	if err != nil {
-		panic(err)
-	}
-	return v
 }

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/stretchr/testify/require"
+
 	"github.com/kernfsim/kernfsim/kernfsim"
 	"github.com/kernfsim/kernfsim/loadgen/harness"
 	"github.com/kernfsim/kernfsim/locking"
@@ -27,9 +29,7 @@ func simTeardown(count, batch, readers int, locks ...string) Config {
 func TestTeardownSimPolicies(t *testing.T) {
 	const n = 40
 	res, err := Run(context.Background(), simTeardown(n, 1, 0, "rcu", "mutex", "rwsem"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	want := []string{"rcu/normal", "rcu/expedited", "rcu/deferred", "mutex/n/a", "rwsem/n/a"}
 	if len(res.Runs) != len(want) {
 		t.Fatalf("got %d runs, want %d", len(res.Runs), len(want))
@@ -75,9 +75,7 @@ func TestTeardownBatchSharesOneGracePeriod(t *testing.T) {
 		cfg := simTeardown(300, batch, 0)
 		cfg.GPs = []kernfsim.GPPolicy{kernfsim.GPNormal}
 		res, err := Run(context.Background(), cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		r := res.Runs[0]
 		calls := 300 / batch
 		if r.Calls != calls || r.Completed != 300 || r.Counts.GracePeriods > uint64(2*calls) {
@@ -93,9 +91,7 @@ func TestTeardownReaders(t *testing.T) {
 	cfg := simTeardown(60, 1, 2)
 	cfg.GPs = []kernfsim.GPPolicy{kernfsim.GPNormal, kernfsim.GPDeferred}
 	res, err := Run(context.Background(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	for _, r := range res.Runs {
 		rd := r.Reader
 		// A deferred storm may end before a reader is scheduled; a normal
@@ -167,13 +163,9 @@ func TestTeardownInterrupted(t *testing.T) {
 // documented fields; the table and benchmark lines have a row per run.
 func TestTeardownReporters(t *testing.T) {
 	res, err := Run(context.Background(), simTeardown(10, 1, 1, "rcu", "mutex"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	var buf bytes.Buffer
-	if err := WriteJSON(&buf, res); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, WriteJSON(&buf, res))
 	var doc struct {
 		Schema string           `json:"schema"`
 		Runs   []map[string]any `json:"runs"`

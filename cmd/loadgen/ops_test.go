@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/spf13/pflag"
+	"github.com/stretchr/testify/require"
 
 	"github.com/kernfsim/kernfsim/internal/cli"
 	"github.com/kernfsim/kernfsim/loadgen/harness"
@@ -46,9 +47,7 @@ func TestServerArgs(t *testing.T) {
 		}
 		var f treeFlags
 		addTreeFlags(fs, &f)
-		if err := fs.Parse([]string{"--gp", "expedited", "--cpus", "8", "--tree", "synthetic"}); err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, fs.Parse([]string{"--gp", "expedited", "--cpus", "8", "--tree", "synthetic"}))
 		want := "--cpus=8 --gp=expedited --tree=synthetic"
 		if ownGP {
 			want = "--cpus=8 --tree=synthetic"
@@ -69,9 +68,7 @@ func TestMirrorMount(t *testing.T) {
 	requireFUSE(t)
 	s, err := harness.StartServer(context.Background(), harness.ServerConfig{Command: serverCommand(), Lock: "rcu",
 		Args: []string{"--tree=host"}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	defer func() {
 		if err := s.Close(); err != nil {
 			t.Error(err)

@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/require"
+
 	"github.com/kernfsim/kernfsim/client"
 	"github.com/kernfsim/kernfsim/internal/cli"
 	"github.com/kernfsim/kernfsim/loadgen/harness"
@@ -59,9 +61,7 @@ var lockLine = regexp.MustCompile(`(?m)^lock:         concur read (\d+) acquisit
 func atoi(t *testing.T, s string) int {
 	t.Helper()
 	n, err := strconv.Atoi(s)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	return n
 }
 
@@ -191,23 +191,16 @@ func TestCompareAllTargets(t *testing.T) {
 func TestDeadMount(t *testing.T) {
 	requireFUSE(t)
 	s, err := harness.StartServer(context.Background(), harness.ServerConfig{Command: serverCommand(), Args: smallTree})
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	defer s.Close()
 	pid := serverPid(t, s.Mountpoint())
-	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, syscall.Kill(pid, syscall.SIGKILL))
 	// The kernel ends the connection once the process is gone: poll for
 	// that, with a deadline, rather than give up after a fixed wait.
-	gone := pollUntil(10*time.Second, func() bool {
+	require.Eventually(t, func() bool {
 		_, err := os.Stat(s.Mountpoint())
 		return errors.Is(err, syscall.ENOTCONN)
-	})
-	if !gone {
-		t.Fatalf("stat %s: no ENOTCONN 10 s after its server was killed", s.Mountpoint())
-	}
+	}, 10*time.Second, 10*time.Millisecond, "stat %s: no ENOTCONN 10 s after its server was killed", s.Mountpoint())
 	code, _, errOut := runArgs(context.Background(), "--path", s.Mountpoint(), "--threads", "1", "--times", "10")
 	if code != cli.ExitUsage || !strings.Contains(errOut, "transport endpoint is not connected") || !strings.Contains(errOut, "umount -l") {
 		t.Errorf("exit %d, stderr %q: want 2, the dead server and how to recover", code, errOut)

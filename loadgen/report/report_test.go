@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/require"
 	"golang.org/x/perf/benchfmt"
 
 	"github.com/kernfsim/kernfsim/internal/goldenfile"
@@ -55,9 +56,7 @@ func fixture() loadgen.Result {
 
 func TestWriteSeedGolden(t *testing.T) {
 	var b bytes.Buffer
-	if err := WriteSeed(&b, fixture()); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, WriteSeed(&b, fixture()))
 	goldenfile.Check(t, "seed.golden", b.String())
 	// The first lines are exactly the original program's.
 	lines := strings.Split(b.String(), "\n")
@@ -75,14 +74,10 @@ func TestWriteSeedGolden(t *testing.T) {
 
 func TestWriteJSONGolden(t *testing.T) {
 	var b bytes.Buffer
-	if err := WriteJSON(&b, fixture()); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, WriteJSON(&b, fixture()))
 	goldenfile.Check(t, "run.json.golden", b.String())
 	var j JSONRun
-	if err := json.Unmarshal(b.Bytes(), &j); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, json.Unmarshal(b.Bytes(), &j))
 	if j.Schema != SchemaRun || len(j.Concur.Workers) != 2 || j.Errors[0].Errno != "ENOENT" || !j.Errors[0].Expected {
 		t.Errorf("round trip: %+v", j)
 	}
@@ -90,9 +85,7 @@ func TestWriteJSONGolden(t *testing.T) {
 
 func TestWriteBenchGolden(t *testing.T) {
 	var b bytes.Buffer
-	if err := WriteBench(&b, fixture()); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, WriteBench(&b, fixture()))
 	goldenfile.Check(t, "bench.golden", b.String())
 }
 
@@ -142,9 +135,7 @@ func TestCompareReportsGolden(t *testing.T) {
 	}{{"compare_table.golden", WriteCompareTable}, {"compare.json.golden", WriteCompareJSON}, {"compare_bench.golden", WriteCompareBench}} {
 		t.Run(tc.name, func(t *testing.T) {
 			var b bytes.Buffer
-			if err := tc.write(&b, compareFixture()); err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, tc.write(&b, compareFixture()))
 			goldenfile.Check(t, tc.name, b.String())
 		})
 	}
@@ -173,9 +164,7 @@ func TestWritersReportsGolden(t *testing.T) {
 	}{{"seed_writers.golden", WriteSeed}, {"run_writers.json.golden", WriteJSON}, {"bench_writers.golden", WriteBench}} {
 		t.Run(tc.name, func(t *testing.T) {
 			var b bytes.Buffer
-			if err := tc.write(&b, writersFixture()); err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, tc.write(&b, writersFixture()))
 			goldenfile.Check(t, tc.name, b.String())
 		})
 	}
@@ -208,9 +197,7 @@ func TestCompareWritersReportsGolden(t *testing.T) {
 	}{{"compare_writers_table.golden", WriteCompareTable}, {"compare_writers.json.golden", WriteCompareJSON}, {"compare_writers_bench.golden", WriteCompareBench}} {
 		t.Run(tc.name, func(t *testing.T) {
 			var b bytes.Buffer
-			if err := tc.write(&b, compareWritersFixture()); err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, tc.write(&b, compareWritersFixture()))
 			goldenfile.Check(t, tc.name, b.String())
 		})
 	}
@@ -273,9 +260,7 @@ func TestFindingsNothingResolved(t *testing.T) {
 func TestSeedTable(t *testing.T) {
 	r := syntheticCompare(seedLike)
 	var b bytes.Buffer
-	if err := WriteSeedTable(&b, r); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, WriteSeedTable(&b, r))
 	out := strings.Join(strings.Fields(b.String()), " ")
 	for _, want := range []string{
 		"seed 002 (Ian Kent, 2021",
@@ -403,12 +388,8 @@ func TestSpreadAndUnresolved(t *testing.T) {
 // same metrics, the -N suffix and the header's configuration.
 func TestBenchReadable(t *testing.T) {
 	var plain, cmp bytes.Buffer
-	if err := WriteBench(&plain, fixture()); err != nil {
-		t.Fatal(err)
-	}
-	if err := WriteCompareBench(&cmp, compareFixture()); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, WriteBench(&plain, fixture()))
+	require.NoError(t, WriteCompareBench(&cmp, compareFixture()))
 	pu, pn := readBench(t, plain.String())
 	cu, cn := readBench(t, cmp.String())
 	if !slices.Equal(pu, cu) {
@@ -439,9 +420,7 @@ func readBench(t *testing.T, s string) (units []string, n int) {
 		}
 		n++
 	}
-	if err := r.Err(); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, r.Err())
 	return units, n
 }
 
@@ -456,13 +435,9 @@ func TestReadCompareJSON(t *testing.T) {
 		orig.Cells[i].Runs = compareFixture().Cells[i].Runs
 	}
 	var j, table1, table2 bytes.Buffer
-	if err := WriteCompareJSON(&j, orig); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, WriteCompareJSON(&j, orig))
 	back, err := ReadCompareJSON(&j)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	WriteCompareTable(&table1, orig)
 	WriteCompareTable(&table2, back)
 	if table1.String() != table2.String() {
@@ -492,9 +467,7 @@ func TestCompareWarningsSummary(t *testing.T) {
 	c.Runs[0].Warnings = []string{"efficiency 1.50 is above 1.05, ...: ...", "a worker's loop took 1ms, ...: ..."}
 	c.Runs[2].Warnings = []string{"efficiency 1.20 is above 1.05, ...: ..."}
 	var b bytes.Buffer
-	if err := WriteCompareTable(&b, r); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, WriteCompareTable(&b, r))
 	for _, want := range []string{
 		"  efficiency above 1.05 (raise --repeats; --times, or --sim-times for the sim rows): sim mutex files threads=1 (2/3)\n",
 		"  worker loops under 20.0ms (raise --times, or --sim-times for the sim rows): sim mutex files threads=1 (1/3)\n",
@@ -513,9 +486,7 @@ func TestReportsPinningAndLength(t *testing.T) {
 	r.Single.Workers[0].Ops = 12345
 	r.Concur.Workers[0].Ops = 20000
 	var b bytes.Buffer
-	if err := WriteSeed(&b, r); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, WriteSeed(&b, r))
 	for _, want := range []string{"times: 10000 threads: 2 cpus: 2\n",
 		"workers are threads, pinned to CPU i mod 2; the single worker not pinned (as the seed's)\n",
 		"length:       each phase at least 10000 ops per worker and 20.0ms from its start; the single worker did 12345 ops, " +
@@ -563,22 +534,16 @@ func TestCompareHeaderAndJSONLength(t *testing.T) {
 		}
 	}
 	var b bytes.Buffer
-	if err := WriteCompareTable(&b, r); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, WriteCompareTable(&b, r))
 	want := "loadgen compare: median per-op of 3 runs x at least 2000 ops per worker (sim: 20000) and 200ms a phase, " +
 		"each row warmed up 50.0ms first, 2 CPUs, single worker and workers pinned, 1m1s\n"
 	if first, _, _ := strings.Cut(b.String(), "\n"); first+"\n" != want {
 		t.Errorf("header:\n got  %s\n want %s", first, want)
 	}
 	b.Reset()
-	if err := WriteCompareJSON(&b, r); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, WriteCompareJSON(&b, r))
 	back, err := ReadCompareJSON(&b)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	if back.MinDuration != r.MinDuration || back.WarmUp != r.WarmUp || !back.SinglePinned || !back.Pinned {
 		t.Errorf("read back: min duration %v, warm-up %v, single pinned %v, pinned %v", back.MinDuration, back.WarmUp, back.SinglePinned, back.Pinned)
 	}
@@ -644,9 +609,7 @@ func TestCompareSimMode(t *testing.T) {
 			}
 			var table, js, bench bytes.Buffer
 			for _, err := range []error{WriteCompareTable(&table, r), WriteCompareJSON(&js, r), WriteCompareBench(&bench, r)} {
-				if err != nil {
-					t.Fatal(err)
-				}
+				require.NoError(t, err)
 			}
 			if !strings.Contains(table.String(), tc.header) {
 				t.Errorf("table header lacks %q:\n%s", tc.header, table.String())
@@ -655,9 +618,7 @@ func TestCompareSimMode(t *testing.T) {
 				t.Errorf("bench lines lack %q:\n%s", tc.bench, bench.String())
 			}
 			var j JSONCompare
-			if err := json.Unmarshal(js.Bytes(), &j); err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, json.Unmarshal(js.Bytes(), &j))
 			if j.SimMode != tc.mode || j.SimCostsNs["files"] != tc.costs["files"].Nanoseconds() || len(j.SimCalibrations) != len(tc.cals) {
 				t.Errorf("JSON: got mode %q, files cost %dns, %d calibrations; want %q, %v, %d",
 					j.SimMode, j.SimCostsNs["files"], len(j.SimCalibrations), tc.mode, tc.costs["files"], len(tc.cals))
@@ -678,9 +639,7 @@ func TestCompareWriters(t *testing.T) {
 		MinDuration: 100 * time.Millisecond, WarmUp: -1, Writers: 1, WriteRate: 2000,
 	}
 	r, err := loadgen.Compare(context.Background(), cc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	if r.Writers != 1 || r.WriteRate != 2000 || !slices.Contains(r.Notes, "sim none: no writers: lock strategy none refuses them; readers only") {
 		t.Errorf("writers %d at %g/s, notes %q", r.Writers, r.WriteRate, r.Notes)
 	}
@@ -698,17 +657,13 @@ func TestCompareWriters(t *testing.T) {
 		}
 	}
 	var table, js bytes.Buffer
-	if err := WriteCompareTable(&table, r); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, WriteCompareTable(&table, r))
 	for _, want := range []string{"writers: 1 per cell beside the readers, 2000 changes/s each", "\nwriters   lock", "rows' writers at 2 threads"} {
 		if !strings.Contains(table.String(), want) {
 			t.Errorf("table lacks %q:\n%s", want, table.String())
 		}
 	}
-	if err := WriteCompareJSON(&js, r); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, WriteCompareJSON(&js, r))
 	var j JSONCompare
 	if err := json.Unmarshal(js.Bytes(), &j); err != nil || j.Writers != 1 || j.Cells[0].Median.Writers == nil || j.Cells[0].Median.Lock.WriteAcquisitions == 0 {
 		t.Errorf("json: %v, writers %d, first cell %+v", err, j.Writers, j.Cells[0].Median)
@@ -733,9 +688,7 @@ func TestRunMinDurationJSON(t *testing.T) {
 	c := loadgen.Config{Target: harness.Target{Kind: harness.TargetSim, Lock: "rwsem", Tree: sysfs.SynthConfig{CPUs: 4}},
 		Threads: 2, Times: 1, MinDuration: 40 * time.Millisecond}
 	r, err := loadgen.Run(context.Background(), c)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	j := NewJSONRun(r)
 	if j.MinDurationNs != c.MinDuration.Nanoseconds() || j.Single.OpsPerWorker != float64(r.Single.Workers[0].Ops) ||
 		j.Concur.OpsPerWorker != r.Concur.OpsPerWorker() {
@@ -747,13 +700,9 @@ func TestRunMinDurationJSON(t *testing.T) {
 func TestSimCostReported(t *testing.T) {
 	c := loadgen.Config{Target: harness.Target{Kind: harness.TargetSim, Lock: "rcu", SimCost: 5 * time.Microsecond}, Threads: 1, Times: 2000}
 	slow, err := loadgen.Run(context.Background(), c)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	var seed bytes.Buffer
-	if err := WriteSummary(&seed, slow); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, WriteSummary(&seed, slow))
 	if !strings.Contains(seed.String(), "+5.00us of work outside the lock per op") {
 		t.Errorf("summary does not state the cost:\n%s", seed.String())
 	}
