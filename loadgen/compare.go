@@ -15,17 +15,10 @@ import (
 )
 
 // Compare defaults: a plain compare finishes within 2 minutes on 2 cores.
-//
-// Its budget there (rows kernfsim x 4 locks, sim x 4 and sys; ops files
-// and missing; threads 1, 2, 8 and 48): 72 cells x 3 repeats x 2 phases
-// x DefaultCompareMinDuration = 86 s, plus what the count keeps longer
-// than that (the 48-thread FUSE cells: 200 ops per worker at 2 ms for
-// files, at up to 6 ms for missing, 0.4 s and 1.3 s a phase; up to 15 s
-// in all), the rows' warm-ups (9 x 2 x 50 ms) and 10-40 ms of set-up per
-// run (a sim row builds its tree: up to 8 s): 100-110 s.
-//
-// DefaultCompareTimes was 500 before the duration rule: with it, the
-// 48-thread FUSE cells alone took half of the budget.
+// Its length is cells x repeats x 2 phases x DefaultCompareMinDuration,
+// plus the cells whose count of operations outlasts that, the rows'
+// warm-ups and each run's set-up. scripts/measure/readme.sh runs a plain
+// compare, whose table's header says how long it took.
 const (
 	// DefaultCompareTimes is operations per worker in each phase, at
 	// least: a floor under DefaultCompareMinDuration, which decides the
@@ -36,8 +29,8 @@ const (
 	// lstopo cells: one, as an MPI rank does at start-up.
 	DefaultCompareHwlocTimes = 1
 	// DefaultCompareMinDuration is how long each phase of a run lasts at
-	// least (Config.MinDuration): 2000 operations of a 1-thread FUSE
-	// cell at 100us, 200000 of a sim cell at 1us; 50 scheduler ticks.
+	// least (Config.MinDuration): 50 scheduler ticks at HZ=250, thousands
+	// of operations of a FUSE cell.
 	DefaultCompareMinDuration = 200 * time.Millisecond
 	// DefaultCompareWarmUp is how long each row is warmed up, untimed,
 	// before the first repeat (CompareConfig.WarmUp).

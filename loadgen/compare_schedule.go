@@ -124,9 +124,10 @@ func runCell(ctx context.Context, cc CompareConfig, c *Cell, res *CompareResult)
 
 // times is the operations per worker of c's runs. A coldplug operation
 // is ColdplugFiles lookups, a cgroup one CgroupFiles reads, so their
-// cells do that many times fewer, and cost what a files cell does. Sim rows do SimTimes/Times times more
-// discoveries than HwlocTimes: one takes ~0.3 ms in process, less than a
-// scheduler tick. Path rows do SysTimes of a plain op.
+// cells do that many times fewer, and cost what a files cell does. Sim
+// rows do SimTimes/Times times more discoveries than HwlocTimes: one in
+// process takes less than a scheduler tick. Path rows do SysTimes of a
+// plain op.
 func (cc CompareConfig) times(c *Cell) int {
 	sim := c.Row.Target.Kind == harness.TargetSim
 	switch {

@@ -52,10 +52,10 @@ const (
 	// Config.Writers is given without Config.Churn (and compare's
 	// --write-rate): one every 10 ms. That is 20 changes a writer in a
 	// compare phase of DefaultCompareMinDuration, enough for a median
-	// and a rough p99, and slower than one grace period (4-8 ms at the
-	// 4 ms tick), so that a writer which waits one per change (rcu's
-	// removal, a percpu-rwsem writer) still keeps up and its latency,
-	// not a backlog, is what the cell shows. It is also a node's
+	// and a rough p99, and slower than one grace period at the default
+	// tick (locking.GraceConfig.Tick), so that a writer which waits one per
+	// change (rcu's removal, a percpu-rwsem writer) still keeps up and its
+	// latency, not a backlog, is what the cell shows. It is also a node's
 	// container churn at its busiest (a pod start makes and removes a few
 	// cgroups).
 	DefaultWriteRate = 100

@@ -113,12 +113,12 @@ const (
 // RSS has not fallen for settleMin/2 (at least settleMin, at most
 // settleMax), and returns the last reading with the median RSS and
 // the fewest goroutines of the final settleMin/2. Under load, go-fuse's
-// readers set off bursts of thousands of goroutines (each completed read
-// spawns a reader while none is registered, and those still waiting for
-// reqMu are not counted), whose stacks keep RSS up until the server next
-// collects garbage and scavenges; one client at a time sets off no
-// burst, and the garbage of its reads makes the server collect. What
-// remains is the server's own, comparable between two settles.
+// readers set off bursts of goroutines (each completed read spawns a
+// reader while none is registered, and those still waiting for reqMu are
+// not counted), whose stacks keep RSS up until the server next collects
+// garbage and scavenges; one client at a time sets off no burst, and the
+// garbage of its reads makes the server collect. What remains is the
+// server's own, comparable between two settles (scripts/measure/rss.sh).
 func (p *server) settle(ctx context.Context) (ServerLevel, error) {
 	type reading struct {
 		at time.Duration

@@ -70,11 +70,10 @@ type Config struct {
 	StormSize  int
 	Tolerance  float64 // 0 means DefaultTolerance
 	// RSSSlack is how many bytes RSS may grow beyond Tolerance; 0 means
-	// DefaultRSSSlack, negative none. The server's live heap is a few
-	// MiB (a default tree) while the runtime retains what go-fuse's
-	// bursts of reader goroutines once needed: its heap and stacks' high
-	// water and up to its heap goal (twice the live heap) in freed pages,
-	// so RSS wanders by a few MiB either way in a minute with no leak.
+	// DefaultRSSSlack, negative none. The runtime retains what go-fuse's
+	// bursts of reader goroutines once needed (its heap and stacks' high
+	// water, and freed pages up to its heap goal), so RSS wanders with no
+	// leak; scripts/measure/rss.sh shows by how much.
 	RSSSlack int64
 	// OnSample and OnMode, if not nil, are called with each sample and
 	// each finished mode, from Soak's goroutine.
