@@ -215,7 +215,7 @@ type deviceChurn struct {
 // after w-1's.
 func newDeviceChurn(t target, writers int, field string) (*deviceChurn, error) {
 	if err := t.stat(t.abs(churnControl)); err != nil {
-		return nil, harness.BadConfig(field, "churn a kernfsim mount or {TargetSim}",
+		return nil, harness.NewConfigError(field, "churn a kernfsim mount or {TargetSim}",
 			"%s: %v: the target has no kernfsim device control files", t.abs(churnControl), err)
 	}
 	d := &deviceChurn{t: t, next: make([]int, writers)}

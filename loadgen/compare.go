@@ -417,20 +417,20 @@ func (c CompareConfig) withDefaults() CompareConfig {
 func (c CompareConfig) validate() error {
 	switch {
 	case len(c.Rows) == 0:
-		return harness.BadConfig("Rows", "name at least one target", "nothing to compare")
+		return harness.NewConfigError("Rows", "name at least one target", "nothing to compare")
 	case c.SimCost < 0 || c.SimCost > time.Second:
-		return harness.BadConfig("SimCost", "give the kernel's work per operation, 0 to a few microseconds", "%v", c.SimCost)
+		return harness.NewConfigError("SimCost", "give the kernel's work per operation, 0 to a few microseconds", "%v", c.SimCost)
 	case c.Times <= 0 || c.SimTimes <= 0 || c.SysTimes <= 0 || c.HwlocTimes <= 0 || c.Repeats <= 0:
-		return harness.BadConfig("Times", "give positive numbers", "times %d, sim times %d, hwloc times %d, repeats %d",
+		return harness.NewConfigError("Times", "give positive numbers", "times %d, sim times %d, hwloc times %d, repeats %d",
 			c.Times, c.SimTimes, c.HwlocTimes, c.Repeats)
 	case c.Writers < 0 || c.Writers > MaxWriters:
-		return harness.BadConfig("Writers", fmt.Sprintf("give 0 to %d writers", MaxWriters), "%d writers", c.Writers)
+		return harness.NewConfigError("Writers", fmt.Sprintf("give 0 to %d writers", MaxWriters), "%d writers", c.Writers)
 	case c.WriteRate < 0 || c.WriteRate > 100000:
-		return harness.BadConfig("WriteRate", "give 0 (the default) to 100000 changes per second", "%g per second", c.WriteRate)
+		return harness.NewConfigError("WriteRate", "give 0 (the default) to 100000 changes per second", "%g per second", c.WriteRate)
 	}
 	for _, t := range c.Threads {
 		if t <= 0 {
-			return harness.BadConfig("Threads", "give positive numbers", "%d threads", t)
+			return harness.NewConfigError("Threads", "give positive numbers", "%d threads", t)
 		}
 		if err := harness.CheckThreads("Threads", t); err != nil {
 			return err
@@ -438,7 +438,7 @@ func (c CompareConfig) validate() error {
 	}
 	for _, op := range c.Ops {
 		if _, _, ok := ParseOpLabel(op); !ok {
-			return harness.BadConfig("Ops", "use files, missing, stat-missing or an operation name ("+harness.OpNames()+")", "unknown op %q", op)
+			return harness.NewConfigError("Ops", "use files, missing, stat-missing or an operation name ("+harness.OpNames()+")", "unknown op %q", op)
 		}
 	}
 	return nil

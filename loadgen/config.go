@@ -218,12 +218,12 @@ func (c Config) explicitWriters() bool { return c.Churn > 0 || c.Writers > 0 }
 func (c Config) validate() error {
 	pos := func(field string, v int) error {
 		if v <= 0 {
-			return harness.BadConfig(field, "give a positive number", "%d is not positive", v)
+			return harness.NewConfigError(field, "give a positive number", "%d is not positive", v)
 		}
 		return nil
 	}
 	if c.MinDuration < 0 {
-		return harness.BadConfig("MinDuration", "give 0 (Times alone) or more", "%v is negative", c.MinDuration)
+		return harness.NewConfigError("MinDuration", "give 0 (Times alone) or more", "%v is negative", c.MinDuration)
 	}
 	for _, err := range []error{pos("Threads", c.Threads), pos("Times", c.Times),
 		pos("Files", c.Files), pos("BufSize", c.BufSize), c.validateOp(), c.validateTarget(),
@@ -236,7 +236,7 @@ func (c Config) validate() error {
 		return err
 	}
 	if len(c.FileList) > 0 && c.Files > len(c.FileList) {
-		return harness.BadConfig("Files", "give at most as many as the files listed",
+		return harness.NewConfigError("Files", "give at most as many as the files listed",
 			"%d distinct files asked for, but only %d listed", c.Files, len(c.FileList))
 	}
 	return nil
@@ -258,7 +258,7 @@ func (c Config) validateFileList() error {
 			inside = err == nil && filepath.IsLocal(rel)
 		}
 		if !inside && f != "" {
-			return harness.BadConfig("FileList", "name files inside the target, relative to it or absolute under "+dir,
+			return harness.NewConfigError("FileList", "name files inside the target, relative to it or absolute under "+dir,
 				"%s is outside %s", f, dir)
 		}
 	}
@@ -267,14 +267,14 @@ func (c Config) validateFileList() error {
 
 func (c Config) validateOp() error {
 	if !slices.Contains(harness.Ops, c.Op) {
-		return harness.BadConfig("Op", "valid operations are "+harness.OpNames(), "unknown operation %q", c.Op)
+		return harness.NewConfigError("Op", "valid operations are "+harness.OpNames(), "unknown operation %q", c.Op)
 	}
 	if c.Missing && c.Op != harness.OpOpenReadClose && c.Op != harness.OpStat && c.Op != harness.OpSameFile {
-		return harness.BadConfig("Missing", "use it with open-read-close or stat",
+		return harness.NewConfigError("Missing", "use it with open-read-close or stat",
 			"a missing path cannot be the object of %s", c.Op)
 	}
 	if c.Op == harness.OpLstopo && c.Target.Kind == harness.TargetSim {
-		return harness.BadConfig("Op", "measure a mount ({Dir} DIR or the default target)",
+		return harness.NewConfigError("Op", "measure a mount ({Dir} DIR or the default target)",
 			"lstopo reads a filesystem, and a sim target has none")
 	}
 	return nil
@@ -298,25 +298,25 @@ func (c Config) validateTarget() error {
 	switch t.Kind {
 	case harness.TargetSim, harness.TargetKernfsim:
 		if !slices.Contains(locking.Names, t.Lock) {
-			return harness.BadConfig("Lock", "valid strategies are "+strings.Join(locking.Names, ", "),
+			return harness.NewConfigError("Lock", "valid strategies are "+strings.Join(locking.Names, ", "),
 				"unknown lock strategy %q", t.Lock)
 		}
 	case harness.TargetPath:
 		if t.Dir == "" {
-			return harness.BadConfig("Dir", "name the directory to measure", "a path target needs a directory")
+			return harness.NewConfigError("Dir", "name the directory to measure", "a path target needs a directory")
 		}
 	default:
-		return harness.BadConfig("Target", "use sim, path or kernfsim", "unknown target kind %q", t.Kind)
+		return harness.NewConfigError("Target", "use sim, path or kernfsim", "unknown target kind %q", t.Kind)
 	}
 	switch {
 	case t.SimCost < 0:
-		return harness.BadConfig("SimCost", "give 0 (the bare sim) or more", "%v is negative", t.SimCost)
+		return harness.NewConfigError("SimCost", "give 0 (the bare sim) or more", "%v is negative", t.SimCost)
 	case t.SimCost > time.Second:
-		return harness.BadConfig("SimCost", "give the kernel's work per operation: microseconds", "%v per operation is more than a system call costs", t.SimCost)
+		return harness.NewConfigError("SimCost", "give the kernel's work per operation: microseconds", "%v per operation is more than a system call costs", t.SimCost)
 	case t.SimCost > 0 && t.Kind != harness.TargetSim:
-		return harness.BadConfig("SimCost", "drop it, or measure the sim", "work outside the lock is added to sim operations only; a %s target does its own", t.Kind)
+		return harness.NewConfigError("SimCost", "drop it, or measure the sim", "work outside the lock is added to sim operations only; a %s target does its own", t.Kind)
 	case t.SimShared && t.Kind != harness.TargetSim:
-		return harness.BadConfig("SimShared", "drop it, or measure the sim", "the kernel's shared writes are modelled by the sim only; a %s target makes the kernel's own", t.Kind)
+		return harness.NewConfigError("SimShared", "drop it, or measure the sim", "the kernel's shared writes are modelled by the sim only; a %s target makes the kernel's own", t.Kind)
 	}
 	if t.Kind == harness.TargetSim && t.Build == nil {
 		if err := t.Tree.WithDefaults().Validate(); err != nil {
@@ -331,10 +331,10 @@ func (c Config) validateProcs() error {
 	case !c.Procs:
 		return nil
 	case c.Target.Kind == harness.TargetSim:
-		return harness.BadConfig("Procs", "drop {Procs}, or measure a mount ({Dir} DIR or the default target)",
+		return harness.NewConfigError("Procs", "drop {Procs}, or measure a mount ({Dir} DIR or the default target)",
 			"worker processes cannot share the in-process tree of a sim target")
 	case len(c.WorkerCommand) == 0:
-		return harness.BadConfig("WorkerCommand", "set it to a command that runs ServeWorker", "Procs needs a worker command")
+		return harness.NewConfigError("WorkerCommand", "set it to a command that runs ServeWorker", "Procs needs a worker command")
 	}
 	return nil
 }
@@ -342,13 +342,13 @@ func (c Config) validateProcs() error {
 func (c Config) validateChurn() error {
 	switch {
 	case c.Churn < 0:
-		return harness.BadConfig("Churn", "give a rate of 0 or more per second", "%g is negative", c.Churn)
+		return harness.NewConfigError("Churn", "give a rate of 0 or more per second", "%g is negative", c.Churn)
 	case c.Writers < 0 || c.Writers > MaxWriters:
-		return harness.BadConfig("Writers", fmt.Sprintf("give 0 to %d writers", MaxWriters), "%d writers", c.Writers)
+		return harness.NewConfigError("Writers", fmt.Sprintf("give 0 to %d writers", MaxWriters), "%d writers", c.Writers)
 	case c.explicitWriters() && c.Target.Kind != harness.TargetPath && !harness.AcceptsWriters(c.Target.Lock):
-		return harness.BadConfig(c.writersField(), "use "+harness.WriterLocksText(), "lock strategy %s refuses writers, so nothing can churn", c.Target.Lock)
+		return harness.NewConfigError(c.writersField(), "use "+harness.WriterLocksText(), "lock strategy %s refuses writers, so nothing can churn", c.Target.Lock)
 	case c.Churn > 100000:
-		return harness.BadConfig("Churn", "give at most 100000 per second", "%g per second is more than a writer can do", c.Churn)
+		return harness.NewConfigError("Churn", "give at most 100000 per second", "%g per second is more than a writer can do", c.Churn)
 	}
 	return nil
 }

@@ -107,11 +107,11 @@ func (p *plan) setMissing(t target, c Config) error {
 	}
 	switch e := kernfsim.Errno(err); {
 	case err == nil:
-		return harness.BadConfig("MissingPath", "choose a path that does not exist", "%s exists", c.MissingPath)
+		return harness.NewConfigError("MissingPath", "choose a path that does not exist", "%s exists", c.MissingPath)
 	case kernfsim.Disconnected(err):
 		return harness.DeadMountError(t.abs(""))
 	case e != syscall.ENOENT:
-		return harness.BadConfig("MissingPath", "choose a path whose lookup fails with ENOENT", "%s: %v", c.MissingPath, err)
+		return harness.NewConfigError("MissingPath", "choose a path whose lookup fails with ENOENT", "%s: %v", c.MissingPath, err)
 	}
 	return nil
 }
@@ -134,7 +134,7 @@ func chooseFiles(t target, c Config) ([]string, error) {
 		return nil, err
 	}
 	if len(got) < want && !(c.Op == harness.OpRandom && len(got) >= c.Files) {
-		return nil, harness.BadConfig("Files", "ask for fewer ({Files} N) or name them ({FileList} PATH)",
+		return nil, harness.NewConfigError("Files", "ask for fewer ({Files} N) or name them ({FileList} PATH)",
 			"%d distinct readable files wanted, only %d found under %s", want, len(got), t.abs(""))
 	}
 	return got, nil
@@ -148,7 +148,7 @@ func checkListed(t target, c Config, files []string) ([]string, error) {
 			if kernfsim.Disconnected(err) {
 				return nil, harness.DeadMountError(t.abs(""))
 			}
-			return nil, harness.BadConfig("FileList", "name files the workers can read", "%s: %v", f, err)
+			return nil, harness.NewConfigError("FileList", "name files the workers can read", "%s: %v", f, err)
 		}
 	}
 	return files, nil

@@ -54,12 +54,12 @@ const CgroupFiles = 5
 // cgroups below fs/cgroup holding every file the first one has.
 func (p *plan) setCgroup(t target, c Config) error {
 	if err := t.stat(t.abs(cgroupDir + "/cgroup.controllers")); err != nil {
-		return harness.BadConfig("Op", "give the tree cgroups ({Tree.Cgroups} N) or measure a sysfs whose fs/cgroup is cgroup v2",
+		return harness.NewConfigError("Op", "give the tree cgroups ({Tree.Cgroups} N) or measure a sysfs whose fs/cgroup is cgroup v2",
 			"cgroup needs a cgroup v2 hierarchy at %s, and %s/cgroup.controllers is not there (%v)", t.abs(cgroupDir), t.abs(cgroupDir), err)
 	}
 	cgs := listCgroups(t)
 	if len(cgs) == 0 {
-		return harness.BadConfig("Op", "give the tree cgroups ({Tree.Cgroups} N)", "%s has no cgroup below its root", t.abs(cgroupDir))
+		return harness.NewConfigError("Op", "give the tree cgroups ({Tree.Cgroups} N)", "%s has no cgroup below its root", t.abs(cgroupDir))
 	}
 	first := cgroupDir + "/" + cgs[0] + "/"
 	read, _, err := classify(t, prefixed(first, cgroupReads), make([]byte, CgroupPage))
@@ -67,7 +67,7 @@ func (p *plan) setCgroup(t target, c Config) error {
 	case err != nil:
 		return err
 	case len(read) == 0:
-		return harness.BadConfig("Op", "measure a cgroup v2 hierarchy with the memory, cpu and io controllers",
+		return harness.NewConfigError("Op", "measure a cgroup v2 hierarchy with the memory, cpu and io controllers",
 			"%s: none of %s is readable", t.abs(first), strings.Join(cgroupReads, ", "))
 	}
 	for _, r := range read {
@@ -163,7 +163,7 @@ func newCgroupChurn(t target, c Config) (*writerSet, string, error) {
 		why = err.Error()
 	}
 	if c.explicitWriters() {
-		return nil, "", harness.BadConfig(c.writersField(), "churn the cgroups of a kernfsim tree ({TargetSim} or a kernfsim mount; {Tree.Cgroups} N)", "%s", why)
+		return nil, "", harness.NewConfigError(c.writersField(), "churn the cgroups of a kernfsim tree ({TargetSim} or a kernfsim mount; {Tree.Cgroups} N)", "%s", why)
 	}
 	return nil, "no cgroup churn: " + why + "; readers only", nil
 }

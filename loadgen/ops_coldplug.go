@@ -50,7 +50,7 @@ const ColdplugFiles = 5
 func (p *plan) setColdplug(t target, c Config) error {
 	blocks := memBlocks(t)
 	if len(blocks) == 0 {
-		return harness.BadConfig("Op", "give the tree memory blocks ({Tree.MemBlocks} N) or measure a sysfs that has them",
+		return harness.NewConfigError("Op", "give the tree memory blocks ({Tree.MemBlocks} N) or measure a sysfs that has them",
 			"coldplug needs %s/memoryN directories, and %s has none", memDir, t.abs(""))
 	}
 	first := memDir + "/" + blocks[0] + "/"
@@ -60,7 +60,7 @@ func (p *plan) setColdplug(t target, c Config) error {
 	case err != nil:
 		return err
 	case len(read) == 0 || slices.Contains(read, first+coldplugAbsent):
-		return harness.BadConfig("Op", "measure a sysfs whose memory blocks have the usual attributes",
+		return harness.NewConfigError("Op", "measure a sysfs whose memory blocks have the usual attributes",
 			"%s: want readable %s and no %s; read %q, missing %q", t.abs(first), strings.Join(coldplugAttrs, ", "),
 			coldplugAbsent, read, missing)
 	}
@@ -141,7 +141,7 @@ func newProber(t target, c Config, blocks []string) (*writerSet, string, error) 
 		}
 	}
 	if c.explicitWriters() {
-		return nil, "", harness.BadConfig(c.writersField(), "hot-add into a kernfsim tree with a probe file ({TargetSim} or a kernfsim mount)", "%s", why)
+		return nil, "", harness.NewConfigError(c.writersField(), "hot-add into a kernfsim tree with a probe file ({TargetSim} or a kernfsim mount)", "%s", why)
 	}
 	return nil, "no memory hot-add: " + why + "; readers only", nil
 }

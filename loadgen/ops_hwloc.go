@@ -53,7 +53,7 @@ var (
 func (p *plan) setHwloc(t target, c Config) error {
 	cpus := cpuNames(t)
 	if len(cpus) == 0 {
-		return harness.BadConfig("Op", "measure a sysfs (a kernfsim mount, /sys or {TargetSim})",
+		return harness.NewConfigError("Op", "measure a sysfs (a kernfsim mount, /sys or {TargetSim})",
 			"%s needs %s/cpuN directories, and %s has none", c.Op, cpuDir, t.abs(""))
 	}
 	read, missing, err := classify(t, hwlocNames(t, cpus), make([]byte, max(c.BufSize, 8192)))
@@ -150,11 +150,11 @@ var lstopoArgs = []string{"--of", "xml", "--no-io", "-"}
 func (p *plan) setLstopo(t target, c Config) error {
 	bin, err := exec.LookPath("lstopo")
 	if err != nil {
-		return harness.BadConfig("Op", "install hwloc (Debian: apt-get install hwloc)", "lstopo not found: %v", err)
+		return harness.NewConfigError("Op", "install hwloc (Debian: apt-get install hwloc)", "lstopo not found: %v", err)
 	}
 	cpus := cpuNames(t)
 	if len(cpus) == 0 {
-		return harness.BadConfig("Op", "measure a sysfs (a kernfsim mount or /sys)",
+		return harness.NewConfigError("Op", "measure a sysfs (a kernfsim mount or /sys)",
 			"lstopo needs %s/cpuN directories, and %s has none", cpuDir, t.abs(""))
 	}
 	root, err := os.MkdirTemp("", "loadgen-hwloc-root-")
@@ -166,7 +166,7 @@ func (p *plan) setLstopo(t target, c Config) error {
 		return err
 	}
 	if err := runLstopo(bin, root); err != nil {
-		return harness.BadConfig("Op", "check that hwloc reads the target", "%v", err)
+		return harness.NewConfigError("Op", "check that hwloc reads the target", "%v", err)
 	}
 	return nil
 }

@@ -54,7 +54,7 @@ func Run(ctx context.Context, cfg Config) (res Result, err error) {
 		res.Interrupted, err = true, ctx.Err()
 	}
 	if err == nil && e.server != nil && e.server.Exited() {
-		err = fmt.Errorf("the kernfsim server exited during the run: %s", e.server.Stderr())
+		err = fmt.Errorf("the kernfsim server exited during the run: %s", e.server.Output())
 	}
 	if err == nil && e.gone() {
 		err = harness.NewServerGoneError(e.target.Dir, tally)

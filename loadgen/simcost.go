@@ -121,11 +121,11 @@ func CalibrateSimCost(ctx context.Context, c Config, dir, lock string) (SimCalib
 	}
 	cal := SimCalibration{Dir: dir, Op: OpLabel(c.Op, c.Missing), Lock: lock}
 	if !calibratable(c.Op) {
-		return cal, harness.BadConfig("SimCost", "give a duration per system call instead of auto",
+		return cal, harness.NewConfigError("SimCost", "give a duration per system call instead of auto",
 			"%s makes many system calls per operation, so its cost cannot be calibrated per operation", c.Op)
 	}
 	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
-		return cal, harness.BadConfig("Calibrate", "give the directory of a real sysfs, such as /sys",
+		return cal, harness.NewConfigError("Calibrate", "give the directory of a real sysfs, such as /sys",
 			"%s is not a directory to calibrate against", dir)
 	}
 	onDir, bare := calibrationRuns(c, dir, lock)

@@ -85,7 +85,7 @@ func buildSimTree(t harness.Target, abi bool) (*kernfsim.Tree, error) {
 	}
 	a, err := sysfs.Assemble(sysfs.Options{Lock: t.Lock, Synth: t.Tree.WithDefaults(), ABI: abi})
 	if err != nil {
-		return nil, harness.AssembleError(err)
+		return nil, harness.NewAssembleError(err)
 	}
 	return a.Tree, nil
 }

@@ -177,7 +177,7 @@ func newLoad(t *harness.Dir, c Config, writes bool) (*load, error) {
 		return l, nil
 	}
 	if err := t.Stat(t.Path(client.NewDevicePath)); err != nil {
-		return nil, harness.BadConfig("Dir", "soak a kernfsim mount", "%s: %v: no kernfsim device control files", t.Path(client.NewDevicePath), err)
+		return nil, harness.NewConfigError("Dir", "soak a kernfsim mount", "%s: %v: no kernfsim device control files", t.Path(client.NewDevicePath), err)
 	}
 	var devs []string
 	for i := range max(churnSlots, c.StormSize) {

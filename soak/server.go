@@ -62,7 +62,7 @@ func (p *server) stats() (client.Stats, error) { return client.ReadStats(p.t.Pat
 func (p *server) lock() (string, error) {
 	s, err := p.stats()
 	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, client.ErrNotStats) || err == nil && !s.Served {
-		return "", harness.BadConfig("Dir", "soak a kernfsim mount", "%s is not a kernfsim mount: no server.lock and server.nodeids in kernel/kernfsim/stats", p.t.Path(""))
+		return "", harness.NewConfigError("Dir", "soak a kernfsim mount", "%s is not a kernfsim mount: no server.lock and server.nodeids in kernel/kernfsim/stats", p.t.Path(""))
 	}
 	if err != nil {
 		return "", p.gone(err, nil)
@@ -211,7 +211,7 @@ func (p *server) gone(err error, tally harness.ErrorTally) error {
 		if exit, ok := p.srv.ExitStatus(2 * time.Second); ok {
 			status = fmt.Sprint(exit)
 		}
-		return fmt.Errorf("the kernfsim server died during the soak (%s): %s", status, p.srv.Stderr())
+		return fmt.Errorf("the kernfsim server died during the soak (%s): %s", status, p.srv.Output())
 	case p.srv == nil && dead:
 		return harness.NewServerGoneError(p.t.Path(""), tally)
 	}

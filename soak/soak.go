@@ -171,36 +171,36 @@ func (c Config) validate() error {
 	mode := c.Duration / time.Duration(len(c.Locks))
 	switch {
 	case c.Duration < 0 || c.Interval <= 0 || c.Warmup < 0 || c.StormEvery < 0:
-		return harness.BadConfig("Duration", "give positive durations", "negative duration, interval, warm-up or storm period")
+		return harness.NewConfigError("Duration", "give positive durations", "negative duration, interval, warm-up or storm period")
 	case mode < 2*time.Second:
-		return harness.BadConfig("Duration", "give at least 2s per lock mode", "%v for %d lock modes is too short", c.Duration, len(c.Locks))
+		return harness.NewConfigError("Duration", "give at least 2s per lock mode", "%v for %d lock modes is too short", c.Duration, len(c.Locks))
 	case c.Warmup >= mode:
-		return harness.BadConfig("Warmup", "make the warm-up shorter than each mode's share", "warm-up %v, but each mode runs %v", c.Warmup, mode)
+		return harness.NewConfigError("Warmup", "make the warm-up shorter than each mode's share", "warm-up %v, but each mode runs %v", c.Warmup, mode)
 	case c.PerOp < 0 || c.Churn < 0 || c.Tolerance < 0:
-		return harness.BadConfig("PerOp", "give 0 or more", "a negative reader count, churn rate or tolerance")
+		return harness.NewConfigError("PerOp", "give 0 or more", "a negative reader count, churn rate or tolerance")
 	case c.StormSize < 0 || c.StormSize > 256:
-		return harness.BadConfig("StormSize", "give 1 to 256 (one delete_device write names them all)", "%d devices per storm", c.StormSize)
+		return harness.NewConfigError("StormSize", "give 1 to 256 (one delete_device write names them all)", "%d devices per storm", c.StormSize)
 	case c.Dir == "" && c.Server == nil:
 		return harness.ErrNoServer
 	case c.Dir != "" && c.ServerPID <= 0:
-		return harness.BadConfig("ServerPID", "give the server's process id (pidof kernfsim)", "soaking %s needs its server's process, for its RSS and threads", c.Dir)
+		return harness.NewConfigError("ServerPID", "give the server's process id (pidof kernfsim)", "soaking %s needs its server's process, for its RSS and threads", c.Dir)
 	}
 	if limit, why := harness.ThreadLimit(); c.PerOp*len(c.Readers) > limit {
-		return harness.BadConfig("PerOp", fmt.Sprintf("give at most %d readers per operation", limit/len(c.Readers)),
+		return harness.NewConfigError("PerOp", fmt.Sprintf("give at most %d readers per operation", limit/len(c.Readers)),
 			"%d readers for each of %d operations are more threads than this process may start (%s)", c.PerOp, len(c.Readers), why)
 	}
 	for _, l := range c.Locks {
 		if c.Dir == "" && !slices.Contains(locking.Names, l) {
-			return harness.BadConfig("Lock", "valid strategies are "+strings.Join(locking.Names, ", "), "unknown lock strategy %q", l)
+			return harness.NewConfigError("Lock", "valid strategies are "+strings.Join(locking.Names, ", "), "unknown lock strategy %q", l)
 		}
 	}
 	for _, r := range c.Readers {
 		if r != Missing && (!slices.Contains(harness.Ops, harness.Op(r)) || harness.Op(r) == harness.OpHwloc) {
-			return harness.BadConfig("Op", "valid readers are open-read-close, stat, readdir, walk, same-file, random, missing", "unknown reader %q", r)
+			return harness.NewConfigError("Op", "valid readers are open-read-close, stat, readdir, walk, same-file, random, missing", "unknown reader %q", r)
 		}
 	}
 	if c.Workers == nil {
-		return harness.BadConfig("Workers", "set it to loadgen.Workers", "no source of readers")
+		return harness.NewConfigError("Workers", "set it to loadgen.Workers", "no source of readers")
 	}
 	return nil
 }

@@ -99,7 +99,7 @@ func newSimTarget(cfg Config, sp spec) (*simTarget, error) {
 	a, err := sysfs.Assemble(sysfs.Options{Lock: sp.lock, Grace: cfg.Grace, GP: gp, Synth: cfg.Target.Tree.WithDefaults(),
 		ABI: true, MaxDevices: max(cfg.Count, sysfs.DefaultMaxDevices)})
 	if err != nil {
-		return nil, harness.AssembleError(err)
+		return nil, harness.NewAssembleError(err)
 	}
 	return &simTarget{t: a.Tree, abi: a.ABI, w: kernfsim.NewWalker(a.Tree, kernfsim.WalkerOptions{}), cred: harness.DefaultSimCred}, nil
 }
@@ -156,7 +156,7 @@ func newMountTarget(dir string, srv *harness.Server) (*mountTarget, error) {
 		path := d.Path(f.rel)
 		if err := harness.RetryEINTR(func() (err error) { *f.fd, err = unix.Open(path, unix.O_WRONLY|unix.O_CLOEXEC, 0); return }); err != nil {
 			m.closeFiles()
-			return nil, harness.BadConfig("Dir", "give a kernfsim mount (kernfsim mount DIR)", "%s: %v: not a kernfsim mount", path, err)
+			return nil, harness.NewConfigError("Dir", "give a kernfsim mount (kernfsim mount DIR)", "%s: %v: not a kernfsim mount", path, err)
 		}
 	}
 	if err := m.removeLeftovers(); err != nil {

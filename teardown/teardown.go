@@ -176,19 +176,19 @@ func (c Config) withDefaults() Config {
 func (c Config) validate() error {
 	switch {
 	case c.Count <= 0 || c.Batch <= 0 || c.Readers < 0:
-		return harness.BadConfig("Count", "give a positive count and batch, and 0 or more readers",
+		return harness.NewConfigError("Count", "give a positive count and batch, and 0 or more readers",
 			"count %d, batch %d, readers %d", c.Count, c.Batch, c.Readers)
 	case c.Batch > c.Count:
-		return harness.BadConfig("Batch", "give at most {Count}", "batch %d is more than the %d devices", c.Batch, c.Count)
+		return harness.NewConfigError("Batch", "give at most {Count}", "batch %d is more than the %d devices", c.Batch, c.Count)
 	case c.Count > MaxSimDevices:
-		return harness.BadConfig("Count", "give at most "+strconv.Itoa(MaxSimDevices), "%d devices would take more memory than a storm needs", c.Count)
+		return harness.NewConfigError("Count", "give at most "+strconv.Itoa(MaxSimDevices), "%d devices would take more memory than a storm needs", c.Count)
 	case c.Attrs < 0 || c.Attrs > sysfs.MaxDeviceAttrs:
-		return harness.BadConfig("Attrs", "give 0 to "+strconv.Itoa(sysfs.MaxDeviceAttrs), "%d attributes per device", c.Attrs)
+		return harness.NewConfigError("Attrs", "give 0 to "+strconv.Itoa(sysfs.MaxDeviceAttrs), "%d attributes per device", c.Attrs)
 	case c.Target.Kind != harness.TargetSim && c.Count > sysfs.DefaultMaxDevices:
-		return harness.BadConfig("Count", "give at most "+strconv.Itoa(sysfs.DefaultMaxDevices)+" on a mount, or use {TargetSim}",
+		return harness.NewConfigError("Count", "give at most "+strconv.Itoa(sysfs.DefaultMaxDevices)+" on a mount, or use {TargetSim}",
 			"a kernfsim server makes at most %d devices", sysfs.DefaultMaxDevices)
 	case c.Target.Kind != harness.TargetSim && c.Batch*(len(deviceName(c.Count-1))+1) > kernfsim.PageSize:
-		return harness.BadConfig("Batch", fmt.Sprintf("give at most %d on a mount, or use {TargetSim} (no page limit in process)",
+		return harness.NewConfigError("Batch", fmt.Sprintf("give at most %d on a mount, or use {TargetSim} (no page limit in process)",
 			kernfsim.PageSize/(len(deviceName(c.Count-1))+1)), "%d names do not fit one %d-byte write to delete_device",
 			c.Batch, kernfsim.PageSize)
 	}
@@ -197,7 +197,7 @@ func (c Config) validate() error {
 	}
 	for _, l := range c.Locks {
 		if !harness.AcceptsWriters(l) {
-			return harness.BadConfig("Lock", "use "+harness.WriterLocksText(), "lock %q cannot remove devices", l)
+			return harness.NewConfigError("Lock", "use "+harness.WriterLocksText(), "lock %q cannot remove devices", l)
 		}
 	}
 	switch c.Target.Kind {
@@ -211,10 +211,10 @@ func (c Config) validate() error {
 		}
 	case harness.TargetPath:
 		if c.Target.Dir == "" {
-			return harness.BadConfig("Dir", "name a kernfsim mount", "a path target needs a directory")
+			return harness.NewConfigError("Dir", "name a kernfsim mount", "a path target needs a directory")
 		}
 	default:
-		return harness.BadConfig("Target", "use sim, kernfsim or a path", "unknown target kind %q", c.Target.Kind)
+		return harness.NewConfigError("Target", "use sim, kernfsim or a path", "unknown target kind %q", c.Target.Kind)
 	}
 	return nil
 }

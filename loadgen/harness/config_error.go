@@ -24,8 +24,8 @@ func (e *ConfigError) Error() string {
 // HintFor is Hint with each field it names put as name puts it.
 func (e *ConfigError) HintFor(name FieldNames) string { return name.Put(e.Hint) }
 
-// BadConfig is a *ConfigError for field, its problem formatted from
+// NewConfigError is a *ConfigError for field, its problem formatted from
 // format and args.
-func BadConfig(field, hint, format string, args ...any) *ConfigError {
+func NewConfigError(field, hint, format string, args ...any) *ConfigError {
 	return &ConfigError{Field: field, Problem: fmt.Sprintf(format, args...), Hint: hint}
 }

@@ -25,9 +25,9 @@ func OpenDir(dir string) (*Dir, error) {
 	case kernfsim.Disconnected(err) || MountGone(dir):
 		return nil, DeadMountError(dir)
 	case err != nil:
-		return nil, BadConfig("Dir", "give an existing directory", "%s: %v", dir, err)
+		return nil, NewConfigError("Dir", "give an existing directory", "%s: %v", dir, err)
 	case st.Mode&unix.S_IFMT != unix.S_IFDIR:
-		return nil, BadConfig("Dir", "give a directory", "%s is not a directory", dir)
+		return nil, NewConfigError("Dir", "give a directory", "%s is not a directory", dir)
 	}
 	abs, err := filepath.Abs(dir)
 	if err != nil {
@@ -47,7 +47,7 @@ func MountGone(dir string) bool {
 
 // DeadMountError is the error for a FUSE mount whose server has gone.
 func DeadMountError(dir string) *ConfigError {
-	return BadConfig("Dir", "unmount it with 'umount -l "+dir+"' (or 'fusermount3 -uz "+dir+"') and start the server again",
+	return NewConfigError("Dir", "unmount it with 'umount -l "+dir+"' (or 'fusermount3 -uz "+dir+"') and start the server again",
 		"%s: transport endpoint is not connected: the filesystem server behind this mount is gone", dir)
 }
 

@@ -47,7 +47,7 @@ func CheckThreads(field string, n int) error {
 	if n <= limit {
 		return nil
 	}
-	return BadConfig(field, fmt.Sprintf("give at most %d", limit), "%d threads is more than this process may start (%s)", n, why)
+	return NewConfigError(field, fmt.Sprintf("give at most %d", limit), "%d threads is more than this process may start (%s)", n, why)
 }
 
 // cgroupFile is name (say pids.max) in this process's cgroup, or "".

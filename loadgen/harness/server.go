@@ -136,7 +136,7 @@ func (s *Server) awaitMount(ctx context.Context, wait time.Duration) error {
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-deadline:
-			return fmt.Errorf("the kernfsim server did not mount %s within %v: %s", s.mnt, wait, s.Stderr())
+			return fmt.Errorf("the kernfsim server did not mount %s within %v: %s", s.mnt, wait, s.Output())
 		case <-tick.C:
 		}
 	}
@@ -147,7 +147,7 @@ func (s *Server) awaitMount(ctx context.Context, wait time.Duration) error {
 // /dev/fuse, not root, a refused mount): a *ConfigError with its words and
 // the way round FUSE.
 func (s *Server) startError() error {
-	msg := strings.Join(client.ServerMessages(s.Stderr()), "; ")
+	msg := strings.Join(client.ServerMessages(s.Output()), "; ")
 	var ee *exec.ExitError
 	if errors.As(s.werr, &ee) && ee.ExitCode() == 2 {
 		return &ConfigError{Field: "kernfsim server", Problem: "it could not mount: " + msg,
@@ -194,8 +194,8 @@ func (s *Server) Mount() *Mount {
 	return m
 }
 
-// Stderr is what the server has printed so far (stdout and stderr).
-func (s *Server) Stderr() string {
+// Output is what the server has printed so far, on stdout and stderr.
+func (s *Server) Output() string {
 	s.outMu.Lock()
 	defer s.outMu.Unlock()
 	return string(bytes.TrimSpace(s.output.Bytes()))

@@ -178,9 +178,9 @@ func (t Target) setup(own bool) string {
 // the owner/group/other path rather than root's bypass.
 var DefaultSimCred = kernfsim.Cred{Uid: 1000, Gid: 1000}
 
-// AssembleError is a *ConfigError for a tree sysfs.Assemble could not
+// NewAssembleError is a *ConfigError for a tree sysfs.Assemble could not
 // build: its Lock, or else its Tree.
-func AssembleError(err error) error {
+func NewAssembleError(err error) error {
 	if oe := (*sysfs.OptionError)(nil); errors.As(err, &oe) && oe.Option == "Lock" {
 		return &ConfigError{Field: "Lock", Problem: err.Error()}
 	}
