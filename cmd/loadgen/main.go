@@ -123,6 +123,7 @@ var fieldFlags = map[string]string{
 var hintFlags = map[string]string{
 	"TargetSim": "--sim", "Tree.Cgroups": "--cgroups", "Tree.MemBlocks": "--mem-blocks", "Count": "--count",
 	"MinDuration": "--min-duration", "PinSingle": "--pin-single", "Repeats": "--repeats", "SimTimes": "--sim-times",
+	"Locks": "--locks", "Format": "--format",
 }
 
 // configMessage is a *harness.ConfigError in terms of flags.

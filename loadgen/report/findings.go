@@ -281,7 +281,7 @@ func writeGroupedWarnings(ew *textout.Writer, r loadgen.CompareResult) {
 			continue
 		}
 		if first {
-			ew.Printf("\nwarnings (runs that may mislead, the cells marked !; each run's own in --format json):\n")
+			ew.Printf("\nwarnings (runs that may mislead, the cells marked !; each run's own in %s json):\n", r.FieldNames.Name("Format"))
 			first = false
 		}
 		ew.Printf("  %s: %s\n", r.FieldNames.Put(what[k]), strings.Join(cells, ", "))

@@ -33,7 +33,7 @@ var testProvenance = harness.Provenance{Program: "loadgen", Version: "v1.2.3", R
 // testFlags names fields as cmd/loadgen does, by their flags.
 func testFlags(field string) string {
 	return map[string]string{"Times": "--times", "MinDuration": "--min-duration", "PinSingle": "--pin-single",
-		"Repeats": "--repeats", "SimTimes": "--sim-times"}[field]
+		"Repeats": "--repeats", "SimTimes": "--sim-times", "Threads": "--threads", "Locks": "--locks", "Ops": "--ops", "Format": "--format"}[field]
 }
 
 func fixture() loadgen.Result {

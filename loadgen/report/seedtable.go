@@ -51,7 +51,7 @@ var Seed002Reference = harness.Reference{Seed: "002", Source: "Ian Kent, 2021, F
 func seedVerdict(r *loadgen.CompareResult, kind harness.TargetKind, f seedFigure) (cells string, verdict string) {
 	mutex, rwsem := rowCell(r, kind, "mutex", f.op, f.threads), rowCell(r, kind, "rwsem", f.op, f.threads)
 	if mutex == nil || rwsem == nil {
-		return "-", fmt.Sprintf("not measured (give --threads %d and --locks mutex,rwsem)", f.threads)
+		return "-", r.FieldNames.Put(fmt.Sprintf("not measured (give {Threads} %d and {Locks} mutex,rwsem)", f.threads))
 	}
 	v, _ := r.RatioToMutex(*rwsem)
 	mark := ""
@@ -108,7 +108,7 @@ func WriteSeedTable(w io.Writer, r loadgen.CompareResult) error {
 		fmt.Fprintln(tw, strings.Join(line, "\t"))
 	}
 	if !any {
-		fmt.Fprintln(tw, "(none of this run's ops: seed 002 measured --ops files,missing)")
+		fmt.Fprintln(tw, r.FieldNames.Put("(none of this run's ops: seed 002 measured {Ops} files,missing)"))
 	}
 	return tw.Flush()
 }
