@@ -22,6 +22,14 @@ const (
 	TransportFlag = "--transport"
 )
 
+// ForceFlag makes `kernfsim mount` serve a mountpoint whose server
+// died.
+const ForceFlag = "--force"
+
+// RemountCommand is the command line that serves dir again after its
+// server died.
+func RemountCommand(dir string) string { return "kernfsim mount " + dir + " " + ForceFlag }
+
 // MountArgs are the arguments after the program's name that serve
 // mountpoint under lock: command's own (the subcommand, "mount"), the
 // mountpoint, the lock, extra flags, and the transport unless it is "".

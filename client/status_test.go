@@ -31,6 +31,10 @@ func TestParseStatusOlder(t *testing.T) {
 	assert.False(t, ok)
 }
 
+func TestRemountCommand(t *testing.T) {
+	assert.Equal(t, "kernfsim mount /mnt/k --force", RemountCommand("/mnt/k"))
+}
+
 func TestMountArgs(t *testing.T) {
 	assert.Equal(t, []string{"mount", "/tmp/m", "--lock", "rcu", "--gp=deferred", "--transport", "uring"},
 		MountArgs([]string{"mount"}, "/tmp/m", "rcu", "uring", []string{"--gp=deferred"}))

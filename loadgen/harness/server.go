@@ -310,6 +310,6 @@ func NewServerGoneError(dir string, tally ErrorTally) error {
 		}
 	}
 	return fmt.Errorf("%s: the filesystem server went away during the run (ENOTCONN, ECONNABORTED or ECANCELED: the FUSE connection ended; "+
-		"%d operations failed so): if it was kernfsim, serve the mountpoint again with 'kernfsim mount %s --force'; "+
-		"otherwise detach the dead mount with 'umount -l %s' (or 'fusermount3 -uz %s')", dir, n, dir, dir, dir)
+		"%d operations failed so): if it was kernfsim, serve the mountpoint again with '%s'; "+
+		"otherwise detach the dead mount with 'umount -l %s' (or 'fusermount3 -uz %s')", dir, n, client.RemountCommand(dir), dir, dir)
 }
