@@ -12,6 +12,7 @@ import (
 
 	"github.com/kernfsim/kernfsim/kernfsim"
 	"github.com/kernfsim/kernfsim/loadgen/harness"
+	"github.com/kernfsim/kernfsim/loadgen/internal/testproc"
 	"github.com/kernfsim/kernfsim/locking"
 )
 
@@ -182,9 +183,9 @@ func TestWallPerOpMeanOps(t *testing.T) {
 // Worker processes get the duration in their spec and count it from the
 // barrier they see.
 func TestRunProcsMinDuration(t *testing.T) {
-	requireSys(t)
+	testproc.RequireSys(t)
 	c := Config{Target: harness.Target{Kind: harness.TargetPath, Dir: "/sys"}, Threads: 2, Times: 1, MinDuration: 30 * time.Millisecond,
-		Procs: true, WorkerCommand: self(t, "__worker")}
+		Procs: true, WorkerCommand: testproc.Self(t, "__worker")}
 	r, err := Run(context.Background(), c)
 	require.NoError(t, err)
 	checkMinDuration(t, "single", r.Single, 1, c)

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/kernfsim/kernfsim/loadgen/harness"
+	"github.com/kernfsim/kernfsim/loadgen/internal/testproc"
 	"github.com/kernfsim/kernfsim/locking"
 )
 
@@ -70,11 +71,11 @@ func TestHwlocSim(t *testing.T) {
 // threads and as processes (MPI ranks), and each worker's time to done
 // comes back from its process.
 func TestHwlocSys(t *testing.T) {
-	requireSys(t)
+	testproc.RequireSys(t)
 	for _, procs := range []bool{false, true} {
 		c := Config{Target: harness.Target{Kind: harness.TargetPath, Dir: "/sys"}, Op: harness.OpHwloc, Threads: 3, Times: 1, Procs: procs}
 		if procs {
-			c.WorkerCommand = self(t, "__worker")
+			c.WorkerCommand = testproc.Self(t, "__worker")
 		}
 		r, err := Run(context.Background(), c)
 		require.NoError(t, err)
@@ -100,7 +101,7 @@ func TestTimeToDone(t *testing.T) {
 // The real lstopo, with HWLOC_FSROOT on a directory holding a sys
 // symlink to the target; its root is removed afterwards.
 func TestLstopoSys(t *testing.T) {
-	requireSys(t)
+	testproc.RequireSys(t)
 	if _, err := exec.LookPath("lstopo"); err != nil {
 		t.Skip("no lstopo:", err)
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/kernfsim/kernfsim/kernfsim"
 	"github.com/kernfsim/kernfsim/loadgen/harness"
+	"github.com/kernfsim/kernfsim/loadgen/internal/testproc"
 	"github.com/kernfsim/kernfsim/locking"
 	"github.com/kernfsim/kernfsim/sysfs"
 )
@@ -152,7 +153,7 @@ func TestRunWriters(t *testing.T) {
 }
 
 func TestRunPathSys(t *testing.T) {
-	requireSys(t)
+	testproc.RequireSys(t)
 	r, err := Run(context.Background(), Config{Target: harness.Target{Kind: harness.TargetPath, Dir: "/sys"}, Threads: 2, Times: 200})
 	require.NoError(t, err)
 	checkRun(t, r, 2, 200)
@@ -177,9 +178,9 @@ func TestRunPathPlainDir(t *testing.T) {
 }
 
 func TestRunProcs(t *testing.T) {
-	requireSys(t)
+	testproc.RequireSys(t)
 	r, err := Run(context.Background(), Config{Target: harness.Target{Kind: harness.TargetPath, Dir: "/sys"}, Threads: 3, Times: 100,
-		Procs: true, WorkerCommand: self(t, "__worker")})
+		Procs: true, WorkerCommand: testproc.Self(t, "__worker")})
 	require.NoError(t, err)
 	checkRun(t, r, 3, 100)
 	if !r.Procs || len(r.Errors) != 0 {
@@ -188,9 +189,9 @@ func TestRunProcs(t *testing.T) {
 }
 
 func TestRunProcsWorkerFails(t *testing.T) {
-	requireSys(t)
+	testproc.RequireSys(t)
 	_, err := Run(context.Background(), Config{Target: harness.Target{Kind: harness.TargetPath, Dir: "/sys"}, Threads: 2, Times: 10,
-		Procs: true, WorkerCommand: self(t, "__fail")})
+		Procs: true, WorkerCommand: testproc.Self(t, "__fail")})
 	if err == nil || !strings.Contains(err.Error(), "helper failed on purpose") {
 		t.Errorf("got %v, want the worker's stderr in the error", err)
 	}

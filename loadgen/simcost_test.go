@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/kernfsim/kernfsim/loadgen/harness"
+	"github.com/kernfsim/kernfsim/loadgen/internal/testproc"
 )
 
 // The spin loop does about the work it was asked for: a thousand spins of
@@ -105,7 +106,7 @@ func TestSimCostMakesSharedWrites(t *testing.T) {
 // Calibration against /sys gives the difference of the two single-thread
 // per-ops, and never less than 0.
 func TestCalibrateSimCost(t *testing.T) {
-	requireSys(t)
+	testproc.RequireSys(t)
 	cal, err := CalibrateSimCost(context.Background(), Config{Times: 500}, "/sys", "rwsem")
 	require.NoError(t, err)
 	if cal.Real <= 0 || cal.Bare <= 0 || cal.Cost != max(0, cal.Real-cal.Bare) || cal.Op != "files" {
