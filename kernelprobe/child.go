@@ -15,8 +15,9 @@ import (
 	"time"
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
-	"github.com/kernfsim/kernfsim/loadgen"
 	"golang.org/x/sys/unix"
+
+	"github.com/kernfsim/kernfsim/loadgen/harness"
 )
 
 // Serve is the child side: the hidden command behind
@@ -95,7 +96,7 @@ func (c cpuClock) read() (sys, user time.Duration) {
 // timedLoop calls op(i) for i in [0, n) until it fails or stop is set,
 // timing each call (one clock read per call).
 func timedLoop(n int, stop *atomic.Bool, clock cpuClock, op func(i int) error) (*Phase, error) {
-	h := loadgen.NewHistogram()
+	h := harness.NewHistogram()
 	sys0, user0 := clock.read()
 	t0 := time.Now()
 	var prev time.Duration
@@ -106,11 +107,11 @@ func timedLoop(n int, stop *atomic.Bool, clock cpuClock, op func(i int) error) (
 			break
 		}
 		now := time.Since(t0)
-		loadgen.RecordLatency(h, now-prev)
+		harness.RecordLatency(h, now-prev)
 		prev = now
 	}
 	sys1, user1 := clock.read()
-	return &Phase{Calls: int(h.TotalCount()), Wall: prev, Sys: sys1 - sys0, User: user1 - user0, Latency: loadgen.Summarize(h)}, err
+	return &Phase{Calls: int(h.TotalCount()), Wall: prev, Sys: sys1 - sys0, User: user1 - user0, Latency: harness.Summarize(h)}, err
 }
 
 // umountStorm mounts spec.Count tmpfs and unmounts them, in the private
@@ -199,7 +200,7 @@ func unshareLoop(spec kernelSpec, stop *atomic.Bool) kernelReport {
 // timing each call and the CPU time around it.
 func alternateTimed(n int, stop *atomic.Bool, clock cpuClock, a, b func() error) ([2]*Phase, error) {
 	ops := [2]func() error{a, b}
-	hs := [2]*hdrhistogram.Histogram{loadgen.NewHistogram(), loadgen.NewHistogram()}
+	hs := [2]*hdrhistogram.Histogram{harness.NewHistogram(), harness.NewHistogram()}
 	var out [2]*Phase
 	for k := range out {
 		out[k] = &Phase{}
@@ -214,13 +215,13 @@ func alternateTimed(n int, stop *atomic.Bool, clock cpuClock, a, b func() error)
 			}
 			d := time.Since(t0)
 			sys1, user1 := clock.read()
-			loadgen.RecordLatency(hs[k], d)
+			harness.RecordLatency(hs[k], d)
 			p := out[k]
 			p.Calls, p.Wall, p.Sys, p.User = p.Calls+1, p.Wall+d, p.Sys+sys1-sys0, p.User+user1-user0
 		}
 	}
 	for k := range out {
-		out[k].Latency = loadgen.Summarize(hs[k])
+		out[k].Latency = harness.Summarize(hs[k])
 	}
 	return out, err
 }

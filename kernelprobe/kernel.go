@@ -16,8 +16,9 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/kernfsim/kernfsim/loadgen"
 	"golang.org/x/sys/unix"
+
+	"github.com/kernfsim/kernfsim/loadgen/harness"
 )
 
 // The real-kernel reproductions of the seeds: an umount storm (000, 001)
@@ -112,7 +113,7 @@ type Phase struct {
 	Wall    time.Duration   `json:"wall_ns"`
 	Sys     time.Duration   `json:"sys_ns"`
 	User    time.Duration   `json:"user_ns"`
-	Latency loadgen.Latency `json:"latency"`
+	Latency harness.Latency `json:"latency"`
 }
 
 // Result is what a reproduction measured.
@@ -159,20 +160,20 @@ func (h HostMounts) Unchanged() bool { return len(h.Leaked) == 0 && len(h.Others
 
 // errNotRoot is the *ConfigError for a reproduction run as a user.
 func errNotRoot(op string) error {
-	return loadgen.BadConfig(op, "run it as root (sudo loadgen "+op+" ...)",
+	return harness.NewConfigError(op, "run it as root (sudo loadgen "+op+" ...)",
 		"needs root: it unshares namespaces and mounts filesystems in a child process (running as uid %d)", os.Geteuid())
 }
 
 func (c Config) validate() error {
 	switch {
 	case c.Op != UmountStorm && c.Op != Unshare:
-		return loadgen.BadConfig("Op", "use umount-storm or unshare", "unknown kernel operation %q", c.Op)
+		return harness.NewConfigError("Op", "use umount-storm or unshare", "unknown kernel operation %q", c.Op)
 	case c.Count <= 0:
-		return loadgen.BadConfig("Count", "give a positive number", "%d is not positive", c.Count)
+		return harness.NewConfigError("Count", "give a positive number", "%d is not positive", c.Count)
 	case c.Op == Unshare && !slices.Contains(UnshareNamespaces, c.NS):
-		return loadgen.BadConfig("NS", "valid namespaces are "+strings.Join(UnshareNamespaces, ", "), "unknown namespace %q", c.NS)
+		return harness.NewConfigError("NS", "valid namespaces are "+strings.Join(UnshareNamespaces, ", "), "unknown namespace %q", c.NS)
 	case len(c.Command) == 0:
-		return loadgen.BadConfig("Command", "set it to a command that runs Serve", "a kernel reproduction needs a child command")
+		return harness.NewConfigError("Command", "set it to a command that runs Serve", "a kernel reproduction needs a child command")
 	case os.Geteuid() != 0:
 		return errNotRoot(c.Op)
 	}

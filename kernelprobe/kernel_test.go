@@ -11,7 +11,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kernfsim/kernfsim/loadgen"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/kernfsim/kernfsim/loadgen/harness"
 )
 
 func TestUnshareUmountStormKernelInfo(t *testing.T) {
@@ -54,9 +57,9 @@ func TestUnshareUmountStormConfigErrors(t *testing.T) {
 		{Config{Op: Unshare, Count: 1, NS: "ipc"}, "Command"},
 	} {
 		_, err := Run(context.Background(), c.cfg)
-		var ce *loadgen.ConfigError
+		var ce *harness.ConfigError
 		if !errors.As(err, &ce) || ce.Field != c.field {
-			t.Errorf("%+v: got %v, want a loadgen.ConfigError on %s", c.cfg, err, c.field)
+			t.Errorf("%+v: got %v, want a harness.ConfigError on %s", c.cfg, err, c.field)
 		}
 	}
 }
@@ -66,9 +69,7 @@ func serveKernel(t *testing.T, spec kernelSpec) kernelReport {
 	t.Helper()
 	in, _ := json.Marshal(spec)
 	var out bytes.Buffer
-	if err := Serve(context.Background(), bytes.NewReader(in), &out); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, Serve(context.Background(), bytes.NewReader(in), &out))
 	var rep kernelReport
 	if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
 		t.Fatalf("%v: %s", err, out.String())
@@ -101,20 +102,14 @@ func TestUnshareLoopInProcess(t *testing.T) {
 		t.Fatalf("got %+v", rep)
 	}
 	// The loop's thread exits just after the loop: wait for it.
-	var kept []string
-	for end := time.Now().Add(2 * time.Second); ; time.Sleep(time.Millisecond) {
-		kept = kept[:0]
+	assert.EventuallyWithT(t, func(c *assert.CollectT) {
+		var kept []string
 		tasks, _ := filepath.Glob("/proc/self/task/*/ns/uts")
 		for _, task := range tasks {
 			if ns, err := os.Readlink(task); err == nil && ns != host {
 				kept = append(kept, task+" is "+ns)
 			}
 		}
-		if len(kept) == 0 || time.Now().After(end) {
-			break
-		}
-	}
-	if len(kept) > 0 {
-		t.Errorf("threads of this process kept the namespace (want %s): %q", host, kept)
-	}
+		assert.Empty(c, kept, "threads of this process kept the namespace (want %s)", host)
+	}, 2*time.Second, time.Millisecond)
 }

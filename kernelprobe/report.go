@@ -8,18 +8,18 @@ import (
 	"time"
 
 	"github.com/kernfsim/kernfsim/internal/textout"
-	"github.com/kernfsim/kernfsim/loadgen"
+	"github.com/kernfsim/kernfsim/loadgen/harness"
 )
 
 // References are the seeds' figures for r's reproduction.
-func References(r Result) []loadgen.Reference {
+func References(r Result) []harness.Reference {
 	switch {
 	case r.Op == UmountStorm:
-		return loadgen.UmountStormReferences
+		return umountStormReferences
 	case r.NS == "pid":
-		return loadgen.UnsharePIDReferences
+		return unsharePIDReferences
 	}
-	return loadgen.UnshareReferences
+	return unshareReferences
 }
 
 // Write writes a reproduction's result: the kernel and its
@@ -97,7 +97,7 @@ func describeKernelPhase(p *Phase, per string) string {
 	}
 	n := time.Duration(p.Calls)
 	return fmt.Sprintf("wall %s (%s per %s), sys %s (%s per %s), user %s; %s", textout.Dur(p.Wall), textout.Dur(p.Wall/n), per,
-		textout.Dur(p.Sys), textout.Dur(p.Sys/n), per, textout.Dur(p.User), loadgen.DescribeLatency(p.Latency))
+		textout.Dur(p.Sys), textout.Dur(p.Sys/n), per, textout.Dur(p.User), p.Latency.Describe())
 }
 
 // Schemas of WriteJSON's documents.
@@ -123,7 +123,7 @@ type JSONResult struct {
 	Unshare     *JSONPhase          `json:"unshare,omitempty"`
 	Baseline    *JSONPhase          `json:"baseline,omitempty"`
 	ExitNs      int64               `json:"exit_ns"`
-	References  []loadgen.Reference `json:"references"`
+	References  []harness.Reference `json:"references"`
 	Interrupted bool                `json:"interrupted"`
 }
 
@@ -143,7 +143,7 @@ type JSONPhase struct {
 	SysNs        int64               `json:"sys_ns"`
 	SysPerCallNs float64             `json:"sys_per_call_ns"`
 	UserNs       int64               `json:"user_ns"`
-	Latency      loadgen.JSONLatency `json:"latency"`
+	Latency      harness.JSONLatency `json:"latency"`
 }
 
 // JSONHostMounts is a HostMounts.
@@ -165,26 +165,26 @@ func WriteJSON(w io.Writer, r Result) error {
 		Interrupted: r.Interrupted}
 	if r.Op == UmountStorm {
 		j.Schema, j.Lazy, j.Dir = SchemaUmountStorm, &r.Lazy, r.Dir
-		j.Mount, j.Umount = jsonKernelPhase(r.Mount), jsonKernelPhase(r.Umount)
+		j.Mount, j.Umount = newJSONPhase(r.Mount), newJSONPhase(r.Umount)
 		if h := r.Host; h != nil {
 			j.Host = &JSONHostMounts{Before: h.Before, After: h.After, Unchanged: h.Unchanged(),
 				Leaked: append([]string{}, h.Leaked...), Others: append([]string{}, h.Others...)}
 		}
 	} else {
 		j.Schema, j.NS, j.Flag, j.ForkPerIter = SchemaUnshare, r.NS, r.Flag, &r.ForkPerIteration
-		j.Unshare, j.Baseline = jsonKernelPhase(r.Unshare), jsonKernelPhase(r.Baseline)
+		j.Unshare, j.Baseline = newJSONPhase(r.Unshare), newJSONPhase(r.Baseline)
 	}
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(j)
 }
 
-func jsonKernelPhase(p *Phase) *JSONPhase {
+func newJSONPhase(p *Phase) *JSONPhase {
 	if p == nil {
 		return nil
 	}
 	j := &JSONPhase{Calls: p.Calls, WallNs: int64(p.Wall), SysNs: int64(p.Sys), UserNs: int64(p.User),
-		Latency: loadgen.LatencyJSON(p.Latency)}
+		Latency: harness.NewJSONLatency(p.Latency)}
 	if p.Calls > 0 {
 		j.PerCallNs, j.SysPerCallNs = float64(p.Wall)/float64(p.Calls), float64(p.Sys)/float64(p.Calls)
 	}
@@ -196,7 +196,7 @@ func jsonKernelPhase(p *Phase) *JSONPhase {
 // (BenchmarkUnshare/ns=ipc; ns=pid-baseline for pid's baseline). ns/op is
 // the wall time per call.
 func WriteBench(w io.Writer, r Result) error {
-	if err := loadgen.WriteBenchHeader(w); err != nil {
+	if err := harness.WriteBenchHeader(w); err != nil {
 		return err
 	}
 	ew := textout.NewWriter(w)

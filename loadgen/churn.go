@@ -6,8 +6,10 @@ import (
 	"time"
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
+
 	"github.com/kernfsim/kernfsim/client"
 	"github.com/kernfsim/kernfsim/kernfsim"
+	"github.com/kernfsim/kernfsim/loadgen/harness"
 )
 
 // The writers that change the tree while a run's workers read it: N
@@ -42,8 +44,8 @@ type ChurnResult struct {
 	// Latency is how long each change took as its writer saw it (one
 	// create or delete, from the write's start to its return), over the
 	// whole run; zero in a result made before it was measured.
-	Latency Latency
-	Errors  []ErrorCount // failed writes: every one is unexpected
+	Latency harness.Latency
+	Errors  []harness.ErrorCount // failed writes: every one is unexpected
 }
 
 // Achieved is the changes made per second, every writer's.
@@ -80,7 +82,7 @@ type writerSet struct {
 
 	mu     sync.Mutex
 	res    ChurnResult             // protected by mu
-	errs   ErrorTally              // protected by mu
+	errs   harness.ErrorTally      // protected by mu
 	all    *hdrhistogram.Histogram // every change's latency; protected by mu
 	window *hdrhistogram.Histogram // the open phase's; nil when none is open; protected by mu
 	spare  *hdrhistogram.Histogram // the window's, kept between phases; protected by mu
@@ -88,7 +90,7 @@ type writerSet struct {
 
 func newWriterSet(ch changer, n int, rate float64) *writerSet {
 	return &writerSet{n: n, rate: rate, ch: ch, stop: make(chan struct{}), res: ChurnResult{Rate: rate, Writers: n},
-		errs: ErrorTally{}, all: NewHistogram(), spare: NewHistogram()}
+		errs: harness.ErrorTally{}, all: harness.NewHistogram(), spare: harness.NewHistogram()}
 }
 
 func (s *writerSet) start() {
@@ -121,9 +123,9 @@ func (s *writerSet) step(w int) {
 	default:
 		s.res.Adds++
 	}
-	RecordLatency(s.all, d)
+	harness.RecordLatency(s.all, d)
 	if s.window != nil {
-		RecordLatency(s.window, d)
+		harness.RecordLatency(s.window, d)
 	}
 }
 
@@ -140,13 +142,13 @@ func (s *writerSet) openWindow() {
 
 // closeWindow ends the phase's window and returns its changes' latency;
 // nil without writers.
-func (s *writerSet) closeWindow() *Latency {
+func (s *writerSet) closeWindow() *harness.Latency {
 	if s == nil {
 		return nil
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	l := Summarize(s.window)
+	l := harness.Summarize(s.window)
 	s.window = nil
 	return &l
 }
@@ -170,7 +172,7 @@ func (s *writerSet) finish() *ChurnResult {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	r := s.res
-	r.Errors, r.Latency = s.errs.Sorted(), Summarize(s.all)
+	r.Errors, r.Latency = s.errs.Sorted(), harness.Summarize(s.all)
 	return &r
 }
 
@@ -213,7 +215,7 @@ type deviceChurn struct {
 // after w-1's.
 func newDeviceChurn(t target, writers int, field string) (*deviceChurn, error) {
 	if err := t.stat(t.abs(churnControl)); err != nil {
-		return nil, BadConfig(field, "churn a kernfsim mount or --sim",
+		return nil, harness.NewConfigError(field, "churn a kernfsim mount or {TargetSim}",
 			"%s: %v: the target has no kernfsim device control files", t.abs(churnControl), err)
 	}
 	d := &deviceChurn{t: t, next: make([]int, writers)}

@@ -4,26 +4,18 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"runtime"
 	"slices"
 	"time"
 
-	"golang.org/x/perf/benchmath"
+	"github.com/kernfsim/kernfsim/loadgen/harness"
 )
 
 // Compare defaults: a plain compare finishes within 2 minutes on 2 cores.
-//
-// Its budget there (rows kernfsim x 4 locks, sim x 4 and sys; ops files
-// and missing; threads 1, 2, 8 and 48): 72 cells x 3 repeats x 2 phases
-// x DefaultCompareMinDuration = 86 s, plus what the count keeps longer
-// than that (the 48-thread FUSE cells: 200 ops per worker at 2 ms for
-// files, at up to 6 ms for missing, 0.4 s and 1.3 s a phase; up to 15 s
-// in all), the rows' warm-ups (9 x 2 x 50 ms) and 10-40 ms of set-up per
-// run (a sim row builds its tree: up to 8 s): 100-110 s.
-//
-// DefaultCompareTimes was 500 before the duration rule: with it, the
-// 48-thread FUSE cells alone took half of the budget.
+// Its length is cells x repeats x 2 phases x DefaultCompareMinDuration,
+// plus the cells whose count of operations outlasts that, the rows'
+// warm-ups and each run's set-up. scripts/measure/readme.sh runs a plain
+// compare, whose table's header says how long it took.
 const (
 	// DefaultCompareTimes is operations per worker in each phase, at
 	// least: a floor under DefaultCompareMinDuration, which decides the
@@ -34,8 +26,8 @@ const (
 	// lstopo cells: one, as an MPI rank does at start-up.
 	DefaultCompareHwlocTimes = 1
 	// DefaultCompareMinDuration is how long each phase of a run lasts at
-	// least (Config.MinDuration): 2000 operations of a 1-thread FUSE
-	// cell at 100us, 200000 of a sim cell at 1us; 50 scheduler ticks.
+	// least (Config.MinDuration): 50 scheduler ticks at HZ=250, thousands
+	// of operations of a FUSE cell.
 	DefaultCompareMinDuration = 200 * time.Millisecond
 	// DefaultCompareWarmUp is how long each row is warmed up, untimed,
 	// before the first repeat (CompareConfig.WarmUp).
@@ -57,15 +49,15 @@ func DefaultCompareThreads() []int {
 // Row is one line of a comparison: a target under a lock. Kernfsim rows
 // without a Dir get a server Compare starts (CompareConfig.Server).
 type Row struct {
-	Target Target
+	Target harness.Target
 }
 
 // Label is the row's name in tables and plots: "sim rwsem", "sys".
 func (r Row) Label() string {
-	if r.Target.Kind == TargetPath {
-		return TargetLabel(r.Target)
+	if r.Target.Kind == harness.TargetPath {
+		return r.Target.Label()
 	}
-	return TargetLabel(r.Target) + " " + r.Target.Lock
+	return r.Target.Label() + " " + r.Target.Lock
 }
 
 // CompareConfig is a grid of runs: every row x op x thread count,
@@ -102,7 +94,7 @@ type CompareConfig struct {
 	// DefaultCompareWarmUp, a negative value none.
 	WarmUp time.Duration
 	// Server starts the servers of kernfsim rows without a Dir.
-	Server *ServerConfig
+	Server *harness.ServerConfig
 	// Writers is how many writers change the tree beside every cell's
 	// readers (Config.Writers), each making WriteRate changes a second and
 	// timing them: devices through bus/kernfsim/new_device and
@@ -127,6 +119,10 @@ type CompareConfig struct {
 	Progress func(CompareProgress)
 	// Args is the command line, recorded in CompareResult.Provenance.
 	Args []string
+	// FieldNames is how the caller names the fields of CompareConfig and
+	// Config, for the text a result shows (warnings); nil names each by
+	// itself.
+	FieldNames harness.FieldNames
 }
 
 // CompareProgress is where a comparison stands.
@@ -138,7 +134,7 @@ type CompareProgress struct {
 
 // CompareResult is a comparison's measurements.
 type CompareResult struct {
-	Provenance  Provenance
+	Provenance  harness.Provenance
 	Ops         []string
 	Threads     []int
 	Times       int
@@ -171,6 +167,9 @@ type CompareResult struct {
 	// cell's readers, and each one's changes per second; 0 and 0 without.
 	Writers   int
 	WriteRate float64
+	// FieldNames is CompareConfig.FieldNames, which the warnings of its
+	// runs and reports name fields with.
+	FieldNames harness.FieldNames
 }
 
 // SimMode says what the sim rows' operations do besides the tree's own
@@ -185,187 +184,22 @@ func (r *CompareResult) SimMode() string {
 	return "bare"
 }
 
-// Cell is the runs of one row, op and thread count.
-type Cell struct {
-	Row     Row
-	Op      string
-	Threads int
-	Runs    []CellRun // one per repeat done, in order
+// CellTarget is c's target as its runs had it: a sim row's with the op's
+// SimCost, and the kernel's shared writes wherever the op has a cost,
+// fixed or calibrated, even one of 0.
+func (r CompareResult) CellTarget(c Cell) harness.Target {
+	t := c.Row.Target
+	if t.Kind == harness.TargetSim {
+		cost, ok := r.SimCosts[c.Op]
+		t.SimCost, t.SimShared = cost, ok
+	}
+	return t
 }
 
-// CellRun is one run's figures.
-type CellRun struct {
-	SinglePerOp time.Duration
-	PerOp       time.Duration // concur wall per-op (Result.WallPerOp)
-	WorkerPerOp time.Duration // the workers' own per-op (Result.ConcurPerOp)
-	NsPerOp     float64       // concur wall over all operations (Result.NsPerOp), Go's ns/op
-	Ops         int64         // the concur phase's operations, every worker's
-	P50, P99    time.Duration
-	P999        time.Duration
-	OpsPerSec   float64
-	Ratio       float64 // concur/single (Result.Ratio)
-	Efficiency  float64
-	Unexpected  int64
-	// OpsPerWorker is the concur phase's mean operations per worker, and
-	// SingleOps the single worker's: Times, or more where MinDuration
-	// extended the phase.
-	OpsPerWorker float64
-	SingleOps    int64
-	// Lock is how busy the target's lock was over the concur phase
-	// (Phase.Lock): each side's utilization (held over wall) and the
-	// fraction of acquisitions that waited. LockCounted is false for a
-	// target without lock counters (the real /sys).
-	LockRead, LockWrite, LockContended float64
-	LockCounted                        bool
-	// LockReadUncounted: the strategy's readers take nothing (none), so
-	// LockRead says nothing.
-	LockReadUncounted bool
-	// Done and DoneMax are the median and the largest of the concur
-	// workers' time to done (WorkerResult.Done): the figure of hwloc
-	// cells, the start-up wait of half and of all MPI ranks.
-	Done, DoneMax time.Duration
-	Warnings      []string // Result.Warnings
-	// Writers is how many writers ran beside the readers (0: none). Over
-	// the concur phase they made WriteChanges changes, WriteRate a second
-	// in all, one taking WriteP50 (median) and WriteP99 as its writer saw
-	// it (Phase.Writes). LockWrites is the write side's acquisitions over
-	// the phase, exact (LockWrite's hold times are sampled).
-	Writers            int
-	WriteChanges       int64
-	WriteRate          float64
-	WriteP50, WriteP99 time.Duration
-	LockWrites         int64
-}
-
-// cellRunOf is r's figures.
-func cellRunOf(r Result) CellRun {
-	done, last := r.TimeToDone()
-	var single int64
-	if len(r.Single.Workers) > 0 {
-		single = r.Single.Workers[0].Ops
-	}
-	c := CellRun{SinglePerOp: r.SinglePerOp(), PerOp: r.WallPerOp(), WorkerPerOp: r.ConcurPerOp(),
-		NsPerOp: r.NsPerOp(), Ops: r.TotalOps(), OpsPerWorker: r.Concur.OpsPerWorker(), SingleOps: single,
-		P50: r.Concur.Latency.P50, P99: r.Concur.Latency.P99,
-		P999: r.Concur.Latency.P999, OpsPerSec: r.OpsPerSec(), Ratio: r.Ratio(), Efficiency: r.Efficiency(),
-		Unexpected: r.Unexpected(), Done: done, DoneMax: last, Warnings: r.Warnings()}
-	if u := r.Concur.Lock; u != nil {
-		c.LockCounted, c.LockContended, c.LockWrites = true, u.Contended(), u.WriteAcquisitions
-		c.LockRead, c.LockWrite = u.Utilization()
-		c.LockReadUncounted = !u.ReadSideCounted
-	}
-	if w := r.Concur.Writes; w != nil && r.Churn != nil {
-		c.Writers, c.WriteChanges, c.WriteP50, c.WriteP99 = max(1, r.Churn.Writers), w.Count, w.P50, w.P99
-		if r.Concur.Wall > 0 {
-			c.WriteRate = float64(w.Count) / r.Concur.Wall.Seconds()
-		}
-	}
-	return c
-}
-
-// fieldOp reports whether the op label names an operation whose figure is
-// the time to done, not the per-op.
-func fieldOp(label string) bool { return label == string(OpHwloc) || label == string(OpLstopo) }
-
-// Figure is the run's headline figure for op: Done for hwloc and lstopo,
-// PerOp otherwise.
-func (c CellRun) Figure(op string) time.Duration {
-	if fieldOp(op) {
-		return c.Done
-	}
-	return c.PerOp
-}
-
-// Median is the median of each figure over the cell's runs, and every
-// run's unexpected errors and warnings.
-func (c Cell) Median() CellRun {
-	if len(c.Runs) == 0 {
-		return CellRun{}
-	}
-	med := func(f func(CellRun) float64) float64 { return median(c.values(f)) }
-	d := func(f func(CellRun) time.Duration) time.Duration {
-		return time.Duration(med(func(r CellRun) float64 { return float64(f(r)) }))
-	}
-	m := CellRun{SinglePerOp: d(func(r CellRun) time.Duration { return r.SinglePerOp }),
-		PerOp:       d(func(r CellRun) time.Duration { return r.PerOp }),
-		WorkerPerOp: d(func(r CellRun) time.Duration { return r.WorkerPerOp }),
-		NsPerOp:     med(func(r CellRun) float64 { return r.NsPerOp }),
-		Ops:         int64(med(func(r CellRun) float64 { return float64(r.Ops) })),
-		P50:         d(func(r CellRun) time.Duration { return r.P50 }), P99: d(func(r CellRun) time.Duration { return r.P99 }),
-		P999:       d(func(r CellRun) time.Duration { return r.P999 }),
-		OpsPerSec:  med(func(r CellRun) float64 { return r.OpsPerSec }),
-		Ratio:      med(func(r CellRun) float64 { return r.Ratio }),
-		Efficiency: med(func(r CellRun) float64 { return r.Efficiency }),
-		Done:       d(func(r CellRun) time.Duration { return r.Done }), DoneMax: d(func(r CellRun) time.Duration { return r.DoneMax })}
-	m.OpsPerWorker = med(func(r CellRun) float64 { return r.OpsPerWorker })
-	m.SingleOps = int64(med(func(r CellRun) float64 { return float64(r.SingleOps) }))
-	if !slices.ContainsFunc(c.Runs, func(r CellRun) bool { return !r.LockCounted }) {
-		m.LockCounted = true
-		m.LockRead = med(func(r CellRun) float64 { return r.LockRead })
-		m.LockWrite = med(func(r CellRun) float64 { return r.LockWrite })
-		m.LockContended = med(func(r CellRun) float64 { return r.LockContended })
-		m.LockWrites = int64(med(func(r CellRun) float64 { return float64(r.LockWrites) }))
-		m.LockReadUncounted = slices.ContainsFunc(c.Runs, func(r CellRun) bool { return r.LockReadUncounted })
-	}
-	c.medianWriters(&m)
-	for _, r := range c.Runs {
-		m.Unexpected += r.Unexpected
-		for _, w := range r.Warnings {
-			if !slices.Contains(m.Warnings, w) {
-				m.Warnings = append(m.Warnings, w)
-			}
-		}
-	}
-	return m
-}
-
-// values is f of each run, in run order.
-func (c Cell) values(f func(CellRun) float64) []float64 {
-	v := make([]float64, len(c.Runs))
-	for i, r := range c.Runs {
-		v[i] = f(r)
-	}
-	return v
-}
-
-func median(v []float64) float64 {
-	v = slices.Clone(v)
-	slices.Sort(v)
-	if n := len(v); n%2 == 0 {
-		return (v[n/2-1] + v[n/2]) / 2
-	}
-	return v[len(v)/2]
-}
-
-// Cell returns the cell of row index i, op and threads, or nil.
-func (r *CompareResult) Cell(i int, op string, threads int) *Cell {
-	for k := range r.Cells {
-		c := &r.Cells[k]
-		if c.Row == r.Rows[i] && c.Op == op && c.Threads == threads {
-			return c
-		}
-	}
-	return nil
-}
-
-// RatioToMutex is c's median figure (per-op; time to done for hwloc) over
-// that of the mutex row of the same target kind, op and thread count;
-// false without one.
-func (r *CompareResult) RatioToMutex(c Cell) (float64, bool) {
-	m := r.mutexCell(c)
-	if m == nil || len(m.Runs) == 0 || m.Median().Figure(c.Op) == 0 {
-		return 0, false
-	}
-	return float64(c.Median().Figure(c.Op)) / float64(m.Median().Figure(c.Op)), true
-}
-
-// Unexpected is the number of unexpected errors in every run.
-func (r *CompareResult) Unexpected() int64 {
-	var n int64
-	for _, c := range r.Cells {
-		n += c.Median().Unexpected
-	}
-	return n
+// TimeToDoneOp reports whether the op label names an operation whose
+// figure is the time to done, not the per-op.
+func TimeToDoneOp(label string) bool {
+	return label == string(harness.OpHwloc) || label == string(harness.OpLstopo)
 }
 
 func (c CompareConfig) withDefaults() CompareConfig {
@@ -401,44 +235,45 @@ func (c CompareConfig) withDefaults() CompareConfig {
 func (c CompareConfig) validate() error {
 	switch {
 	case len(c.Rows) == 0:
-		return BadConfig("Rows", "name at least one target", "nothing to compare")
+		return harness.NewConfigError("Rows", "name at least one target", "nothing to compare")
 	case c.SimCost < 0 || c.SimCost > time.Second:
-		return BadConfig("SimCost", "give the kernel's work per operation, 0 to a few microseconds", "%v", c.SimCost)
+		return harness.NewConfigError("SimCost", "give the kernel's work per operation, 0 to a few microseconds", "%v", c.SimCost)
 	case c.Times <= 0 || c.SimTimes <= 0 || c.SysTimes <= 0 || c.HwlocTimes <= 0 || c.Repeats <= 0:
-		return BadConfig("Times", "give positive numbers", "times %d, sim times %d, hwloc times %d, repeats %d",
+		return harness.NewConfigError("Times", "give positive numbers", "times %d, sim times %d, hwloc times %d, repeats %d",
 			c.Times, c.SimTimes, c.HwlocTimes, c.Repeats)
 	case c.Writers < 0 || c.Writers > MaxWriters:
-		return BadConfig("Writers", fmt.Sprintf("give 0 to %d writers", MaxWriters), "%d writers", c.Writers)
+		return harness.NewConfigError("Writers", fmt.Sprintf("give 0 to %d writers", MaxWriters), "%d writers", c.Writers)
 	case c.WriteRate < 0 || c.WriteRate > 100000:
-		return BadConfig("WriteRate", "give 0 (the default) to 100000 changes per second", "%g per second", c.WriteRate)
+		return harness.NewConfigError("WriteRate", "give 0 (the default) to 100000 changes per second", "%g per second", c.WriteRate)
 	}
 	for _, t := range c.Threads {
 		if t <= 0 {
-			return BadConfig("Threads", "give positive numbers", "%d threads", t)
+			return harness.NewConfigError("Threads", "give positive numbers", "%d threads", t)
 		}
-		if err := CheckThreads("Threads", t); err != nil {
+		if err := harness.CheckThreads("Threads", t); err != nil {
 			return err
 		}
 	}
 	for _, op := range c.Ops {
-		if _, _, ok := parseOpLabel(op); !ok {
-			return BadConfig("Ops", "use files, missing, stat-missing or an operation name ("+opNames()+")", "unknown op %q", op)
+		if _, _, ok := ParseOpLabel(op); !ok {
+			return harness.NewConfigError("Ops", "use files, missing, stat-missing or an operation name ("+harness.OpNames()+")", "unknown op %q", op)
 		}
 	}
 	return nil
 }
 
-// parseOpLabel is opLabel's inverse.
-func parseOpLabel(s string) (Op, bool, bool) {
+// ParseOpLabel is OpLabel's inverse: the op, whether it looks up a
+// missing path, and whether s names one.
+func ParseOpLabel(s string) (harness.Op, bool, bool) {
 	switch s {
 	case "files":
-		return OpOpenReadClose, false, true
+		return harness.OpOpenReadClose, false, true
 	case "missing":
-		return OpOpenReadClose, true, true
+		return harness.OpOpenReadClose, true, true
 	case "stat-missing":
-		return OpStat, true, true
+		return harness.OpStat, true, true
 	}
-	return Op(s), false, slices.Contains(Ops, Op(s))
+	return harness.Op(s), false, slices.Contains(harness.Ops, harness.Op(s))
 }
 
 // Compare runs every row x op x thread count Repeats times, interleaved
@@ -453,9 +288,10 @@ func Compare(ctx context.Context, cc CompareConfig) (res CompareResult, err erro
 	if err := cc.validate(); err != nil {
 		return CompareResult{}, err
 	}
-	res = CompareResult{Provenance: CaptureProvenance(cc.Args), Ops: cc.Ops, Threads: cc.Threads, Times: cc.Times, SimTimes: cc.SimTimes, SysTimes: cc.SysTimes,
-		HwlocTimes: cc.HwlocTimes, Repeats: cc.Repeats, CPUs: len(AllowedCPUs()), Pinned: !cc.NoPin, SinglePinned: cc.PinSingle,
-		MinDuration: cc.MinDuration, WarmUp: cc.WarmUp, Rows: slices.Clone(cc.Rows), Writers: cc.Writers, WriteRate: cc.WriteRate}
+	res = CompareResult{Provenance: harness.CaptureProvenance(cc.Args), Ops: cc.Ops, Threads: cc.Threads, Times: cc.Times, SimTimes: cc.SimTimes, SysTimes: cc.SysTimes,
+		HwlocTimes: cc.HwlocTimes, Repeats: cc.Repeats, CPUs: len(harness.AllowedCPUs()), Pinned: !cc.NoPin, SinglePinned: cc.PinSingle,
+		MinDuration: cc.MinDuration, WarmUp: cc.WarmUp, Rows: slices.Clone(cc.Rows), Writers: cc.Writers, WriteRate: cc.WriteRate,
+		FieldNames: cc.FieldNames}
 	stop, err := startServers(ctx, res.Rows, cc.Server)
 	defer func() { err = errors.Join(err, stop()) }()
 	if err != nil {
@@ -464,7 +300,7 @@ func Compare(ctx context.Context, cc CompareConfig) (res CompareResult, err erro
 	if err := simCosts(ctx, cc, &res); err != nil {
 		return res, err
 	}
-	res.Cells = makeCells(res)
+	res.Cells = NewCells(res)
 	t0 := time.Now()
 	err = runGrid(ctx, cc, &res, t0)
 	res.Elapsed = time.Since(t0)
@@ -478,7 +314,7 @@ func Compare(ctx context.Context, cc CompareConfig) (res CompareResult, err erro
 // op against cc.Calibrate, or cc.SimCost for every op. Without sim rows
 // there is nothing to do.
 func simCosts(ctx context.Context, cc CompareConfig, res *CompareResult) error {
-	i := slices.IndexFunc(res.Rows, func(r Row) bool { return r.Target.Kind == TargetSim })
+	i := slices.IndexFunc(res.Rows, func(r Row) bool { return r.Target.Kind == harness.TargetSim })
 	if i < 0 {
 		return nil
 	}
@@ -493,14 +329,14 @@ func simCosts(ctx context.Context, cc CompareConfig, res *CompareResult) error {
 	}
 	res.SimCosts = map[string]time.Duration{}
 	for _, label := range res.Ops {
-		op, missing, _ := parseOpLabel(label)
+		op, missing, _ := ParseOpLabel(label)
 		if !calibratable(op) {
 			res.note("sim rows: " + label + " stays bare: it makes many system calls per operation, " +
 				"so its cost cannot be calibrated per operation")
 			continue
 		}
 		c := Config{Target: res.Rows[i].Target, Op: op, Missing: missing, NoPin: cc.NoPin, PinSingle: cc.PinSingle}
-		cal, err := CalibrateSimCost(ctx, c, cc.Calibrate, DefaultLock)
+		cal, err := CalibrateSimCost(ctx, c, cc.Calibrate, harness.DefaultLock)
 		if err != nil {
 			return err
 		}
@@ -510,7 +346,9 @@ func simCosts(ctx context.Context, cc CompareConfig, res *CompareResult) error {
 	return nil
 }
 
-func makeCells(res CompareResult) []Cell {
+// NewCells are the grid of res's rows, ops and thread counts, row-major
+// (as CompareResult.Cells), without runs.
+func NewCells(res CompareResult) []Cell {
 	var cells []Cell
 	for _, row := range res.Rows {
 		for _, op := range res.Ops {
@@ -531,8 +369,8 @@ func (r *CompareResult) note(n string) {
 
 // startServers starts a server for each kernfsim row without a Dir and
 // fills the Dir in; stop stops them all.
-func startServers(ctx context.Context, rows []Row, sc *ServerConfig) (stop func() error, err error) {
-	var servers []*Server
+func startServers(ctx context.Context, rows []Row, sc *harness.ServerConfig) (stop func() error, err error) {
+	var servers []*harness.Server
 	stop = func() error {
 		var errs []error
 		for _, s := range servers {
@@ -542,15 +380,15 @@ func startServers(ctx context.Context, rows []Row, sc *ServerConfig) (stop func(
 	}
 	for i := range rows {
 		t := &rows[i].Target
-		if t.Kind != TargetKernfsim || t.Dir != "" {
+		if t.Kind != harness.TargetKernfsim || t.Dir != "" {
 			continue
 		}
 		if sc == nil {
-			return stop, ErrNoServer
+			return stop, harness.ErrNoServer
 		}
 		c := *sc
 		c.Lock, c.Transport = t.Lock, t.ServerTransport
-		s, err := StartServer(ctx, c)
+		s, err := harness.StartServer(ctx, c)
 		if err != nil {
 			return stop, err
 		}
@@ -560,56 +398,16 @@ func startServers(ctx context.Context, rows []Row, sc *ServerConfig) (stop func(
 	return stop, nil
 }
 
-// Spread is how a cell's headline figure (CellRun.Figure) varies over its
-// runs.
-type Spread struct {
-	Min, Median, Max time.Duration
-	// Lo and Hi bound the median's 95% confidence interval, as benchstat
-	// computes it (golang.org/x/perf/benchmath, assuming no distribution);
-	// CI is false when the runs are too few for one (fewer than 6).
-	Lo, Hi time.Duration
-	CI     bool
-}
-
-// Spread is the spread of c's headline figure; the zero Spread without
-// runs.
-func (c Cell) Spread() Spread {
-	if len(c.Runs) == 0 {
-		return Spread{}
+// OpLabel is the operation's name in benchmark keys: files for the
+// original open-read-close, missing for it on a missing path.
+func OpLabel(op harness.Op, missing bool) string {
+	switch {
+	case missing && op == harness.OpStat:
+		return "stat-missing"
+	case missing:
+		return "missing"
+	case op == harness.OpOpenReadClose:
+		return "files"
 	}
-	v := c.values(func(r CellRun) float64 { return float64(r.Figure(c.Op)) })
-	s := benchmath.AssumeNothing.Summary(benchmath.NewSample(v, &benchmath.DefaultThresholds), 0.95)
-	sp := Spread{Min: time.Duration(slices.Min(v)), Median: time.Duration(median(v)), Max: time.Duration(slices.Max(v))}
-	if !math.IsInf(s.Lo, 0) && !math.IsInf(s.Hi, 0) {
-		sp.Lo, sp.Hi, sp.CI = time.Duration(s.Lo), time.Duration(s.Hi), true
-	}
-	return sp
-}
-
-// Overlaps reports whether the ranges (min to max) of a and b overlap.
-func (a Spread) Overlaps(b Spread) bool { return a.Min <= b.Max && b.Min <= a.Max }
-
-// mutexCell is the cell of the mutex row of c's target kind, op and
-// thread count, or nil (and for c's own kind path, which has no lock).
-func (r *CompareResult) mutexCell(c Cell) *Cell {
-	if c.Row.Target.Kind == TargetPath {
-		return nil
-	}
-	for i, row := range r.Rows {
-		if row.Target.Kind == c.Row.Target.Kind && row.Target.Lock == "mutex" {
-			return r.Cell(i, c.Op, c.Threads)
-		}
-	}
-	return nil
-}
-
-// Unresolved reports whether c's ratio to mutex says nothing: its runs'
-// range overlaps the mutex cell's. False for the mutex row itself and
-// without a mutex row.
-func (r *CompareResult) Unresolved(c Cell) bool {
-	m := r.mutexCell(c)
-	if m == nil || m.Row == c.Row || len(m.Runs) == 0 || len(c.Runs) == 0 {
-		return false
-	}
-	return c.Spread().Overlaps(m.Spread())
+	return string(op)
 }

@@ -7,7 +7,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/kernfsim/kernfsim/internal/textout"
+	"github.com/kernfsim/kernfsim/loadgen/harness"
 )
 
 // The schedule of a comparison: in which order its runs go, what each
@@ -93,18 +93,19 @@ func warmUpRows(ctx context.Context, cc CompareConfig, res *CompareResult, t0 ti
 // run lstopo (it needs a filesystem), nor a sys row cgroup on a host
 // without cgroup v2: the cell stays empty, with a note.
 func runCell(ctx context.Context, cc CompareConfig, c *Cell, res *CompareResult) error {
-	op, missing, _ := parseOpLabel(c.Op)
-	if op == OpLstopo && c.Row.Target.Kind == TargetSim {
+	op, missing, _ := ParseOpLabel(c.Op)
+	if op == harness.OpLstopo && c.Row.Target.Kind == harness.TargetSim {
 		res.note(c.Row.Label() + ": lstopo needs a filesystem, skipped")
 		return nil
 	}
-	if dir := c.Row.Target.Dir; op == OpCgroup && c.Row.Target.Kind == TargetPath && !cgroupV2(dir) {
+	if dir := c.Row.Target.Dir; op == harness.OpCgroup && c.Row.Target.Kind == harness.TargetPath && !cgroupV2(dir) {
 		res.note(c.Row.Label() + ": cgroup skipped: no cgroup v2 hierarchy at " + filepath.Join(dir, cgroupDir) + " (a cgroup v1 or hybrid host)")
 		return nil
 	}
-	t := res.cellTarget(*c)
+	t := res.CellTarget(*c)
 	cfg := Config{Target: t, Op: op, Missing: missing, Threads: c.Threads,
-		Times: cc.times(c), MinDuration: cc.minDuration(c), NoPin: cc.NoPin, PinSingle: cc.PinSingle, NoChurnReads: true}
+		Times: cc.times(c), MinDuration: cc.minDuration(c), NoPin: cc.NoPin, PinSingle: cc.PinSingle, NoChurnReads: true,
+		FieldNames: cc.FieldNames}
 	if n, note := res.writersFor(c.Row); n > 0 {
 		cfg.Writers, cfg.Churn = n, res.WriteRate
 	} else if note != "" {
@@ -117,64 +118,48 @@ func runCell(ctx context.Context, cc CompareConfig, c *Cell, res *CompareResult)
 	for _, n := range r.Notes {
 		res.note(c.Row.Label() + ": " + n)
 	}
-	c.Runs = append(c.Runs, cellRunOf(r))
+	c.Runs = append(c.Runs, CellRunOf(r))
 	return nil
 }
 
 // times is the operations per worker of c's runs. A coldplug operation
-// is coldplugFiles lookups, a cgroup one cgroupFiles reads, so their
-// cells do that many times fewer, and cost what a files cell does. Sim rows do SimTimes/Times times more
-// discoveries than HwlocTimes: one takes ~0.3 ms in process, less than a
-// scheduler tick. Path rows do SysTimes of a plain op.
+// is ColdplugFiles lookups, a cgroup one CgroupFiles reads, so their
+// cells do that many times fewer, and cost what a files cell does. Sim
+// rows do SimTimes/Times times more discoveries than HwlocTimes: one in
+// process takes less than a scheduler tick. Path rows do SysTimes of a
+// plain op.
 func (cc CompareConfig) times(c *Cell) int {
-	sim := c.Row.Target.Kind == TargetSim
+	sim := c.Row.Target.Kind == harness.TargetSim
 	switch {
-	case fieldOp(c.Op) && sim:
-		return cc.simHwlocTimes()
-	case fieldOp(c.Op):
+	case TimeToDoneOp(c.Op) && sim:
+		return cc.SimHwlocTimes()
+	case TimeToDoneOp(c.Op):
 		return cc.HwlocTimes
-	case c.Op == string(OpColdplug) && sim:
-		return max(1, cc.SimTimes/coldplugFiles)
-	case c.Op == string(OpColdplug):
-		return max(1, cc.Times/coldplugFiles)
-	case c.Op == string(OpCgroup) && sim:
-		return max(1, cc.SimTimes/cgroupFiles)
-	case c.Op == string(OpCgroup):
-		return max(1, cc.Times/cgroupFiles)
+	case c.Op == string(harness.OpColdplug) && sim:
+		return max(1, cc.SimTimes/ColdplugFiles)
+	case c.Op == string(harness.OpColdplug):
+		return max(1, cc.Times/ColdplugFiles)
+	case c.Op == string(harness.OpCgroup) && sim:
+		return max(1, cc.SimTimes/CgroupFiles)
+	case c.Op == string(harness.OpCgroup):
+		return max(1, cc.Times/CgroupFiles)
 	case sim:
 		return cc.SimTimes
-	case c.Row.Target.Kind == TargetPath:
+	case c.Row.Target.Kind == harness.TargetPath:
 		return cc.SysTimes
 	}
 	return cc.Times
 }
 
-// simHwlocTimes is the discoveries per worker of hwloc cells of sim rows.
-func (cc CompareConfig) simHwlocTimes() int { return cc.HwlocTimes * max(1, cc.SimTimes/cc.Times) }
+// SimHwlocTimes is the discoveries per worker of hwloc cells of sim rows.
+func (cc CompareConfig) SimHwlocTimes() int { return cc.HwlocTimes * max(1, cc.SimTimes/cc.Times) }
 
 // minDuration is the least duration of each phase of c's runs: none for
 // hwloc and lstopo, whose figure is the time to done of a count of
 // discoveries.
 func (cc CompareConfig) minDuration(c *Cell) time.Duration {
-	if fieldOp(c.Op) {
+	if TimeToDoneOp(c.Op) {
 		return 0
 	}
 	return cc.MinDuration
-}
-
-// runLength says what each run of r did, for the table's header: the
-// operations per worker (workPerRun) and, where a MinDuration extended
-// the phases, "at least" those and how long; then the rows' warm-up.
-func runLength(r CompareResult) string {
-	s := workPerRun(r)
-	if r.MinDuration > 0 && slices.ContainsFunc(r.Ops, func(op string) bool { return !fieldOp(op) }) {
-		s = "at least " + s + " and " + textout.Dur(r.MinDuration) + " a phase"
-		if slices.ContainsFunc(r.Ops, fieldOp) {
-			s += " (hwloc and lstopo: the count alone)"
-		}
-	}
-	if r.WarmUp > 0 {
-		s += fmt.Sprintf(", each row warmed up %s first", textout.Dur(r.WarmUp))
-	}
-	return s
 }

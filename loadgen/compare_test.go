@@ -1,29 +1,28 @@
 package loadgen
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
-	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/kernfsim/kernfsim/loadgen/harness"
 )
 
 func TestCompareSim(t *testing.T) {
 	var order []string
 	cc := CompareConfig{
-		Rows:    []Row{{Target{Kind: TargetSim, Lock: "mutex", Tree: simTree(4)}}, {Target{Kind: TargetSim, Lock: "rcu", Tree: simTree(4)}}},
+		Rows:    []Row{{harness.Target{Kind: harness.TargetSim, Lock: "mutex", Tree: simTree(4)}}, {harness.Target{Kind: harness.TargetSim, Lock: "rcu", Tree: simTree(4)}}},
 		Ops:     []string{"files", "missing"},
 		Threads: []int{1, 3},
 		Times:   20, SimTimes: 50, Repeats: 2, MinDuration: -1, WarmUp: time.Millisecond, PinSingle: true,
 		Progress: func(p CompareProgress) { order = append(order, p.Next) },
 	}
 	r, err := Compare(context.Background(), cc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	if len(r.Cells) != 2*2*2 || len(order) != 2+2*len(r.Cells) {
 		t.Fatalf("%d cells, %d runs: want 2 warm-ups, then 8 cells run twice", len(r.Cells), len(order))
 	}
@@ -76,69 +75,31 @@ func TestCompareLengthDefaults(t *testing.T) {
 }
 
 func TestCompareBadInput(t *testing.T) {
-	sim := []Row{{Target{Kind: TargetSim, Lock: "rwsem"}}}
+	sim := []Row{{harness.Target{Kind: harness.TargetSim, Lock: "rwsem"}}}
 	for _, cc := range []CompareConfig{
 		{},
 		{Rows: sim, Threads: []int{0}},
 		{Rows: sim, Ops: []string{"nope"}},
 		{Rows: sim, Times: -1},
 	} {
-		var ce *ConfigError
+		var ce *harness.ConfigError
 		if _, err := Compare(context.Background(), cc); !errors.As(err, &ce) {
 			t.Errorf("Compare(%+v): got %v, want a *ConfigError", cc, err)
 		}
 	}
-	_, err := Compare(context.Background(), CompareConfig{Rows: []Row{{Target{Kind: TargetKernfsim, Lock: "rcu"}}}})
-	if !errors.Is(err, ErrNoServer) {
+	_, err := Compare(context.Background(), CompareConfig{Rows: []Row{{harness.Target{Kind: harness.TargetKernfsim, Lock: "rcu"}}}})
+	if !errors.Is(err, harness.ErrNoServer) {
 		t.Errorf("kernfsim row without a server: got %v, want ErrNoServer", err)
 	}
 }
 
-// With writers, every cell of a row that takes them reports the writers'
-// latency per change and the lock's write side; a row whose lock refuses
-// writers runs readers only, with a note; the tables and the JSON say so.
-func TestCompareWriters(t *testing.T) {
-	tree := simTree(4)
-	cc := CompareConfig{
-		Rows: []Row{{Target{Kind: TargetSim, Lock: "mutex", Tree: tree}}, {Target{Kind: TargetSim, Lock: "rcu", Tree: tree}},
-			{Target{Kind: TargetSim, Lock: "none", Tree: tree}}},
-		Ops: []string{"files", "cgroup"}, Threads: []int{1, 2}, Times: 20, SimTimes: 50, Repeats: 1,
-		MinDuration: 100 * time.Millisecond, WarmUp: -1, Writers: 1, WriteRate: 2000,
+func TestCellMedian(t *testing.T) {
+	c := Cell{Runs: []CellRun{{PerOp: 3}, {PerOp: 1}, {PerOp: 2}}}
+	if got := c.Median().PerOp; got != 2 {
+		t.Errorf("median of 3, 1, 2: got %v, want 2", got)
 	}
-	r, err := Compare(context.Background(), cc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if r.Writers != 1 || r.WriteRate != 2000 || !slices.Contains(r.Notes, "sim none: no writers: lock strategy none refuses them; readers only") {
-		t.Errorf("writers %d at %g/s, notes %q", r.Writers, r.WriteRate, r.Notes)
-	}
-	for _, c := range r.Cells {
-		m := c.Median()
-		if c.Row.Target.Lock == "none" {
-			if m.Writers != 0 || m.Unexpected != 0 {
-				t.Errorf("cell %s %s threads=%d: %d writers, %d unexpected: want readers only", c.Row.Label(), c.Op, c.Threads, m.Writers, m.Unexpected)
-			}
-			continue
-		}
-		if m.Writers != 1 || m.WriteChanges == 0 || m.WriteP50 <= 0 || m.WriteP99 < m.WriteP50 || m.WriteRate <= 0 ||
-			!m.LockCounted || m.LockWrites == 0 || m.Unexpected != 0 {
-			t.Errorf("cell %s %s threads=%d: %+v: want the writer's changes, their latency and the lock's write side", c.Row.Label(), c.Op, c.Threads, m)
-		}
-	}
-	var table, js bytes.Buffer
-	if err := WriteCompareTable(&table, r); err != nil {
-		t.Fatal(err)
-	}
-	for _, want := range []string{"writers: 1 per cell beside the readers, 2000 changes/s each", "\nwriters   lock", "rows' writers at 2 threads"} {
-		if !strings.Contains(table.String(), want) {
-			t.Errorf("table lacks %q:\n%s", want, table.String())
-		}
-	}
-	if err := WriteCompareJSON(&js, r); err != nil {
-		t.Fatal(err)
-	}
-	var j JSONCompare
-	if err := json.Unmarshal(js.Bytes(), &j); err != nil || j.Writers != 1 || j.Cells[0].Median.Writers == nil || j.Cells[0].Median.Lock.WriteAcquisitions == 0 {
-		t.Errorf("json: %v, writers %d, first cell %+v", err, j.Writers, j.Cells[0].Median)
+	c.Runs = append(c.Runs, CellRun{PerOp: 10})
+	if got := c.Median().PerOp; got != 2 { // (2+3)/2 truncated to ns
+		t.Errorf("median of 1, 2, 3, 10: got %v, want 2", got)
 	}
 }

@@ -8,74 +8,15 @@ import (
 	"strings"
 	"time"
 
-	"github.com/kernfsim/kernfsim/kernfsim"
+	"github.com/kernfsim/kernfsim/loadgen/harness"
 	"github.com/kernfsim/kernfsim/locking"
-	"github.com/kernfsim/kernfsim/sysfs"
 )
-
-// Op is what each iteration of a worker's loop does.
-type Op string
-
-// The operations. Each is one timed operation unless noted.
-const (
-	// OpOpenReadClose opens the worker's file, reads BufSize bytes at
-	// offset 0 and closes it (the original benchmark). Worker i uses file
-	// i mod K of K distinct files.
-	OpOpenReadClose Op = "open-read-close"
-	// OpStat is stat(2) of the worker's file.
-	OpStat Op = "stat"
-	// OpReaddir opens the directory holding the worker's file, reads every
-	// entry (getdents until the end) and closes it.
-	OpReaddir Op = "readdir"
-	// OpWalk is open-read-close of the worker's file reached through a deep
-	// path with a symlink in it (bus/cpu/devices/cpuN/..., as udev walks).
-	OpWalk Op = "walk"
-	// OpSameFile is open-read-close of one file by every worker (Fox Chen's
-	// original).
-	OpSameFile Op = "same-file"
-	// OpRandom is open-read-close of a file drawn at random each iteration
-	// from a set of at least Threads files (Ian Kent's realistic mix).
-	OpRandom Op = "random"
-	// OpHwloc is one whole CPU topology discovery, as hwloc does it at
-	// start-up: list cpu/ and node/, then read every cpuN/topology/*,
-	// cpuN/cache/index*/* and nodeN/{cpulist,cpumap,distance,meminfo}, and
-	// look up the names hwloc tries that are missing (cpufreq/*,
-	// cache/index9, ...: ENOENT is their success). One operation is one
-	// whole discovery; Result.FilesPerOp says how many files that is, and
-	// each worker's WorkerResult.Done its time to done. See ops_hwloc.go.
-	OpHwloc Op = "hwloc"
-	// OpLstopo runs the real `lstopo --of xml --no-io` with HWLOC_FSROOT
-	// pointing at the target (a path or mount, not TargetSim): one
-	// operation is one lstopo process, start-up included.
-	OpLstopo Op = "lstopo"
-	// OpColdplug is udev coldplugging memory blocks: read online, state,
-	// phys_index and valid_zones of one block and look up its missing
-	// driver link, while a writer hot-adds blocks through
-	// devices/system/memory/probe where the target has one. Iteration j of
-	// worker i handles block (i + j x Threads) mod N. See ops_coldplug.go.
-	OpColdplug Op = "coldplug"
-	// OpCgroup is a Kubernetes node agent (kubelet's cAdvisor,
-	// systemd-oomd) reading one cgroup's figures: memory.stat, cpu.stat,
-	// io.stat, cgroup.procs and memory.current of one cgroup of the cgroup
-	// v2 hierarchy under fs/cgroup, whole (a page-sized read), while a
-	// writer makes and removes containers' cgroups through
-	// bus/kernfsim/new_cgroup and delete_cgroup where the target has them.
-	// Iteration j of worker i reads cgroup (i + j x Threads) mod N, so one
-	// sweep of the hierarchy is N operations shared out among the
-	// workers. See ops_cgroup.go.
-	OpCgroup Op = "cgroup"
-)
-
-// Ops lists the operations in the order of their documentation.
-var Ops = []Op{OpOpenReadClose, OpStat, OpReaddir, OpWalk, OpSameFile, OpRandom, OpHwloc, OpLstopo, OpColdplug, OpCgroup}
 
 // Defaults.
 const (
 	DefaultTimes       = 10000 // per worker, as Ian Kent's runs
 	DefaultHwlocTimes  = 20    // OpHwloc and OpLstopo: one operation is a whole discovery
-	DefaultBufSize     = 32    // bytes per read, as the original
 	DefaultMissingPath = "devices/system/cpu/does_not_exist"
-	DefaultLock        = "rwsem"
 	// DefaultChurnAttrs is how many attrN files a churned device gets.
 	DefaultChurnAttrs = 2
 )
@@ -111,10 +52,10 @@ const (
 	// Config.Writers is given without Config.Churn (and compare's
 	// --write-rate): one every 10 ms. That is 20 changes a writer in a
 	// compare phase of DefaultCompareMinDuration, enough for a median
-	// and a rough p99, and slower than one grace period (4-8 ms at the
-	// 4 ms tick), so that a writer which waits one per change (rcu's
-	// removal, a percpu-rwsem writer) still keeps up and its latency,
-	// not a backlog, is what the cell shows. It is also a node's
+	// and a rough p99, and slower than one grace period at the default
+	// tick (locking.GraceConfig.Tick), so that a writer which waits one per
+	// change (rcu's removal, a percpu-rwsem writer) still keeps up and its
+	// latency, not a backlog, is what the cell shows. It is also a node's
 	// container churn at its busiest (a pod start makes and removes a few
 	// cgroups).
 	DefaultWriteRate = 100
@@ -122,86 +63,10 @@ const (
 	MaxWriters = 256
 )
 
-// DefaultSimCred is the identity --sim workers use: an unprivileged user,
-// like someone running the benchmark, so that every permission check takes
-// the owner/group/other path rather than root's bypass.
-var DefaultSimCred = kernfsim.Cred{Uid: 1000, Gid: 1000}
-
-// TargetKind says what a run's operations are served by.
-type TargetKind string
-
-const (
-	// TargetSim is the in-process kernfsim walker over a synthetic tree.
-	TargetSim TargetKind = "sim"
-	// TargetPath is real system calls against any directory.
-	TargetPath TargetKind = "path"
-	// TargetKernfsim is a kernfsim FUSE mount: Dir if given, else one Run
-	// starts with Config.Server and removes afterwards.
-	TargetKernfsim TargetKind = "kernfsim"
-)
-
-// Target is what a run measures.
-type Target struct {
-	Kind TargetKind
-	// Dir is the directory the paths are relative to (TargetPath, and
-	// TargetKernfsim once mounted).
-	Dir string
-	// Lock is the strategy (TargetSim and TargetKernfsim); "" means
-	// DefaultLock.
-	Lock string
-	// ServerTransport is the --transport a kernfsim server loadgen starts
-	// is asked for (auto, devfuse, uring); "" leaves the server's default.
-	// What the server got is Transport().
-	ServerTransport string
-	// Tree sizes the synthetic tree (TargetSim; a zero field takes the
-	// kernfsim default, so the zero value is a 64-CPU, 2-socket server).
-	Tree sysfs.SynthConfig
-	// Cred is the workers' identity under TargetSim; nil means
-	// DefaultSimCred.
-	Cred *kernfsim.Cred
-	// SimCost is CPU work each operation of a TargetSim does outside the
-	// tree's lock, for what the kernel does around kernfs (syscall entry,
-	// file allocation, the VFS walk): a calibrated spin loop, not a
-	// sleep (see simcost.go and CalibrateSimCost). 0 is the bare sim.
-	// A sim with SimCost also makes the kernel's shared writes
-	// (SimShared).
-	SimCost time.Duration
-	// SimShared makes a TargetSim's operations write what the kernel
-	// writes outside kernfs's lock on lines every worker shares: ref-walk's
-	// dentry references and inode refreshes (kernfsim.WalkerOptions.RefWalk,
-	// on a tree mounted at /sys), and what the workers share as threads
-	// of one process: the descriptor table (an fd taken and given back
-	// under its lock by every open) and the credentials (each open's file
-	// holds a reference); see simProcess. It is on whenever SimCost is
-	// not 0; alone, it is what CalibrateSimCost measures the sim's own
-	// part with.
-	SimShared bool
-	// Build, if not nil, builds the TargetSim tree instead of
-	// sysfs.NewSynthetic(Tree): a host mirror, or a tree with its own
-	// teardown policy (cmd/loadgen passes kernfsim's tree flags this way).
-	// Tree is then read only by reports (its CPUs, if not 0).
-	Build TreeBuilder
-	// Mount is how the server of a TargetKernfsim Run or Compare started
-	// serves it (from its status line); nil for other targets.
-	Mount *Mount
-}
-
-// TreeBuilder builds the tree of a TargetSim. It is an interface, not a
-// func, so that a Target stays comparable.
-type TreeBuilder interface {
-	// BuildTree returns a sealed tree under the lock strategy lock. A tree
-	// no run changes for good (a host mirror) may be returned to several
-	// runs.
-	BuildTree(lock string) (*kernfsim.Tree, error)
-	// String names the tree in reports: "synthetic tree of 64 CPUs",
-	// "mirror of /sys".
-	String() string
-}
-
 // Config is one run.
 type Config struct {
-	Target Target
-	Op     Op // "" means OpOpenReadClose
+	Target harness.Target
+	Op     harness.Op // "" means OpOpenReadClose
 	// Missing makes every worker look up MissingPath, which must not
 	// exist: the failing open (or stat) is the operation.
 	Missing     bool
@@ -215,7 +80,7 @@ type Config struct {
 	// a path target); empty means chosen automatically: cpuN/topology/core_id
 	// first, then the other topology files, then cache files.
 	FileList []string
-	BufSize  int  // bytes per read; 0 means DefaultBufSize
+	BufSize  int  // bytes per read; 0 means harness.DefaultBufSize
 	NoPin    bool // do not pin the concur phase's worker i to CPU i mod ncpus (the seed pins them)
 	// PinSingle pins the single phase's worker to the first CPU this
 	// process may run on. By default it runs unpinned, as the seed's
@@ -238,7 +103,7 @@ type Config struct {
 	Procs         bool
 	WorkerCommand []string
 	// Server starts the kernfsim server for a TargetKernfsim without Dir.
-	Server *ServerConfig
+	Server *harness.ServerConfig
 	// Churn is each writer's changes per second during the run: devices
 	// added or removed through bus/kernfsim/new_device and delete_device
 	// (the workers then read a churned device's file every fourth
@@ -264,6 +129,9 @@ type Config struct {
 	// Args is the command line that asked for the run, recorded in
 	// Result.Provenance.
 	Args []string
+	// FieldNames is how the caller names Config's fields, for the text a
+	// result shows (Result.Warnings); nil names each by itself.
+	FieldNames harness.FieldNames
 	// SimCalibration, if not nil, is how Target.SimCost was chosen
 	// (CalibrateSimCost), for the reports.
 	SimCalibration *SimCalibration
@@ -281,46 +149,10 @@ type Progress struct {
 	MinDuration time.Duration
 }
 
-// ConfigError is a Config that cannot run: bad input, not a failure.
-type ConfigError struct {
-	Field   string // the Config field (or the path) at fault
-	Problem string // what is wrong
-	Hint    string // what to do about it
-}
-
-func (e *ConfigError) Error() string {
-	s := e.Field + ": " + e.Problem
-	if e.Hint != "" {
-		s += " (" + e.Hint + ")"
-	}
-	return s
-}
-
-// LockTraits is the traits of the strategy called lock; zero for an
-// unknown name, which validation rejects on its own.
-func LockTraits(lock string) locking.Traits {
-	t, _ := locking.TraitsOf(lock)
-	return t
-}
-
-// WriterLocks names the strategies that accept writers once the tree is
-// served: "mutex, rwsem or rcu".
-func WriterLocks() string {
-	w := locking.NamesWhere(func(t locking.Traits) bool { return t.AcceptsWriters })
-	if len(w) < 2 {
-		return strings.Join(w, "")
-	}
-	return strings.Join(w[:len(w)-1], ", ") + " or " + w[len(w)-1]
-}
-
-func BadConfig(field, hint, format string, args ...any) *ConfigError {
-	return &ConfigError{Field: field, Problem: fmt.Sprintf(format, args...), Hint: hint}
-}
-
 // withDefaults returns c with every zero field set to its default.
 func (c Config) withDefaults() Config {
 	if c.Op == "" {
-		c.Op = OpOpenReadClose
+		c.Op = harness.OpOpenReadClose
 	}
 	if c.MissingPath == "" {
 		c.MissingPath = DefaultMissingPath
@@ -329,7 +161,7 @@ func (c Config) withDefaults() Config {
 		c.Threads = runtime.NumCPU()
 	}
 	if c.Times == 0 {
-		c.Times = c.Op.defaultTimes()
+		c.Times = defaultTimes(c.Op)
 	}
 	if c.Files == 0 {
 		c.Files = max(1, c.Threads/2)
@@ -338,12 +170,12 @@ func (c Config) withDefaults() Config {
 		}
 	}
 	if c.BufSize == 0 {
-		c.BufSize = DefaultBufSize
+		c.BufSize = harness.DefaultBufSize
 	}
-	if c.Target.Lock == "" && c.Target.Kind != TargetPath {
-		c.Target.Lock = DefaultLock
+	if c.Target.Lock == "" && c.Target.Kind != harness.TargetPath {
+		c.Target.Lock = harness.DefaultLock
 	}
-	if c.Op == OpCgroup && c.Target.Kind == TargetSim && c.Target.Build == nil && c.Target.Tree.Cgroups == 0 {
+	if c.Op == harness.OpCgroup && c.Target.Kind == harness.TargetSim && c.Target.Build == nil && c.Target.Tree.Cgroups == 0 {
 		c.Target.Tree.Cgroups = DefaultCgroups
 	}
 	return c
@@ -356,9 +188,9 @@ func (c Config) writeRate() float64 {
 	switch {
 	case c.Churn > 0:
 		return c.Churn
-	case c.Op == OpColdplug:
+	case c.Op == harness.OpColdplug:
 		return DefaultColdplugRate
-	case c.Op == OpCgroup:
+	case c.Op == harness.OpCgroup:
 		return DefaultCgroupRate
 	case c.Writers > 0:
 		return DefaultWriteRate
@@ -386,16 +218,16 @@ func (c Config) explicitWriters() bool { return c.Churn > 0 || c.Writers > 0 }
 func (c Config) validate() error {
 	pos := func(field string, v int) error {
 		if v <= 0 {
-			return BadConfig(field, "give a positive number", "%d is not positive", v)
+			return harness.NewConfigError(field, "give a positive number", "%d is not positive", v)
 		}
 		return nil
 	}
 	if c.MinDuration < 0 {
-		return BadConfig("MinDuration", "give 0 (Times alone) or more", "%v is negative", c.MinDuration)
+		return harness.NewConfigError("MinDuration", "give 0 (Times alone) or more", "%v is negative", c.MinDuration)
 	}
 	for _, err := range []error{pos("Threads", c.Threads), pos("Times", c.Times),
 		pos("Files", c.Files), pos("BufSize", c.BufSize), c.validateOp(), c.validateTarget(),
-		c.validateProcs(), c.validateChurn(), CheckThreads("Threads", c.Threads), checkBuffers(c.Threads, c.BufSize)} {
+		c.validateProcs(), c.validateChurn(), harness.CheckThreads("Threads", c.Threads), checkBuffers(c.Threads, c.BufSize)} {
 		if err != nil {
 			return err
 		}
@@ -404,7 +236,7 @@ func (c Config) validate() error {
 		return err
 	}
 	if len(c.FileList) > 0 && c.Files > len(c.FileList) {
-		return BadConfig("Files", "give at most as many as the files listed",
+		return harness.NewConfigError("Files", "give at most as many as the files listed",
 			"%d distinct files asked for, but only %d listed", c.Files, len(c.FileList))
 	}
 	return nil
@@ -426,7 +258,7 @@ func (c Config) validateFileList() error {
 			inside = err == nil && filepath.IsLocal(rel)
 		}
 		if !inside && f != "" {
-			return BadConfig("FileList", "name files inside the target, relative to it or absolute under "+dir,
+			return harness.NewConfigError("FileList", "name files inside the target, relative to it or absolute under "+dir,
 				"%s is outside %s", f, dir)
 		}
 	}
@@ -434,69 +266,61 @@ func (c Config) validateFileList() error {
 }
 
 func (c Config) validateOp() error {
-	if !slices.Contains(Ops, c.Op) {
-		return BadConfig("Op", "valid operations are "+opNames(), "unknown operation %q", c.Op)
+	if !slices.Contains(harness.Ops, c.Op) {
+		return harness.NewConfigError("Op", "valid operations are "+harness.OpNames(), "unknown operation %q", c.Op)
 	}
-	if c.Missing && c.Op != OpOpenReadClose && c.Op != OpStat && c.Op != OpSameFile {
-		return BadConfig("Missing", "use it with open-read-close or stat",
+	if c.Missing && c.Op != harness.OpOpenReadClose && c.Op != harness.OpStat && c.Op != harness.OpSameFile {
+		return harness.NewConfigError("Missing", "use it with open-read-close or stat",
 			"a missing path cannot be the object of %s", c.Op)
 	}
-	if c.Op == OpLstopo && c.Target.Kind == TargetSim {
-		return BadConfig("Op", "measure a mount (--path DIR or the default target)",
+	if c.Op == harness.OpLstopo && c.Target.Kind == harness.TargetSim {
+		return harness.NewConfigError("Op", "measure a mount ({Dir} DIR or the default target)",
 			"lstopo reads a filesystem, and a sim target has none")
 	}
 	return nil
 }
 
-// defaultTimes is the operations per worker when Config.Times is 0.
-func (o Op) defaultTimes() int {
+// defaultTimes is the operations per worker of o when Config.Times is 0.
+func defaultTimes(o harness.Op) int {
 	switch o {
-	case OpHwloc, OpLstopo:
+	case harness.OpHwloc, harness.OpLstopo:
 		return DefaultHwlocTimes
-	case OpColdplug:
+	case harness.OpColdplug:
 		return DefaultColdplugTimes
-	case OpCgroup:
+	case harness.OpCgroup:
 		return DefaultCgroupTimes
 	}
 	return DefaultTimes
 }
 
-func opNames() string {
-	s := make([]string, len(Ops))
-	for i, o := range Ops {
-		s[i] = string(o)
-	}
-	return strings.Join(s, ", ")
-}
-
 func (c Config) validateTarget() error {
 	t := c.Target
 	switch t.Kind {
-	case TargetSim, TargetKernfsim:
+	case harness.TargetSim, harness.TargetKernfsim:
 		if !slices.Contains(locking.Names, t.Lock) {
-			return BadConfig("Lock", "valid strategies are "+strings.Join(locking.Names, ", "),
+			return harness.NewConfigError("Lock", "valid strategies are "+strings.Join(locking.Names, ", "),
 				"unknown lock strategy %q", t.Lock)
 		}
-	case TargetPath:
+	case harness.TargetPath:
 		if t.Dir == "" {
-			return BadConfig("Dir", "name the directory to measure", "a path target needs a directory")
+			return harness.NewConfigError("Dir", "name the directory to measure", "a path target needs a directory")
 		}
 	default:
-		return BadConfig("Target", "use sim, path or kernfsim", "unknown target kind %q", t.Kind)
+		return harness.NewConfigError("Target", "use sim, path or kernfsim", "unknown target kind %q", t.Kind)
 	}
 	switch {
 	case t.SimCost < 0:
-		return BadConfig("SimCost", "give 0 (the bare sim) or more", "%v is negative", t.SimCost)
+		return harness.NewConfigError("SimCost", "give 0 (the bare sim) or more", "%v is negative", t.SimCost)
 	case t.SimCost > time.Second:
-		return BadConfig("SimCost", "give the kernel's work per operation: microseconds", "%v per operation is more than a system call costs", t.SimCost)
-	case t.SimCost > 0 && t.Kind != TargetSim:
-		return BadConfig("SimCost", "drop it, or measure the sim", "work outside the lock is added to sim operations only; a %s target does its own", t.Kind)
-	case t.SimShared && t.Kind != TargetSim:
-		return BadConfig("SimShared", "drop it, or measure the sim", "the kernel's shared writes are modelled by the sim only; a %s target makes the kernel's own", t.Kind)
+		return harness.NewConfigError("SimCost", "give the kernel's work per operation: microseconds", "%v per operation is more than a system call costs", t.SimCost)
+	case t.SimCost > 0 && t.Kind != harness.TargetSim:
+		return harness.NewConfigError("SimCost", "drop it, or measure the sim", "work outside the lock is added to sim operations only; a %s target does its own", t.Kind)
+	case t.SimShared && t.Kind != harness.TargetSim:
+		return harness.NewConfigError("SimShared", "drop it, or measure the sim", "the kernel's shared writes are modelled by the sim only; a %s target makes the kernel's own", t.Kind)
 	}
-	if t.Kind == TargetSim && t.Build == nil {
+	if t.Kind == harness.TargetSim && t.Build == nil {
 		if err := t.Tree.WithDefaults().Validate(); err != nil {
-			return &ConfigError{Field: "Tree", Problem: err.Error()}
+			return &harness.ConfigError{Field: "Tree", Problem: err.Error()}
 		}
 	}
 	return nil
@@ -506,11 +330,11 @@ func (c Config) validateProcs() error {
 	switch {
 	case !c.Procs:
 		return nil
-	case c.Target.Kind == TargetSim:
-		return BadConfig("Procs", "drop --procs, or measure a mount (--path DIR or the default target)",
+	case c.Target.Kind == harness.TargetSim:
+		return harness.NewConfigError("Procs", "drop {Procs}, or measure a mount ({Dir} DIR or the default target)",
 			"worker processes cannot share the in-process tree of a sim target")
 	case len(c.WorkerCommand) == 0:
-		return BadConfig("WorkerCommand", "set it to a command that runs ServeWorker", "Procs needs a worker command")
+		return harness.NewConfigError("WorkerCommand", "set it to a command that runs ServeWorker", "Procs needs a worker command")
 	}
 	return nil
 }
@@ -518,13 +342,13 @@ func (c Config) validateProcs() error {
 func (c Config) validateChurn() error {
 	switch {
 	case c.Churn < 0:
-		return BadConfig("Churn", "give a rate of 0 or more per second", "%g is negative", c.Churn)
+		return harness.NewConfigError("Churn", "give a rate of 0 or more per second", "%g is negative", c.Churn)
 	case c.Writers < 0 || c.Writers > MaxWriters:
-		return BadConfig("Writers", fmt.Sprintf("give 0 to %d writers", MaxWriters), "%d writers", c.Writers)
-	case c.explicitWriters() && c.Target.Kind != TargetPath && !LockTraits(c.Target.Lock).AcceptsWriters:
-		return BadConfig(c.writersField(), "use "+WriterLocks(), "lock strategy %s refuses writers, so nothing can churn", c.Target.Lock)
+		return harness.NewConfigError("Writers", fmt.Sprintf("give 0 to %d writers", MaxWriters), "%d writers", c.Writers)
+	case c.explicitWriters() && c.Target.Kind != harness.TargetPath && !harness.AcceptsWriters(c.Target.Lock):
+		return harness.NewConfigError(c.writersField(), "use "+harness.WriterLocksText(), "lock strategy %s refuses writers, so nothing can churn", c.Target.Lock)
 	case c.Churn > 100000:
-		return BadConfig("Churn", "give at most 100000 per second", "%g per second is more than a writer can do", c.Churn)
+		return harness.NewConfigError("Churn", "give at most 100000 per second", "%g per second is more than a writer can do", c.Churn)
 	}
 	return nil
 }

@@ -6,8 +6,9 @@
 // It is a library: Run(ctx, Config) measures one configuration and returns
 // a Result; Compare runs a grid of them; the reporters (WriteSeed,
 // WriteJSON, WriteBench, WriteCompareTable, ...) are functions of an
-// io.Writer and a result. Nothing here parses flags, exits or prints on its
-// own.
+// io.Writer and a result, and package plot draws a comparison. Nothing
+// here parses flags, exits or prints on its own: cmd/loadgen maps a
+// *harness.ConfigError's Field to its flag.
 //
 // A run has two phases, as the original program: a single worker does
 // Times operations, then Threads workers do Times operations each at once
@@ -20,11 +21,11 @@
 // the monotonic clock, one clock read per operation, recording each
 // operation's latency in a per-worker HdrHistogram.
 //
-// The tools beside the benchmark live in packages of their own, built on
-// what this package exports for them (Dir, Worker, ErrorTally, the latency
-// histogram helpers, Server): soak (a long soak of a server), teardown
-// (teardown storms) and kernelprobe (the real kernel's umount storm and
-// unshare). The control-file protocol and the stats file's parser are
+// The tools beside the benchmark (soak, teardown, kernelprobe) import
+// package harness, not this one: the targets, the server, Dir, the
+// latency histograms, the error tally and provenance live there, and
+// this package builds on them. Workers hands soak the benchmark's
+// operations. The control-file protocol and the stats file's parser are
 // package client's.
 //
 // Targets: the in-process kernfsim walker (TargetSim), real system calls
@@ -33,15 +34,18 @@
 // temporary mountpoint (TargetKernfsim, see StartServer).
 //
 // Lock ordering (outer to inner): loadgen holds no lock across a call
-// into a target.
+// into a target, and takes no lock inside another.
 //
 //	writerSet.mu: the writers' counters and latency histograms, taken by
 //	each writer after each change, by a phase opening and closing its
 //	window on them, and by Result assembly after the writers stopped
-//	Server.outMu: the server's captured stdout and stderr
+//	fdTable.mu: a sim's shared descriptor table, taken by a worker's
+//	operation before and after its walk, never during it
 //
-// Everything else a worker touches during a phase is its own (its
-// histogram, its error counts) or accessed atomically (its progress
-// counter, the phase's stop flag), and is read by the collector only after
-// the worker has sent its result.
+// A writer's changer (deviceChurn, prober, cgroupChurn) keeps per-writer
+// state that only that writer touches, and takes no lock. Everything else
+// a worker touches during a phase is its own (its histogram, its error
+// counts) or accessed atomically (its progress counter, the phase's stop
+// flag), and is read by the collector only after the worker has sent its
+// result.
 package loadgen

@@ -8,6 +8,7 @@ import (
 	"syscall"
 
 	"github.com/kernfsim/kernfsim/kernfsim"
+	"github.com/kernfsim/kernfsim/loadgen/harness"
 )
 
 const (
@@ -22,12 +23,12 @@ const (
 // read-only while workers run. Paths are in the target's abs form; Names
 // are the same paths relative to the target, for the report.
 type plan struct {
-	Op      Op       `json:"op"`
-	Missing string   `json:"missing,omitempty"` // the missing path, when Config.Missing
-	Files   []string `json:"files,omitempty"`   // K files: worker i uses Files[i mod K]
-	Dirs    []string `json:"dirs,omitempty"`    // OpReaddir: Dirs[i mod K]; OpHwloc: listed per discovery
-	Set     []string `json:"set,omitempty"`     // OpRandom: drawn from; OpHwloc: read per discovery
-	Churn   []string `json:"churn,omitempty"`   // churned devices' files, read every fourth iteration
+	Op      harness.Op `json:"op"`
+	Missing string     `json:"missing,omitempty"` // the missing path, when Config.Missing
+	Files   []string   `json:"files,omitempty"`   // K files: worker i uses Files[i mod K]
+	Dirs    []string   `json:"dirs,omitempty"`    // OpReaddir: Dirs[i mod K]; OpHwloc: listed per discovery
+	Set     []string   `json:"set,omitempty"`     // OpRandom: drawn from; OpHwloc: read per discovery
+	Churn   []string   `json:"churn,omitempty"`   // churned devices' files, read every fourth iteration
 	// OpHwloc: missing names looked up per discovery (ENOENT expected).
 	Probes []string `json:"probes,omitempty"`
 	// OpLstopo: the lstopo binary and its HWLOC_FSROOT.
@@ -56,13 +57,13 @@ func makePlan(t target, c Config) (*plan, error) {
 	switch {
 	case c.Missing:
 		return p, p.setMissing(t, c)
-	case c.Op == OpHwloc:
+	case c.Op == harness.OpHwloc:
 		return p, p.setHwloc(t, c)
-	case c.Op == OpLstopo:
+	case c.Op == harness.OpLstopo:
 		return p, p.setLstopo(t, c)
-	case c.Op == OpColdplug:
+	case c.Op == harness.OpColdplug:
 		return p, p.setColdplug(t, c)
-	case c.Op == OpCgroup:
+	case c.Op == harness.OpCgroup:
 		return p, p.setCgroup(t, c)
 	}
 	rels, err := chooseFiles(t, c)
@@ -71,13 +72,13 @@ func makePlan(t target, c Config) (*plan, error) {
 	}
 	p.Names = rels
 	switch c.Op {
-	case OpReaddir:
+	case harness.OpReaddir:
 		p.Names = mapSlice(rels, path.Dir)
 		p.Dirs = mapAbs(t, p.Names)
-	case OpWalk:
+	case harness.OpWalk:
 		p.Names = mapSlice(rels, func(r string) string { return deepPath(t, r) })
 		p.Files = mapAbs(t, p.Names)
-	case OpRandom:
+	case harness.OpRandom:
 		p.Set = mapAbs(t, rels)
 	default:
 		p.Files = mapAbs(t, rels)
@@ -99,18 +100,18 @@ func mapAbs(t target, rels []string) []string { return mapSlice(rels, t.abs) }
 func (p *plan) setMissing(t target, c Config) error {
 	p.Missing, p.Names = t.abs(c.MissingPath), []string{c.MissingPath}
 	var err error
-	if c.Op == OpStat {
+	if c.Op == harness.OpStat {
 		err = t.stat(p.Missing)
 	} else {
 		err = t.readFile(p.Missing, make([]byte, c.BufSize))
 	}
 	switch e := kernfsim.Errno(err); {
 	case err == nil:
-		return BadConfig("MissingPath", "choose a path that does not exist", "%s exists", c.MissingPath)
+		return harness.NewConfigError("MissingPath", "choose a path that does not exist", "%s exists", c.MissingPath)
 	case kernfsim.Disconnected(err):
-		return deadMount(t.abs(""))
+		return harness.DeadMountError(t.abs(""))
 	case e != syscall.ENOENT:
-		return BadConfig("MissingPath", "choose a path whose lookup fails with ENOENT", "%s: %v", c.MissingPath, err)
+		return harness.NewConfigError("MissingPath", "choose a path whose lookup fails with ENOENT", "%s: %v", c.MissingPath, err)
 	}
 	return nil
 }
@@ -120,9 +121,9 @@ func (p *plan) setMissing(t target, c Config) error {
 func chooseFiles(t target, c Config) ([]string, error) {
 	want := c.Files
 	switch c.Op {
-	case OpRandom:
+	case harness.OpRandom:
 		want = max(c.Threads, c.Files)
-	case OpSameFile:
+	case harness.OpSameFile:
 		want = 1
 	}
 	if len(c.FileList) > 0 {
@@ -132,8 +133,8 @@ func chooseFiles(t target, c Config) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	if len(got) < want && !(c.Op == OpRandom && len(got) >= c.Files) {
-		return nil, BadConfig("Files", "ask for fewer (--files N) or name them (--file PATH)",
+	if len(got) < want && !(c.Op == harness.OpRandom && len(got) >= c.Files) {
+		return nil, harness.NewConfigError("Files", "ask for fewer ({Files} N) or name them ({FileList} PATH)",
 			"%d distinct readable files wanted, only %d found under %s", want, len(got), t.abs(""))
 	}
 	return got, nil
@@ -145,22 +146,22 @@ func checkListed(t target, c Config, files []string) ([]string, error) {
 	for _, f := range files {
 		if err := probe(t, c.Op, f, buf); err != nil {
 			if kernfsim.Disconnected(err) {
-				return nil, deadMount(t.abs(""))
+				return nil, harness.DeadMountError(t.abs(""))
 			}
-			return nil, BadConfig("FileList", "name files the workers can read", "%s: %v", f, err)
+			return nil, harness.NewConfigError("FileList", "name files the workers can read", "%s: %v", f, err)
 		}
 	}
 	return files, nil
 }
 
 // probe does op once on rel.
-func probe(t target, op Op, rel string, buf []byte) error {
+func probe(t target, op harness.Op, rel string, buf []byte) error {
 	switch op {
-	case OpStat:
+	case harness.OpStat:
 		return t.stat(t.abs(rel))
-	case OpReaddir:
+	case harness.OpReaddir:
 		return t.readDir(t.abs(path.Dir(rel)), buf)
-	case OpWalk:
+	case harness.OpWalk:
 		return t.readFile(t.abs(deepPath(t, rel)), buf)
 	}
 	return t.readFile(t.abs(rel), buf)
@@ -180,7 +181,7 @@ func firstUsable(t target, c Config, cands func(yield func(string) bool), want i
 		return len(got) < want && !dead
 	})
 	if dead {
-		return nil, deadMount(t.abs(""))
+		return nil, harness.DeadMountError(t.abs(""))
 	}
 	return got, nil
 }
@@ -320,11 +321,11 @@ func scanFiles(t target) func(yield func(string) bool) {
 // filesPerOp is how many files one operation reads or looks up.
 func (p *plan) filesPerOp() int {
 	switch p.Op {
-	case OpHwloc:
+	case harness.OpHwloc:
 		return len(p.Dirs) + len(p.Set) + len(p.Probes)
-	case OpColdplug:
+	case harness.OpColdplug:
 		return len(p.Attrs) + 1
-	case OpCgroup:
+	case harness.OpCgroup:
 		return len(p.CgroupFiles)
 	}
 	return 1
@@ -333,7 +334,7 @@ func (p *plan) filesPerOp() int {
 // warmWorkers is how many of n workers' first operations warm the target
 // up: one whole discovery reads every file already.
 func (p *plan) warmWorkers(n int) int {
-	if p.Op == OpHwloc || p.Op == OpLstopo {
+	if p.Op == harness.OpHwloc || p.Op == harness.OpLstopo {
 		return 1
 	}
 	return n

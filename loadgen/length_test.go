@@ -1,18 +1,18 @@
 package loadgen
 
 import (
-	"bytes"
 	"context"
-	"fmt"
 	"slices"
-	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
 
 	"github.com/kernfsim/kernfsim/kernfsim"
+	"github.com/kernfsim/kernfsim/loadgen/harness"
+	"github.com/kernfsim/kernfsim/loadgen/internal/testproc"
 	"github.com/kernfsim/kernfsim/locking"
 )
 
@@ -65,7 +65,7 @@ func (m *maskTree) phases(t *testing.T, r Result) (single, concur []unix.CPUSet)
 // whatever PinSingle says. Checked on the affinity of the threads that did
 // the operations.
 func TestRunPinning(t *testing.T) {
-	cpus := AllowedCPUs()
+	cpus := harness.AllowedCPUs()
 	if len(cpus) < 2 {
 		t.Skipf("%d CPU allowed: a pinned thread's affinity is an unpinned one's", len(cpus))
 	}
@@ -83,11 +83,9 @@ func TestRunPinning(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			m := &maskTree{}
-			r, err := Run(context.Background(), Config{Target: Target{Kind: TargetSim, Lock: "rwsem", Build: m},
+			r, err := Run(context.Background(), Config{Target: harness.Target{Kind: harness.TargetSim, Lock: "rwsem", Build: m},
 				FileList: []string{"a/mask"}, Threads: 2, Times: 20, NoPin: tc.noPin, PinSingle: tc.pinSingle})
-			if err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, err)
 			if r.SinglePinned != tc.singlePinned || r.Pinned != tc.workPins {
 				t.Errorf("SinglePinned %v, Pinned %v: want %v, %v", r.SinglePinned, r.Pinned, tc.singlePinned, tc.workPins)
 			}
@@ -121,9 +119,7 @@ func TestRunMinDuration(t *testing.T) {
 	c := simConfig("rwsem")
 	c.Threads, c.Times, c.MinDuration = 2, 1, 40*time.Millisecond
 	r, err := Run(context.Background(), c)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	if r.MinDuration != c.MinDuration {
 		t.Errorf("Result.MinDuration %v, want %v", r.MinDuration, c.MinDuration)
 	}
@@ -142,11 +138,6 @@ func TestRunMinDuration(t *testing.T) {
 	}
 	if got, want := r.Efficiency(), efficiency(r.SinglePerOp(), r.WallPerOp(), c.Threads, r.CPUs); got != want || got <= 0 {
 		t.Errorf("Efficiency %v, want %v from the per-ops", got, want)
-	}
-	j := ToJSON(r)
-	if j.MinDurationNs != c.MinDuration.Nanoseconds() || j.Single.OpsPerWorker != float64(r.Single.Workers[0].Ops) ||
-		j.Concur.OpsPerWorker != r.Concur.OpsPerWorker() {
-		t.Errorf("JSON min_duration_ns %d, ops_per_worker %v and %v: want the result's", j.MinDurationNs, j.Single.OpsPerWorker, j.Concur.OpsPerWorker)
 	}
 }
 
@@ -178,7 +169,7 @@ func checkMinDuration(t *testing.T, name string, p Phase, n int, c Config) {
 // wall per-op is over their mean.
 func TestWallPerOpMeanOps(t *testing.T) {
 	p := Phase{Ran: true, Wall: 100 * time.Millisecond, Workers: []WorkerResult{{Ops: 1000}, {Ops: 3000}}}
-	if got, want := wallPerOp(p), 50*time.Microsecond; got != want {
+	if got, want := p.WallPerOp(), 50*time.Microsecond; got != want {
 		t.Errorf("wallPerOp: got %v, want %v (100ms over 2000 ops per worker)", got, want)
 	}
 	if got := p.OpsPerWorker(); got != 2000 {
@@ -192,13 +183,11 @@ func TestWallPerOpMeanOps(t *testing.T) {
 // Worker processes get the duration in their spec and count it from the
 // barrier they see.
 func TestRunProcsMinDuration(t *testing.T) {
-	requireSys(t)
-	c := Config{Target: Target{Kind: TargetPath, Dir: "/sys"}, Threads: 2, Times: 1, MinDuration: 30 * time.Millisecond,
-		Procs: true, WorkerCommand: self(t, "__worker")}
+	testproc.RequireSys(t)
+	c := Config{Target: harness.Target{Kind: harness.TargetPath, Dir: "/sys"}, Threads: 2, Times: 1, MinDuration: 30 * time.Millisecond,
+		Procs: true, WorkerCommand: testproc.Self(t, "__worker")}
 	r, err := Run(context.Background(), c)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	checkMinDuration(t, "single", r.Single, 1, c)
 	checkMinDuration(t, "concur", r.Concur, 2, c)
 }
@@ -207,7 +196,7 @@ func TestRunBadMinDuration(t *testing.T) {
 	c := simConfig("rwsem")
 	c.MinDuration = -time.Second
 	_, err := Run(context.Background(), c)
-	if ce, ok := err.(*ConfigError); !ok || ce.Field != "MinDuration" {
+	if ce, ok := err.(*harness.ConfigError); !ok || ce.Field != "MinDuration" {
 		t.Errorf("got %v, want a *ConfigError for MinDuration", err)
 	}
 }
@@ -254,118 +243,6 @@ func TestRowOrder(t *testing.T) {
 			if n >= 3 && len(prev) < 2 {
 				t.Errorf("%d rows: row %d always runs right after %v", n, row, prev)
 			}
-		}
-	}
-}
-
-// Every report says which workers were pinned and how long the phases
-// ran.
-func TestReportsPinningAndLength(t *testing.T) {
-	r := fixture()
-	r.MinDuration = 20 * time.Millisecond
-	r.Single.Workers[0].Ops = 12345
-	r.Concur.Workers[0].Ops = 20000
-	var b bytes.Buffer
-	if err := WriteSeed(&b, r); err != nil {
-		t.Fatal(err)
-	}
-	for _, want := range []string{"times: 10000 threads: 2 cpus: 2\n",
-		"workers are threads, pinned to CPU i mod 2; the single worker not pinned (as the seed's)\n",
-		"length:       each phase at least 10000 ops per worker and 20.0ms from its start; the single worker did 12345 ops, " +
-			"the concur workers 10000-20000 (mean 15000) each\n"} {
-		if !strings.Contains(b.String(), want) {
-			t.Errorf("seed output lacks %q:\n%s", want, b.String())
-		}
-	}
-	r.SinglePinned, r.Pinned = true, false
-	if got, want := describePin(r), "not pinned; the single worker pinned to CPU 0"; got != want {
-		t.Errorf("describePin: got %q, want %q", got, want)
-	}
-	j := ToJSON(r)
-	if !j.SinglePinned || j.Pinned || j.MinDurationNs != 20e6 || j.Single.OpsPerWorker != 12345 || j.Concur.OpsPerWorker != 15000 {
-		t.Errorf("JSON: single_pinned %v, pinned %v, min_duration_ns %d, ops_per_worker %v and %v",
-			j.SinglePinned, j.Pinned, j.MinDurationNs, j.Single.OpsPerWorker, j.Concur.OpsPerWorker)
-	}
-}
-
-func TestPinText(t *testing.T) {
-	for _, tc := range []struct {
-		single, workers bool
-		want            string
-	}{
-		{false, true, "single worker not pinned, workers pinned"},
-		{true, true, "single worker and workers pinned"},
-		{true, false, "single worker pinned, workers not pinned"},
-		{false, false, "single worker and workers not pinned"},
-	} {
-		if got := PinText(tc.single, tc.workers); got != tc.want {
-			t.Errorf("PinText(%v, %v) = %q, want %q", tc.single, tc.workers, got, tc.want)
-		}
-	}
-}
-
-// The comparison's header says the duration rule, the warm-up and the
-// pinning; its JSON carries them, and the ops done, back.
-func TestCompareHeaderAndJSONLength(t *testing.T) {
-	r := compareFixture()
-	r.MinDuration, r.WarmUp, r.SinglePinned = 200*time.Millisecond, 50*time.Millisecond, true
-	for i := range r.Cells {
-		for k := range r.Cells[i].Runs {
-			run := &r.Cells[i].Runs[k]
-			run.SingleOps, run.OpsPerWorker = 30000, float64(run.Ops)/float64(r.Cells[i].Threads)
-		}
-	}
-	var b bytes.Buffer
-	if err := WriteCompareTable(&b, r); err != nil {
-		t.Fatal(err)
-	}
-	want := "loadgen compare: median per-op of 3 runs x at least 2000 ops per worker (sim: 20000) and 200ms a phase, " +
-		"each row warmed up 50.0ms first, 2 CPUs, single worker and workers pinned, 1m1s\n"
-	if first, _, _ := strings.Cut(b.String(), "\n"); first+"\n" != want {
-		t.Errorf("header:\n got  %s\n want %s", first, want)
-	}
-	b.Reset()
-	if err := WriteCompareJSON(&b, r); err != nil {
-		t.Fatal(err)
-	}
-	back, err := ReadCompareJSON(&b)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if back.MinDuration != r.MinDuration || back.WarmUp != r.WarmUp || !back.SinglePinned || !back.Pinned {
-		t.Errorf("read back: min duration %v, warm-up %v, single pinned %v, pinned %v", back.MinDuration, back.WarmUp, back.SinglePinned, back.Pinned)
-	}
-	if got := back.Cells[0].Runs[0]; got.SingleOps != 30000 || got.OpsPerWorker != 20000 {
-		t.Errorf("read back run: single ops %d, ops per worker %v: want 30000, 20000", got.SingleOps, got.OpsPerWorker)
-	}
-}
-
-// A comparison saved before single_pinned existed pinned its single
-// worker as its concur workers.
-func TestReadCompareJSONBeforeSinglePinned(t *testing.T) {
-	for _, pinned := range []bool{true, false} {
-		doc := fmt.Sprintf(`{"schema": %q, "pinned": %v, "cells": []}`, SchemaCompare, pinned)
-		r, err := ReadCompareJSON(strings.NewReader(doc))
-		if err != nil || r.SinglePinned != pinned {
-			t.Errorf("pinned %v: got single pinned %v, %v; want %v", pinned, r.SinglePinned, err, pinned)
-		}
-	}
-}
-
-// An efficiency above 1.05 where only the concur workers were pinned and a
-// server answered may be the pinning's doing, and the warning says so.
-func TestEfficiencyWarningPinning(t *testing.T) {
-	for _, tc := range []struct {
-		kind         TargetKind
-		singlePinned bool
-		pinning      bool
-	}{{TargetKernfsim, false, true}, {TargetPath, false, true}, {TargetKernfsim, true, false}, {TargetSim, false, false}} {
-		r := fixture()
-		r.Concur.Wall = r.Concur.Wall * 9 / 15 // efficiency 1.50
-		r.Target.Kind, r.SinglePinned = tc.kind, tc.singlePinned
-		w := r.Warnings()
-		if len(w) != 1 || !strings.HasPrefix(w[0], "efficiency 1.50 is above 1.05") || strings.Contains(w[0], "--pin-single") != tc.pinning {
-			t.Errorf("%s, single pinned %v: warnings %q, want the pinning named: %v", tc.kind, tc.singlePinned, w, tc.pinning)
 		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/kernfsim/kernfsim/loadgen/harness"
 	"github.com/kernfsim/kernfsim/sysfs"
 )
 
@@ -13,21 +14,21 @@ import (
 // the target are refused as bad input before anything starts (they used
 // to end in "fatal error: thread exhaustion" or "out of memory").
 func TestRunRefusesWhatTheMachineCannotGive(t *testing.T) {
-	limit, _ := ThreadLimit()
-	sim := Target{Kind: TargetSim, Tree: tinyTree}
+	limit, _ := harness.ThreadLimit()
+	sim := harness.Target{Kind: harness.TargetSim, Tree: tinyTree}
 	for _, c := range []struct {
 		cfg   Config
 		field string
 	}{
 		{Config{Target: sim, Threads: limit + 1, Files: 1, Times: 1}, "Threads"},
-		{Config{Target: Target{Kind: TargetPath, Dir: t.TempDir()}, Threads: 12000, Files: 1, Times: 1}, "Threads"},
+		{Config{Target: harness.Target{Kind: harness.TargetPath, Dir: t.TempDir()}, Threads: 12000, Files: 1, Times: 1}, "Threads"},
 		{Config{Target: sim, BufSize: 100_000_000_000, Threads: 1, Times: 10}, "BufSize"},
 		{Config{Target: sim, BufSize: MaxBufSize + 1, Threads: 1, Times: 1}, "BufSize"},
-		{Config{Target: Target{Kind: TargetPath, Dir: "/sys"}, FileList: []string{"/etc/passwd"}, Threads: 1, Times: 1}, "FileList"},
-		{Config{Target: Target{Kind: TargetPath, Dir: "/sys"}, FileList: []string{"devices/../../etc/passwd"}, Threads: 1, Times: 1}, "FileList"},
+		{Config{Target: harness.Target{Kind: harness.TargetPath, Dir: "/sys"}, FileList: []string{"/etc/passwd"}, Threads: 1, Times: 1}, "FileList"},
+		{Config{Target: harness.Target{Kind: harness.TargetPath, Dir: "/sys"}, FileList: []string{"devices/../../etc/passwd"}, Threads: 1, Times: 1}, "FileList"},
 	} {
 		_, err := Run(context.Background(), c.cfg)
-		var ce *ConfigError
+		var ce *harness.ConfigError
 		if !errors.As(err, &ce) || ce.Field != c.field {
 			t.Errorf("Run(threads %d, bufsize %d, files %q): got %v, want a *ConfigError on %s", c.cfg.Threads, c.cfg.BufSize, c.cfg.FileList, err, c.field)
 		}
@@ -38,8 +39,8 @@ func TestRunRefusesWhatTheMachineCannotGive(t *testing.T) {
 }
 
 func TestCompareRefusesTooManyThreads(t *testing.T) {
-	limit, _ := ThreadLimit()
-	_, err := Compare(context.Background(), CompareConfig{Rows: []Row{{Target: Target{Kind: TargetSim, Tree: tinyTree}}}, Threads: []int{1, limit + 1}})
+	limit, _ := harness.ThreadLimit()
+	_, err := Compare(context.Background(), CompareConfig{Rows: []Row{{Target: harness.Target{Kind: harness.TargetSim, Tree: tinyTree}}}, Threads: []int{1, limit + 1}})
 	wantConfigError(t, "Compare", err, "Threads")
 }
 
@@ -48,20 +49,8 @@ var tinyTree = sysfs.SynthConfig{CPUs: 4, Sockets: 1, MemBlocks: 4}
 
 func wantConfigError(t *testing.T, what string, err error, field string) {
 	t.Helper()
-	var ce *ConfigError
+	var ce *harness.ConfigError
 	if !errors.As(err, &ce) || ce.Field != field {
 		t.Errorf("%s: got %v, want a *ConfigError on %s", what, err, field)
-	}
-}
-
-func TestCgroupPath(t *testing.T) {
-	for _, c := range []struct{ proc, want string }{
-		{"0::/user.slice/x.scope\n", "/sys/fs/cgroup/user.slice/x.scope/pids.max"},
-		{"9:name=systemd:/\n8:pids:/a/b\n0::/\n", "/sys/fs/cgroup/pids/a/b/pids.max"},
-		{"4:memory:/m\n", ""},
-	} {
-		if got := cgroupPath(c.proc, "pids.max"); got != c.want {
-			t.Errorf("cgroupPath(%q): got %q, want %q", c.proc, got, c.want)
-		}
 	}
 }

@@ -1,11 +1,9 @@
 package loadgen
 
 import (
-	"fmt"
 	"time"
 
 	"github.com/kernfsim/kernfsim/client"
-	"github.com/kernfsim/kernfsim/internal/textout"
 	"github.com/kernfsim/kernfsim/locking"
 )
 
@@ -48,7 +46,7 @@ func lockProbeOf(t target) lockProbe {
 		return func() (locking.Stats, error) { return s.Stats(), nil }
 	case *pathTarget:
 		probe := func() (locking.Stats, error) {
-			c, err := client.ReadStats(t.dir)
+			c, err := client.ReadStats(t.d.Path(""))
 			if err != nil {
 				return locking.Stats{}, err
 			}
@@ -80,22 +78,4 @@ func measureLock(probe lockProbe, phase func() time.Duration) *LockUse {
 		return nil
 	}
 	return &LockUse{Stats: after.Sub(before), Wall: wall}
-}
-
-// describe is u in one line, for the seed format's summary.
-func (u LockUse) describe() string {
-	read, write := u.Utilization()
-	side := func(name string, acq, cont int64, wait, held time.Duration, util float64) string {
-		s := fmt.Sprintf("%s %d acquisitions", name, acq)
-		if acq > 0 {
-			s += fmt.Sprintf(" (%.1f%% contended, waited %s)", 100*float64(cont)/float64(acq), textout.Dur(wait))
-		}
-		return s + fmt.Sprintf(", held %s (%.3f of the wall time)", textout.Dur(held), util)
-	}
-	s := ""
-	if u.ReadSideCounted {
-		s = side("read", u.ReadAcquisitions, u.ReadContended, u.ReadWait, u.ReadHeld, read) + "; "
-	}
-	s += side("write", u.WriteAcquisitions, u.WriteContended, u.WriteWait, u.WriteHeld, write)
-	return s + fmt.Sprintf("; hold times sampled 1 in %d", u.HoldSampleEvery)
 }

@@ -5,6 +5,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/require"
+
+	"github.com/kernfsim/kernfsim/loadgen/harness"
 	"github.com/kernfsim/kernfsim/locking"
 )
 
@@ -13,10 +16,8 @@ import (
 // part of the phase's wall time, summed over workers that exclude each
 // other.
 func TestRunReportsLockUse(t *testing.T) {
-	r, err := Run(context.Background(), Config{Target: Target{Kind: TargetSim, Lock: "mutex"}, Threads: 2, Times: 2000})
-	if err != nil {
-		t.Fatal(err)
-	}
+	r, err := Run(context.Background(), Config{Target: harness.Target{Kind: harness.TargetSim, Lock: "mutex"}, Threads: 2, Times: 2000})
+	require.NoError(t, err)
 	for name, ph := range map[string]Phase{"single": r.Single, "concur": r.Concur} {
 		u := ph.Lock
 		if u == nil {
@@ -33,7 +34,7 @@ func TestRunReportsLockUse(t *testing.T) {
 			t.Errorf("%s: mutex read utilization %.3f: want above 0 and, the lock excluding, about 1 at most", name, read)
 		}
 	}
-	c := cellRunOf(r)
+	c := CellRunOf(r)
 	if !c.LockCounted || c.LockRead <= 0 {
 		t.Errorf("cell run %+v: want the lock figures", c)
 	}
@@ -44,7 +45,9 @@ func TestLockUseAbsentWithoutCounters(t *testing.T) {
 	if use := measureLock(nil, func() time.Duration { return time.Second }); use != nil {
 		t.Errorf("got %+v without a probe", use)
 	}
-	if probe := lockProbeOf(&pathTarget{dir: t.TempDir()}); probe != nil {
+	pt, err := newPathTarget(t.TempDir())
+	require.NoError(t, err)
+	if probe := lockProbeOf(pt); probe != nil {
 		t.Error("a directory without a stats file has a lock probe")
 	}
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/kernfsim/kernfsim/client"
 	"github.com/kernfsim/kernfsim/kernfsim"
+	"github.com/kernfsim/kernfsim/loadgen/harness"
 )
 
 // A Kubernetes node agent reading cgroup v2 while containers start and
@@ -32,9 +33,9 @@ import (
 
 const (
 	cgroupDir = client.CgroupDir
-	// cgroupPage is an OpCgroup read: a page, as seq_file fills it and
+	// CgroupPage is an OpCgroup read: a page, as seq_file fills it and
 	// the agents' readers ask for it, so that memory.stat comes whole.
-	cgroupPage = 4096
+	CgroupPage = 4096
 	// cgroupMark is in the name of every cgroup loadgen's writers make;
 	// the readers leave those out.
 	cgroupMark = "loadgen"
@@ -46,27 +47,27 @@ const (
 // first cgroup lacks are left out.
 var cgroupReads = []string{"memory.stat", "cpu.stat", "io.stat", "cgroup.procs", "memory.current"}
 
-// cgroupFiles is the reads of one operation.
-const cgroupFiles = 5
+// CgroupFiles is the reads of one operation.
+const CgroupFiles = 5
 
 // setCgroup fills p with the cgroups and files of a cgroup run: the
 // cgroups below fs/cgroup holding every file the first one has.
 func (p *plan) setCgroup(t target, c Config) error {
 	if err := t.stat(t.abs(cgroupDir + "/cgroup.controllers")); err != nil {
-		return BadConfig("Op", "give the tree cgroups (--cgroups N) or measure a sysfs whose fs/cgroup is cgroup v2",
+		return harness.NewConfigError("Op", "give the tree cgroups ({Tree.Cgroups} N) or measure a sysfs whose fs/cgroup is cgroup v2",
 			"cgroup needs a cgroup v2 hierarchy at %s, and %s/cgroup.controllers is not there (%v)", t.abs(cgroupDir), t.abs(cgroupDir), err)
 	}
 	cgs := listCgroups(t)
 	if len(cgs) == 0 {
-		return BadConfig("Op", "give the tree cgroups (--cgroups N)", "%s has no cgroup below its root", t.abs(cgroupDir))
+		return harness.NewConfigError("Op", "give the tree cgroups ({Tree.Cgroups} N)", "%s has no cgroup below its root", t.abs(cgroupDir))
 	}
 	first := cgroupDir + "/" + cgs[0] + "/"
-	read, _, err := classify(t, prefixed(first, cgroupReads), make([]byte, cgroupPage))
+	read, _, err := classify(t, prefixed(first, cgroupReads), make([]byte, CgroupPage))
 	switch {
 	case err != nil:
 		return err
 	case len(read) == 0:
-		return BadConfig("Op", "measure a cgroup v2 hierarchy with the memory, cpu and io controllers",
+		return harness.NewConfigError("Op", "measure a cgroup v2 hierarchy with the memory, cpu and io controllers",
 			"%s: none of %s is readable", t.abs(first), strings.Join(cgroupReads, ", "))
 	}
 	for _, r := range read {
@@ -162,14 +163,14 @@ func newCgroupChurn(t target, c Config) (*writerSet, string, error) {
 		why = err.Error()
 	}
 	if c.explicitWriters() {
-		return nil, "", BadConfig(c.writersField(), "churn the cgroups of a kernfsim tree (--sim or a kernfsim mount; --cgroups N)", "%s", why)
+		return nil, "", harness.NewConfigError(c.writersField(), "churn the cgroups of a kernfsim tree ({TargetSim} or a kernfsim mount; {Tree.Cgroups} N)", "%s", why)
 	}
 	return nil, "no cgroup churn: " + why + "; readers only", nil
 }
 
 // cgroupWritable says why t's cgroups cannot be churned ("" if they can).
 func cgroupWritable(t target, c Config) string {
-	if c.Target.Kind != TargetPath && !LockTraits(c.Target.Lock).AcceptsWriters {
+	if c.Target.Kind != harness.TargetPath && !harness.AcceptsWriters(c.Target.Lock) {
 		return "lock strategy " + c.Target.Lock + " refuses writers"
 	}
 	if err := t.stat(t.abs(client.NewCgroupPath)); err != nil {

@@ -9,6 +9,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/require"
+
+	"github.com/kernfsim/kernfsim/loadgen/harness"
 	"github.com/kernfsim/kernfsim/locking"
 )
 
@@ -18,18 +21,16 @@ import (
 func TestCgroupSim(t *testing.T) {
 	for _, lock := range locking.NamesWhere(func(t locking.Traits) bool { return t.AcceptsWriters }) {
 		t.Run("lock="+lock, func(t *testing.T) {
-			c := Config{Target: Target{Kind: TargetSim, Lock: lock, Tree: simTree(8)}, Op: OpCgroup, Threads: 3, Times: 200,
+			c := Config{Target: harness.Target{Kind: harness.TargetSim, Lock: lock, Tree: simTree(8)}, Op: harness.OpCgroup, Threads: 3, Times: 200,
 				Churn: 2000, Writers: 2, MinDuration: 50 * time.Millisecond}
 			r, err := Run(context.Background(), c)
-			if err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, err)
 			if r.Churn == nil || r.Churn.Adds == 0 || len(r.Churn.Errors) != 0 || r.Churn.Writers != 2 || r.Churn.Latency.Count == 0 {
 				t.Errorf("writers %+v: want cgroups made and removed by 2 writers, no errors", r.Churn)
 			}
-			if len(r.Errors) != 0 || r.Unexpected() != 0 || r.FilesPerOp != cgroupFiles || r.Cgroups != 3+32+64 {
+			if len(r.Errors) != 0 || r.Unexpected() != 0 || r.FilesPerOp != CgroupFiles || r.Cgroups != 3+32+64 {
 				t.Errorf("errors %+v, %d files per op, %d cgroups: want none, %d, 99 (DefaultCgroups' hierarchy)",
-					r.Errors, r.FilesPerOp, r.Cgroups, cgroupFiles)
+					r.Errors, r.FilesPerOp, r.Cgroups, CgroupFiles)
 			}
 			if len(r.Notes) != 0 {
 				t.Errorf("notes %q", r.Notes)
@@ -42,21 +43,19 @@ func TestCgroupSim(t *testing.T) {
 // tree without cgroups is bad input, as is a host whose fs/cgroup is not
 // cgroup v2.
 func TestCgroupReadersOnly(t *testing.T) {
-	r, err := Run(context.Background(), Config{Target: Target{Kind: TargetSim, Lock: "none", Tree: simTree(4)}, Op: OpCgroup, Threads: 2, Times: 50})
-	if err != nil {
-		t.Fatal(err)
-	}
+	r, err := Run(context.Background(), Config{Target: harness.Target{Kind: harness.TargetSim, Lock: "none", Tree: simTree(4)}, Op: harness.OpCgroup, Threads: 2, Times: 50})
+	require.NoError(t, err)
 	if r.Churn != nil || len(r.Notes) != 1 || !strings.Contains(r.Notes[0], "no cgroup churn") || len(r.Errors) != 0 {
 		t.Errorf("churn %+v, notes %q, errors %+v: want readers only, a note, no errors", r.Churn, r.Notes, r.Errors)
 	}
-	_, err = Run(context.Background(), Config{Target: Target{Kind: TargetPath, Dir: t.TempDir()}, Op: OpCgroup})
-	if ce := (*ConfigError)(nil); !errors.As(err, &ce) || ce.Field != "Op" || !strings.Contains(ce.Problem, "cgroup v2") {
+	_, err = Run(context.Background(), Config{Target: harness.Target{Kind: harness.TargetPath, Dir: t.TempDir()}, Op: harness.OpCgroup})
+	if ce := (*harness.ConfigError)(nil); !errors.As(err, &ce) || ce.Field != "Op" || !strings.Contains(ce.Problem, "cgroup v2") {
 		t.Errorf("a directory without cgroups: got %v, want a *ConfigError for Op", err)
 	}
 	if _, err := os.Stat("/sys/fs/cgroup/cgroup.controllers"); err != nil {
 		t.Skip("/sys/fs/cgroup is not cgroup v2 here:", err)
 	}
-	r, err = Run(context.Background(), Config{Target: Target{Kind: TargetPath, Dir: "/sys"}, Op: OpCgroup, Threads: 2, Times: 20})
+	r, err = Run(context.Background(), Config{Target: harness.Target{Kind: harness.TargetPath, Dir: "/sys"}, Op: harness.OpCgroup, Threads: 2, Times: 20})
 	if err != nil || r.Churn != nil || len(r.Notes) != 1 || !strings.Contains(r.Notes[0], "no cgroup churn") {
 		t.Errorf("/sys: %v, churn %+v, notes %q: want readers only, with a note", err, r.Churn, r.Notes)
 	}
@@ -82,36 +81,30 @@ func TestCgroupCoversEveryCgroupOnce(t *testing.T) {
 	const threads = 3
 	tree := simTree(4)
 	tree.Cgroups = 10 // 3 slices, 5 pods, 10 containers
-	st, err := newSimTarget(Target{Kind: TargetSim, Lock: "rwsem", Tree: tree.WithDefaults()}, false, threads)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := makePlan(st, Config{Op: OpCgroup, Threads: threads, BufSize: 32})
-	if err != nil {
-		t.Fatal(err)
-	}
+	st, err := newSimTarget(harness.Target{Kind: harness.TargetSim, Lock: "rwsem", Tree: tree.WithDefaults()}, false, threads)
+	require.NoError(t, err)
+	p, err := makePlan(st, Config{Op: harness.OpCgroup, Threads: threads, BufSize: 32})
+	require.NoError(t, err)
 	n := len(p.Cgroups)
-	if n != 18 || p.filesPerOp() != cgroupFiles {
-		t.Fatalf("%d cgroups, %d files each: want 18, %d", n, p.filesPerOp(), cgroupFiles)
+	if n != 18 || p.filesPerOp() != CgroupFiles {
+		t.Fatalf("%d cgroups, %d files each: want 18, %d", n, p.filesPerOp(), CgroupFiles)
 	}
 	rc := &readCounter{target: st, seen: map[string]int{}}
 	for i := range threads {
 		w := newWorker(i, -1, n/threads, 32, rc, p)
-		if len(w.buf) < cgroupPage {
+		if len(w.buf) < CgroupPage {
 			t.Fatalf("a %d-byte read buffer: want a page, to read memory.stat whole", len(w.buf))
 		}
 		for range n / threads {
-			if err := w.do(); err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, w.do())
 		}
 	}
 	if len(rc.seen) != n {
 		t.Errorf("%d cgroups read, want %d", len(rc.seen), n)
 	}
 	for dir, reads := range rc.seen {
-		if reads != cgroupFiles {
-			t.Errorf("%s: %d files read, want %d (one operation)", dir, reads, cgroupFiles)
+		if reads != CgroupFiles {
+			t.Errorf("%s: %d files read, want %d (one operation)", dir, reads, CgroupFiles)
 		}
 	}
 }

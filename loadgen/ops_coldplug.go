@@ -9,6 +9,7 @@ import (
 	"syscall"
 
 	"github.com/kernfsim/kernfsim/kernfsim"
+	"github.com/kernfsim/kernfsim/loadgen/harness"
 )
 
 // udev coldplug of memory blocks. On a 64 TB IBM machine with over 100,000
@@ -30,7 +31,7 @@ import (
 
 const (
 	memDir           = "devices/system/memory"
-	memProbeFile     = memDir + "/probe"
+	MemProbeFile     = memDir + "/probe"
 	memBlockSizeFile = memDir + "/block_size_bytes"
 	// coldplugAbsent is the name looked up in every block, which no memory
 	// block has.
@@ -41,15 +42,15 @@ const (
 // lacks are left out.
 var coldplugAttrs = []string{"online", "state", "phys_index", "valid_zones"}
 
-// coldplugFiles is the lookups of one operation: the attributes and the
+// ColdplugFiles is the lookups of one operation: the attributes and the
 // missing name.
-const coldplugFiles = 5
+const ColdplugFiles = 5
 
 // setColdplug fills p with the blocks and attributes of a coldplug run.
 func (p *plan) setColdplug(t target, c Config) error {
 	blocks := memBlocks(t)
 	if len(blocks) == 0 {
-		return BadConfig("Op", "give the tree memory blocks (--mem-blocks N) or measure a sysfs that has them",
+		return harness.NewConfigError("Op", "give the tree memory blocks ({Tree.MemBlocks} N) or measure a sysfs that has them",
 			"coldplug needs %s/memoryN directories, and %s has none", memDir, t.abs(""))
 	}
 	first := memDir + "/" + blocks[0] + "/"
@@ -59,7 +60,7 @@ func (p *plan) setColdplug(t target, c Config) error {
 	case err != nil:
 		return err
 	case len(read) == 0 || slices.Contains(read, first+coldplugAbsent):
-		return BadConfig("Op", "measure a sysfs whose memory blocks have the usual attributes",
+		return harness.NewConfigError("Op", "measure a sysfs whose memory blocks have the usual attributes",
 			"%s: want readable %s and no %s; read %q, missing %q", t.abs(first), strings.Join(coldplugAttrs, ", "),
 			coldplugAbsent, read, missing)
 	}
@@ -140,7 +141,7 @@ func newProber(t target, c Config, blocks []string) (*writerSet, string, error) 
 		}
 	}
 	if c.explicitWriters() {
-		return nil, "", BadConfig(c.writersField(), "hot-add into a kernfsim tree with a probe file (--sim or a kernfsim mount)", "%s", why)
+		return nil, "", harness.NewConfigError(c.writersField(), "hot-add into a kernfsim tree with a probe file ({TargetSim} or a kernfsim mount)", "%s", why)
 	}
 	return nil, "no memory hot-add: " + why + "; readers only", nil
 }
@@ -151,11 +152,11 @@ func probeable(t target, c Config) (uint64, string) {
 	if _, sim := t.(*simTarget); !sim && t.stat(t.abs(churnControl)) != nil {
 		return 0, t.abs("") + " is not a kernfsim tree (loadgen never hot-adds memory to a real machine)"
 	}
-	if c.Target.Kind != TargetPath && !LockTraits(c.Target.Lock).AcceptsWriters {
+	if c.Target.Kind != harness.TargetPath && !harness.AcceptsWriters(c.Target.Lock) {
 		return 0, "lock strategy " + c.Target.Lock + " refuses writers"
 	}
-	if err := t.stat(t.abs(memProbeFile)); err != nil {
-		return 0, fmt.Sprintf("no %s (%v)", memProbeFile, kernfsim.ErrnoName(kernfsim.Errno(err)))
+	if err := t.stat(t.abs(MemProbeFile)); err != nil {
+		return 0, fmt.Sprintf("no %s (%v)", MemProbeFile, kernfsim.ErrnoName(kernfsim.Errno(err)))
 	}
 	buf := make([]byte, 64)
 	n, err := readAll(t, memBlockSizeFile, buf)
@@ -178,11 +179,11 @@ func readAll(t target, rel string, buf []byte) (int, error) {
 
 // probeOnce adds block next and checks that it appeared; "" if it did.
 func probeOnce(t target, size uint64, next int) string {
-	if err := t.write(memProbeFile, probeAddr(size, next)); err != nil {
-		return fmt.Sprintf("writing %s: %v", memProbeFile, err)
+	if err := t.write(MemProbeFile, probeAddr(size, next)); err != nil {
+		return fmt.Sprintf("writing %s: %v", MemProbeFile, err)
 	}
 	if err := t.stat(t.abs(memDir + "/memory" + strconv.Itoa(next))); err != nil {
-		return fmt.Sprintf("writing %s did not add memory%d (%v)", memProbeFile, next, err)
+		return fmt.Sprintf("writing %s did not add memory%d (%v)", MemProbeFile, next, err)
 	}
 	return ""
 }
@@ -196,7 +197,7 @@ func probeAddr(size uint64, block int) []byte {
 func (p *prober) change(w int) (bool, string, error) {
 	block := p.next[w]
 	p.next[w] += p.n
-	return false, p.t.abs(memProbeFile), p.t.write(memProbeFile, probeAddr(p.size, block))
+	return false, p.t.abs(MemProbeFile), p.t.write(MemProbeFile, probeAddr(p.size, block))
 }
 
 func (p *prober) cleanup() {}

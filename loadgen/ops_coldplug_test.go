@@ -9,6 +9,9 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/stretchr/testify/require"
+
+	"github.com/kernfsim/kernfsim/loadgen/harness"
 	"github.com/kernfsim/kernfsim/locking"
 )
 
@@ -19,11 +22,9 @@ func TestColdplugSim(t *testing.T) {
 		t.Run("lock="+lock, func(t *testing.T) {
 			tree := simTree(8)
 			tree.MemBlocks = 64
-			c := Config{Target: Target{Kind: TargetSim, Lock: lock, Tree: tree}, Op: OpColdplug, Threads: 3, Times: 1000, Churn: 20000}
+			c := Config{Target: harness.Target{Kind: harness.TargetSim, Lock: lock, Tree: tree}, Op: harness.OpColdplug, Threads: 3, Times: 1000, Churn: 20000}
 			r, err := Run(context.Background(), c)
-			if err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, err)
 			checkRun(t, r, 3, 1000)
 			if r.Churn == nil || r.Churn.Adds == 0 || len(r.Churn.Errors) != 0 || r.Churn.Removes != 0 {
 				t.Errorf("writer %+v: want blocks added, none removed, no errors", r.Churn)
@@ -38,23 +39,21 @@ func TestColdplugSim(t *testing.T) {
 // Without writers (lock none) or without a kernfsim tree (/sys), the run
 // has readers only and says why; asking for a rate there is bad input.
 func TestColdplugReadersOnly(t *testing.T) {
-	targets := []Target{{Kind: TargetSim, Lock: "none", Tree: simTree(4)}}
+	targets := []harness.Target{{Kind: harness.TargetSim, Lock: "none", Tree: simTree(4)}}
 	if sysHasMemory() {
-		targets = append(targets, Target{Kind: TargetPath, Dir: "/sys"})
+		targets = append(targets, harness.Target{Kind: harness.TargetPath, Dir: "/sys"})
 	}
 	for _, tg := range targets {
-		r, err := Run(context.Background(), Config{Target: tg, Op: OpColdplug, Threads: 2, Times: 50})
-		if err != nil {
-			t.Fatal(err)
-		}
+		r, err := Run(context.Background(), Config{Target: tg, Op: harness.OpColdplug, Threads: 2, Times: 50})
+		require.NoError(t, err)
 		if r.Churn != nil || len(r.Notes) != 1 || !strings.Contains(r.Notes[0], "no memory hot-add") || len(r.Errors) != 0 {
 			t.Errorf("%s: churn %+v, notes %q, errors %+v: want readers only, a note, no errors", tg.Kind, r.Churn, r.Notes, r.Errors)
 		}
-		if tg.Kind != TargetPath {
+		if tg.Kind != harness.TargetPath {
 			continue
 		}
-		_, err = Run(context.Background(), Config{Target: tg, Op: OpColdplug, Threads: 1, Times: 1, Churn: 10})
-		if ce := (*ConfigError)(nil); !errors.As(err, &ce) || ce.Field != "Churn" || !strings.Contains(ce.Problem, "not a kernfsim tree") {
+		_, err = Run(context.Background(), Config{Target: tg, Op: harness.OpColdplug, Threads: 1, Times: 1, Churn: 10})
+		if ce := (*harness.ConfigError)(nil); !errors.As(err, &ce) || ce.Field != "Churn" || !strings.Contains(ce.Problem, "not a kernfsim tree") {
 			t.Errorf("/sys with a rate: got %v, want a *ConfigError for Churn", err)
 		}
 	}
@@ -63,12 +62,13 @@ func TestColdplugReadersOnly(t *testing.T) {
 // sysHasMemory reports whether /sys has memory blocks (a container's
 // may not).
 func sysHasMemory() bool {
-	return len(memBlocks(&pathTarget{dir: "/sys"})) > 0
+	t, err := newPathTarget("/sys")
+	return err == nil && len(memBlocks(t)) > 0
 }
 
 func TestColdplugNoBlocks(t *testing.T) {
-	_, err := Run(context.Background(), Config{Target: Target{Kind: TargetPath, Dir: t.TempDir()}, Op: OpColdplug})
-	if ce := (*ConfigError)(nil); !errors.As(err, &ce) || ce.Field != "Op" {
+	_, err := Run(context.Background(), Config{Target: harness.Target{Kind: harness.TargetPath, Dir: t.TempDir()}, Op: harness.OpColdplug})
+	if ce := (*harness.ConfigError)(nil); !errors.As(err, &ce) || ce.Field != "Op" {
 		t.Errorf("got %v, want a *ConfigError for Op", err)
 	}
 }
@@ -110,17 +110,13 @@ func (b *blockTarget) list(rel string) ([]entry, error) {
 func TestColdplugCoversEveryBlockOnce(t *testing.T) {
 	const n, threads = 60, 4
 	bt := &blockTarget{n: n, seen: map[string]int{}}
-	p, err := makePlan(bt, Config{Op: OpColdplug, Threads: threads, BufSize: 32})
-	if err != nil {
-		t.Fatal(err)
-	}
+	p, err := makePlan(bt, Config{Op: harness.OpColdplug, Threads: threads, BufSize: 32})
+	require.NoError(t, err)
 	bt.seen = map[string]int{} // forget the set-up's reads
 	for i := range threads {
 		w := newWorker(i, -1, n/threads, 32, bt, p)
 		for range n / threads {
-			if err := w.do(); err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, w.do())
 		}
 	}
 	if len(bt.seen) != n {

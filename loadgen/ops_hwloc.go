@@ -13,6 +13,7 @@ import (
 	"syscall"
 
 	"github.com/kernfsim/kernfsim/kernfsim"
+	"github.com/kernfsim/kernfsim/loadgen/harness"
 )
 
 // hwloc's Linux discovery, replayed. hwloc 2.x (topology-linux.c) walks
@@ -52,7 +53,7 @@ var (
 func (p *plan) setHwloc(t target, c Config) error {
 	cpus := cpuNames(t)
 	if len(cpus) == 0 {
-		return BadConfig("Op", "measure a sysfs (a kernfsim mount, /sys or --sim)",
+		return harness.NewConfigError("Op", "measure a sysfs (a kernfsim mount, /sys or {TargetSim})",
 			"%s needs %s/cpuN directories, and %s has none", c.Op, cpuDir, t.abs(""))
 	}
 	read, missing, err := classify(t, hwlocNames(t, cpus), make([]byte, max(c.BufSize, 8192)))
@@ -109,7 +110,7 @@ func classify(t target, names []string, buf []byte) (read, missing []string, err
 		case kernfsim.Errno(err) == syscall.ENOENT:
 			missing = append(missing, n)
 		case kernfsim.Disconnected(err):
-			return nil, nil, deadMount(t.abs(""))
+			return nil, nil, harness.DeadMountError(t.abs(""))
 		}
 	}
 	return read, missing, nil
@@ -149,11 +150,11 @@ var lstopoArgs = []string{"--of", "xml", "--no-io", "-"}
 func (p *plan) setLstopo(t target, c Config) error {
 	bin, err := exec.LookPath("lstopo")
 	if err != nil {
-		return BadConfig("Op", "install hwloc (Debian: apt-get install hwloc)", "lstopo not found: %v", err)
+		return harness.NewConfigError("Op", "install hwloc (Debian: apt-get install hwloc)", "lstopo not found: %v", err)
 	}
 	cpus := cpuNames(t)
 	if len(cpus) == 0 {
-		return BadConfig("Op", "measure a sysfs (a kernfsim mount or /sys)",
+		return harness.NewConfigError("Op", "measure a sysfs (a kernfsim mount or /sys)",
 			"lstopo needs %s/cpuN directories, and %s has none", cpuDir, t.abs(""))
 	}
 	root, err := os.MkdirTemp("", "loadgen-hwloc-root-")
@@ -165,7 +166,7 @@ func (p *plan) setLstopo(t target, c Config) error {
 		return err
 	}
 	if err := runLstopo(bin, root); err != nil {
-		return BadConfig("Op", "check that hwloc reads the target", "%v", err)
+		return harness.NewConfigError("Op", "check that hwloc reads the target", "%v", err)
 	}
 	return nil
 }

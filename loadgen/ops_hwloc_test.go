@@ -11,6 +11,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/require"
+
+	"github.com/kernfsim/kernfsim/loadgen/harness"
+	"github.com/kernfsim/kernfsim/loadgen/internal/testproc"
 	"github.com/kernfsim/kernfsim/locking"
 )
 
@@ -40,11 +44,9 @@ func hasSuffix(names []string, suffix string) bool {
 func TestHwlocSim(t *testing.T) {
 	for _, lock := range locking.Names {
 		t.Run("lock="+lock, func(t *testing.T) {
-			c := Config{Target: Target{Kind: TargetSim, Lock: lock, Tree: simTree(8)}, Op: OpHwloc, Threads: 3, Times: 2}
+			c := Config{Target: harness.Target{Kind: harness.TargetSim, Lock: lock, Tree: simTree(8)}, Op: harness.OpHwloc, Threads: 3, Times: 2}
 			r, err := Run(context.Background(), c)
-			if err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, err)
 			checkRun(t, r, 3, 2)
 			checkDone(t, r)
 			if len(r.Errors) != 0 {
@@ -69,16 +71,14 @@ func TestHwlocSim(t *testing.T) {
 // threads and as processes (MPI ranks), and each worker's time to done
 // comes back from its process.
 func TestHwlocSys(t *testing.T) {
-	requireSys(t)
+	testproc.RequireSys(t)
 	for _, procs := range []bool{false, true} {
-		c := Config{Target: Target{Kind: TargetPath, Dir: "/sys"}, Op: OpHwloc, Threads: 3, Times: 1, Procs: procs}
+		c := Config{Target: harness.Target{Kind: harness.TargetPath, Dir: "/sys"}, Op: harness.OpHwloc, Threads: 3, Times: 1, Procs: procs}
 		if procs {
-			c.WorkerCommand = self(t, "__worker")
+			c.WorkerCommand = testproc.Self(t, "__worker")
 		}
 		r, err := Run(context.Background(), c)
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		checkRun(t, r, 3, 1)
 		checkDone(t, r)
 		if len(r.Errors) != 0 || !hasSuffix(r.Files, "cpu0/topology/core_id") {
@@ -101,14 +101,12 @@ func TestTimeToDone(t *testing.T) {
 // The real lstopo, with HWLOC_FSROOT on a directory holding a sys
 // symlink to the target; its root is removed afterwards.
 func TestLstopoSys(t *testing.T) {
-	requireSys(t)
+	testproc.RequireSys(t)
 	if _, err := exec.LookPath("lstopo"); err != nil {
 		t.Skip("no lstopo:", err)
 	}
-	r, err := Run(context.Background(), Config{Target: Target{Kind: TargetPath, Dir: "/sys"}, Op: OpLstopo, Threads: 2, Times: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
+	r, err := Run(context.Background(), Config{Target: harness.Target{Kind: harness.TargetPath, Dir: "/sys"}, Op: harness.OpLstopo, Threads: 2, Times: 1})
+	require.NoError(t, err)
 	checkRun(t, r, 2, 1)
 	checkDone(t, r)
 	if len(r.Errors) != 0 {
@@ -117,8 +115,8 @@ func TestLstopoSys(t *testing.T) {
 	if left, _ := filepath.Glob(filepath.Join(os.TempDir(), "loadgen-hwloc-root-*")); len(left) > 0 {
 		t.Errorf("left behind: %q", left)
 	}
-	_, err = Run(context.Background(), Config{Target: Target{Kind: TargetSim}, Op: OpLstopo})
-	if ce := (*ConfigError)(nil); !errors.As(err, &ce) || ce.Field != "Op" {
+	_, err = Run(context.Background(), Config{Target: harness.Target{Kind: harness.TargetSim}, Op: harness.OpLstopo})
+	if ce := (*harness.ConfigError)(nil); !errors.As(err, &ce) || ce.Field != "Op" {
 		t.Errorf("lstopo under sim: got %v, want a *ConfigError for Op", err)
 	}
 }

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/kernfsim/kernfsim/loadgen/harness"
 )
 
 // rawFile is what the original's single run reads on this machine.
@@ -30,7 +32,7 @@ func rawLoop(n int, buf []byte) error {
 // loadgenPerOp is loadgen's single per-op over rawLoop's file, its single
 // worker pinned as rawPerOp's loop is.
 func loadgenPerOp(n int) (time.Duration, error) {
-	r, err := Run(context.Background(), Config{Target: Target{Kind: TargetPath, Dir: "/sys"}, Threads: 1, Times: n,
+	r, err := Run(context.Background(), Config{Target: harness.Target{Kind: harness.TargetPath, Dir: "/sys"}, Threads: 1, Times: n,
 		FileList: []string{"devices/system/cpu/cpu0/topology/core_id"}, PinSingle: true})
 	return r.SinglePerOp(), err
 }
@@ -46,7 +48,7 @@ func BenchmarkRawSyscalls(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer unlock()
-	buf := make([]byte, DefaultBufSize)
+	buf := make([]byte, harness.DefaultBufSize)
 	b.ResetTimer()
 	if err := rawLoop(b.N, buf); err != nil {
 		b.Fatal(err)

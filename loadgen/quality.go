@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/kernfsim/kernfsim/internal/textout"
+	"github.com/kernfsim/kernfsim/loadgen/harness"
 )
 
 // Limits below which a run's figures do not mean what they seem.
@@ -23,8 +24,18 @@ const (
 
 // Warnings say why the run's figures may mislead: an efficiency above
 // MaxEfficiency, or, with more threads than CPUs, worker loops shorter than
-// MinWorkerLoop. Each names the way out.
+// MinWorkerLoop. Each names the way out, the fields as r.FieldNames
+// names them.
 func (r Result) Warnings() []string {
+	w := r.warnings()
+	for i := range w {
+		w[i] = r.FieldNames.Put(w[i])
+	}
+	return w
+}
+
+// warnings are Warnings naming fields as {Field}.
+func (r Result) warnings() []string {
 	var w []string
 	if !r.Concur.Ran || len(r.Concur.Workers) == 0 {
 		return nil
@@ -34,7 +45,7 @@ func (r Result) Warnings() []string {
 	}
 	if loop := r.medianLoop(); r.Threads > r.CPUs && loop < MinWorkerLoop {
 		w = append(w, fmt.Sprintf("a worker's loop took %s, under %s (a few scheduler time slices), with %d threads on %d CPUs: "+
-			"the workers may have run one after another instead of at once (raise --times or --min-duration)", textout.Dur(loop), textout.Dur(MinWorkerLoop), r.Threads, r.CPUs))
+			"the workers may have run one after another instead of at once (raise {Times} or {MinDuration})", textout.Dur(loop), textout.Dur(MinWorkerLoop), r.Threads, r.CPUs))
 	}
 	return w
 }
@@ -45,10 +56,10 @@ func (r Result) Warnings() []string {
 // the unpinned single one.
 func (r Result) efficiencyWarning(e float64) string {
 	s := fmt.Sprintf("efficiency %.2f is above %.2f, which no real scaling gives: "+
-		"the run is too short or too noisy to compare phases (raise --times or --min-duration)", e, MaxEfficiency)
-	if r.Pinned && !r.SinglePinned && r.Target.Kind != TargetSim {
+		"the run is too short or too noisy to compare phases (raise {Times} or {MinDuration})", e, MaxEfficiency)
+	if r.Pinned && !r.SinglePinned && r.Target.Kind != harness.TargetSim {
 		s += ", or the pinned concur workers were served faster than the unpinned single one " +
-			"(a FUSE server over io_uring queues each CPU's requests apart; --pin-single compares like with like)"
+			"(a FUSE server over io_uring queues each CPU's requests apart; {PinSingle} compares like with like)"
 	}
 	return s
 }

@@ -1,21 +1,18 @@
 package loadgen
 
 import (
-	"cmp"
 	"slices"
-	"syscall"
 	"time"
 
-	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
-	"github.com/kernfsim/kernfsim/kernfsim"
+	"github.com/kernfsim/kernfsim/loadgen/harness"
 )
 
 // Result is what one run measured. A run interrupted by its context has
 // Interrupted set and holds what was measured until then.
 type Result struct {
-	Provenance Provenance // the build, the machine and the command line
-	Target     Target     // Dir is the mountpoint for a kernfsim target Run started
-	Op         Op
+	Provenance harness.Provenance // the build, the machine and the command line
+	Target     harness.Target     // Dir is the mountpoint for a kernfsim target Run started
+	Op         harness.Op
 	Missing    bool
 	Threads    int
 	Times      int  // per worker, as configured
@@ -35,7 +32,7 @@ type Result struct {
 	// SimCalibration is how Target.SimCost was chosen; nil unless
 	// calibrated.
 	SimCalibration *SimCalibration
-	Errors         []ErrorCount // every failed operation, by errno and kind
+	Errors         []harness.ErrorCount // every failed operation, by errno and kind
 	// Notes say what the run left out and why (a coldplug run without a
 	// writer, say).
 	Notes       []string
@@ -46,15 +43,17 @@ type Result struct {
 	// MinDuration is how long each phase lasted at least
 	// (Config.MinDuration); 0: Times alone decided.
 	MinDuration time.Duration
+	// FieldNames is Config.FieldNames, which Warnings names fields with.
+	FieldNames harness.FieldNames
 }
 
 // Phase is one phase of a run: single (one worker) or concur (Threads
 // workers at once).
 type Phase struct {
 	Ran     bool
-	Workers []WorkerResult // in completion order
-	Wall    time.Duration  // from the start barrier to the last worker's end
-	Latency Latency        // every operation of every worker
+	Workers []WorkerResult  // in completion order
+	Wall    time.Duration   // from the start barrier to the last worker's end
+	Latency harness.Latency // every operation of every worker
 	// Lock is how the target's lock was used over the phase, nil for a
 	// target without lock counters (the real /sys).
 	Lock *LockUse
@@ -62,7 +61,7 @@ type Phase struct {
 	// before its workers started to when the last ended): how long each
 	// took as its writer saw it, and how many (Count); nil without
 	// writers.
-	Writes *Latency
+	Writes *harness.Latency
 }
 
 // WorkerResult is one worker's loop.
@@ -84,34 +83,6 @@ func (w WorkerResult) PerOp() time.Duration {
 	}
 	return w.Total / time.Duration(w.Ops)
 }
-
-// Latency summarises a histogram of operation latencies.
-type Latency struct {
-	Count int64
-	Mean  time.Duration
-	P50   time.Duration
-	P99   time.Duration
-	P999  time.Duration
-	Max   time.Duration
-}
-
-// ErrorCount is how often operations failed with one errno.
-type ErrorCount struct {
-	Errno syscall.Errno
-	// Churn is set for failures on a churned device's file; ENOENT and
-	// ENODEV there are expected (the device was being removed).
-	Churn bool
-	Count int64
-	Path  string // one path it happened on
-}
-
-// Expected reports whether the failure is one churn causes.
-func (e ErrorCount) Expected() bool {
-	return e.Churn && (e.Errno == syscall.ENOENT || e.Errno == syscall.ENODEV)
-}
-
-// Name is the errno's symbol, such as ENOENT.
-func (e ErrorCount) Name() string { return kernfsim.ErrnoName(e.Errno) }
 
 // Unexpected is the number of failed operations churn does not explain.
 func (r Result) Unexpected() int64 {
@@ -161,11 +132,11 @@ func (r Result) ConcurPerOp() time.Duration { return meanPerOp(r.Concur.Workers)
 // when a short run lets the scheduler run the workers one after another
 // (each then times only its own turn). Tables, benchmark lines and
 // Efficiency use it.
-func (r Result) WallPerOp() time.Duration { return wallPerOp(r.Concur) }
+func (r Result) WallPerOp() time.Duration { return r.Concur.WallPerOp() }
 
-// wallPerOp is Wall x workers / their operations: Wall over the mean
+// WallPerOp is Wall x workers / their operations: Wall over the mean
 // operations of a worker.
-func wallPerOp(p Phase) time.Duration {
+func (p Phase) WallPerOp() time.Duration {
 	var ops int64
 	for _, w := range p.Workers {
 		ops += w.Ops
@@ -188,6 +159,10 @@ func (p Phase) OpsPerWorker() float64 {
 	}
 	return float64(ops) / float64(len(p.Workers))
 }
+
+// PerOp is the mean over the phase's workers of their time per
+// operation (the seed's "per").
+func (p Phase) PerOp() time.Duration { return meanPerOp(p.Workers) }
 
 func meanPerOp(ws []WorkerResult) time.Duration {
 	var sum time.Duration
@@ -237,86 +212,4 @@ func (r Result) OpsPerSec() float64 {
 		return 0
 	}
 	return float64(r.TotalOps()) / r.Concur.Wall.Seconds()
-}
-
-// histogram bounds: 1 ns to 60 s at 3 significant digits.
-const (
-	histMax    = int64(60 * time.Second)
-	histDigits = 3
-)
-
-// NewHistogram returns an empty histogram whose pages are already faulted in
-// (Reset writes every count), so that recording does not fault.
-func NewHistogram() *hdrhistogram.Histogram {
-	h := hdrhistogram.New(1, histMax, histDigits)
-	h.Reset()
-	return h
-}
-
-// RecordLatency records d in h; past the histogram's range it records its
-// maximum.
-func RecordLatency(h *hdrhistogram.Histogram, d time.Duration) {
-	if h.RecordValue(int64(d)) != nil {
-		h.RecordValue(histMax)
-	}
-}
-
-// Summarize is h's count, mean, percentiles and maximum.
-func Summarize(h *hdrhistogram.Histogram) Latency {
-	if h == nil || h.TotalCount() == 0 {
-		return Latency{}
-	}
-	q := h.ValueAtPercentilesSlice([]float64{50, 99, 99.9})
-	return Latency{
-		Count: h.TotalCount(),
-		Mean:  time.Duration(h.Mean()),
-		P50:   time.Duration(q[0]),
-		P99:   time.Duration(q[1]),
-		P999:  time.Duration(q[2]),
-		Max:   time.Duration(h.Max()),
-	}
-}
-
-// ErrorTally counts failures by errno and kind (expected churn or not),
-// keeping the first path of each. Make one with ErrorTally{}.
-type ErrorTally map[errKey]*ErrorCount
-
-type errKey struct {
-	errno syscall.Errno
-	churn bool
-}
-
-// Add counts n failures with errno e on path.
-func (t ErrorTally) Add(e syscall.Errno, churn bool, path string, n int64) {
-	k := errKey{e, churn}
-	if c := t[k]; c != nil {
-		c.Count += n
-		return
-	}
-	t[k] = &ErrorCount{Errno: e, Churn: churn, Count: n, Path: path}
-}
-
-// Merge adds o's counts to t.
-func (t ErrorTally) Merge(o ErrorTally) {
-	for k, c := range o {
-		t.Add(k.errno, k.churn, c.Path, c.Count)
-	}
-}
-
-// Sorted returns the counts, unexpected first, then by count.
-func (t ErrorTally) Sorted() []ErrorCount {
-	out := make([]ErrorCount, 0, len(t))
-	for _, c := range t {
-		out = append(out, *c)
-	}
-	slices.SortFunc(out, func(a, b ErrorCount) int {
-		if a.Expected() != b.Expected() {
-			if a.Expected() {
-				return 1
-			}
-			return -1
-		}
-		return cmp.Or(cmp.Compare(b.Count, a.Count), cmp.Compare(a.Errno, b.Errno))
-	})
-	return out
 }

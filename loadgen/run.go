@@ -10,11 +10,9 @@ import (
 	"time"
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
-	"github.com/kernfsim/kernfsim/kernfsim"
-)
 
-// ProgressEvery is how often Config.Progress is called.
-const ProgressEvery = 200 * time.Millisecond
+	"github.com/kernfsim/kernfsim/loadgen/harness"
+)
 
 // Run measures one configuration: set up the target and choose the files,
 // run the single phase (one worker, unpinned unless PinSingle), then the
@@ -39,7 +37,7 @@ func Run(ctx context.Context, cfg Config) (res Result, err error) {
 	}
 	defer func() { err = errors.Join(err, e.close()) }()
 	res = e.newResult()
-	tally := ErrorTally{}
+	tally := harness.ErrorTally{}
 	e.warmUp()
 	e.churn.start()
 	for _, ph := range []struct {
@@ -56,10 +54,10 @@ func Run(ctx context.Context, cfg Config) (res Result, err error) {
 		res.Interrupted, err = true, ctx.Err()
 	}
 	if err == nil && e.server != nil && e.server.Exited() {
-		err = fmt.Errorf("the kernfsim server exited during the run: %s", e.server.Stderr())
+		err = fmt.Errorf("the kernfsim server exited during the run: %s", e.server.Output())
 	}
 	if err == nil && e.gone() {
-		err = ServerGone(e.target.Dir, tally)
+		err = harness.NewServerGoneError(e.target.Dir, tally)
 	}
 	return res, err
 }
@@ -69,33 +67,19 @@ func Run(ctx context.Context, cfg Config) (res Result, err error) {
 // --attr-timeout the kernel answers that from its cache long after the
 // server died; statfs always reaches the server.)
 func (e *env) gone() bool {
-	return e.target.Kind != TargetSim && deadFS(e.t.abs(""))
-}
-
-// ServerGone is the error for a run whose mount lost its server midway,
-// saying how to get the mountpoint back.
-func ServerGone(dir string, tally ErrorTally) error {
-	var n int64
-	for k, c := range tally {
-		if kernfsim.Disconnected(k.errno) {
-			n += c.Count
-		}
-	}
-	return fmt.Errorf("%s: the filesystem server went away during the run (ENOTCONN, ECONNABORTED or ECANCELED: the FUSE connection ended; "+
-		"%d operations failed so): if it was kernfsim, serve the mountpoint again with 'kernfsim mount %s --force'; "+
-		"otherwise detach the dead mount with 'umount -l %s' (or 'fusermount3 -uz %s')", dir, n, dir, dir, dir)
+	return e.target.Kind != harness.TargetSim && harness.MountGone(e.t.abs(""))
 }
 
 // env is a run's set-up: the target, the plan and the helpers around them.
 type env struct {
 	cfg    Config
-	target Target
+	target harness.Target
 	t      target
 	p      *plan
 	cpus   []int
-	churn  *writerSet // the writers changing the tree; nil without any
-	server *Server    // nil unless Run started one
-	lock   lockProbe  // the target's lock counters; nil without any
+	churn  *writerSet      // the writers changing the tree; nil without any
+	server *harness.Server // nil unless Run started one
+	lock   lockProbe       // the target's lock counters; nil without any
 	notes  []string
 	// barrier is CLOCK_MONOTONIC (monoNow) when the running phase's start
 	// barrier opened.
@@ -103,7 +87,7 @@ type env struct {
 }
 
 func setup(ctx context.Context, cfg Config) (e *env, err error) {
-	e = &env{cfg: cfg, target: cfg.Target, cpus: AllowedCPUs()}
+	e = &env{cfg: cfg, target: cfg.Target, cpus: harness.AllowedCPUs()}
 	defer func() {
 		if err != nil {
 			e.close()
@@ -126,9 +110,9 @@ func (e *env) setupWriter() error {
 	var note string
 	var err error
 	switch c := e.cfg; {
-	case c.Op == OpColdplug:
+	case c.Op == harness.OpColdplug:
 		e.churn, note, err = newProber(e.t, c, e.p.Blocks)
-	case c.Op == OpCgroup:
+	case c.Op == harness.OpCgroup:
 		e.churn, note, err = newCgroupChurn(e.t, c)
 	case c.writeRate() > 0:
 		var d *deviceChurn
@@ -147,16 +131,16 @@ func (e *env) setupWriter() error {
 
 func (e *env) openTarget(ctx context.Context) (target, error) {
 	switch e.target.Kind {
-	case TargetSim:
-		return newSimTarget(e.target, e.cfg.explicitWriters() || e.cfg.Op == OpCgroup, e.cfg.Threads)
-	case TargetKernfsim:
+	case harness.TargetSim:
+		return newSimTarget(e.target, e.cfg.explicitWriters() || e.cfg.Op == harness.OpCgroup, e.cfg.Threads)
+	case harness.TargetKernfsim:
 		if e.target.Dir == "" {
 			if e.cfg.Server == nil {
-				return nil, ErrNoServer
+				return nil, harness.ErrNoServer
 			}
 			sc := *e.cfg.Server
 			sc.Lock, sc.Transport = e.target.Lock, e.target.ServerTransport
-			s, err := StartServer(ctx, sc)
+			s, err := harness.StartServer(ctx, sc)
 			if err != nil {
 				return nil, err
 			}
@@ -176,11 +160,11 @@ func (e *env) close() error {
 }
 
 func (e *env) newResult() Result {
-	return Result{Provenance: CaptureProvenance(e.cfg.Args), Target: e.target, Op: e.cfg.Op, Missing: e.cfg.Missing, Threads: e.cfg.Threads,
+	return Result{Provenance: harness.CaptureProvenance(e.cfg.Args), Target: e.target, Op: e.cfg.Op, Missing: e.cfg.Missing, Threads: e.cfg.Threads,
 		Times: e.cfg.Times, CPUs: len(e.cpus), Pinned: !e.cfg.NoPin, SinglePinned: e.cfg.PinSingle,
 		MinDuration: e.cfg.MinDuration, Procs: e.cfg.Procs,
 		BufSize: e.cfg.BufSize, Files: e.p.Names, FilesPerOp: e.p.filesPerOp(), Cgroups: len(e.p.Cgroups), ClockCostNs: clockCost(), Notes: e.notes,
-		SimCalibration: e.cfg.SimCalibration}
+		SimCalibration: e.cfg.SimCalibration, FieldNames: e.cfg.FieldNames}
 }
 
 // phaseSpec is what one phase runs: n workers, each doing at least times
@@ -229,7 +213,7 @@ func (e *env) cpuOf(ph phaseSpec, i int) int {
 type outcome struct {
 	res  WorkerResult
 	hist *hdrhistogram.Histogram
-	errs ErrorTally
+	errs harness.ErrorTally
 	err  error // the worker could not run
 	// endMono is when the worker's loop ended (monoNow), for
 	// WorkerResult.Done.
@@ -249,7 +233,7 @@ func (e *env) warmUp() {
 // phase runs spec's workers at once and summarises them, adding their
 // failures to tally. It collects garbage first, so that the set-up's
 // garbage is not collected on a phase's time.
-func (e *env) phase(ctx context.Context, spec phaseSpec, tally ErrorTally) (Phase, error) {
+func (e *env) phase(ctx context.Context, spec phaseSpec, tally harness.ErrorTally) (Phase, error) {
 	runtime.GC()
 	run := e.threads
 	if e.cfg.Procs {
@@ -258,7 +242,7 @@ func (e *env) phase(ctx context.Context, spec phaseSpec, tally ErrorTally) (Phas
 	var outs []outcome
 	var wall time.Duration
 	var err error
-	var writes *Latency
+	var writes *harness.Latency
 	use := measureLock(e.lock, func() time.Duration {
 		e.churn.openWindow() // inside the lock's readings: each writer's change in flight at the first is the only one not counted there
 		outs, wall, err = run(ctx, spec)
@@ -266,7 +250,7 @@ func (e *env) phase(ctx context.Context, spec phaseSpec, tally ErrorTally) (Phas
 		return wall
 	})
 	ph := Phase{Ran: len(outs) > 0, Wall: wall, Lock: use, Writes: writes}
-	all := NewHistogram()
+	all := harness.NewHistogram()
 	for _, o := range outs {
 		if o.err != nil {
 			err = errors.Join(err, o.err)
@@ -279,7 +263,7 @@ func (e *env) phase(ctx context.Context, spec phaseSpec, tally ErrorTally) (Phas
 		all.Merge(o.hist)
 		tally.Merge(o.errs)
 	}
-	ph.Latency = Summarize(all)
+	ph.Latency = harness.Summarize(all)
 	return ph, err
 }
 
@@ -347,7 +331,7 @@ func (w *worker) runThread(ready *sync.WaitGroup, start <-chan struct{}, stop *a
 // collect receives n outcomes in completion order, calling stop once if
 // ctx ends first and tick every ProgressEvery.
 func collect(ctx context.Context, results <-chan outcome, n int, stop, tick func()) []outcome {
-	t := time.NewTicker(ProgressEvery)
+	t := time.NewTicker(harness.ProgressEvery)
 	defer t.Stop()
 	done := ctx.Done()
 	outs := make([]outcome, 0, n)
@@ -370,22 +354,4 @@ func (e *env) report(ph phaseSpec, t0 time.Time, done int64) {
 		e.cfg.Progress(Progress{Phase: ph.name, Done: done, Total: int64(ph.n) * int64(ph.times),
 			MinDuration: ph.minDur, Elapsed: time.Since(t0)})
 	}
-}
-
-// RunEach runs one for each item in turn, for a tool that measures
-// several configurations, and hands every outcome to keep. It stops at
-// the first error; when ctx ends it stops and returns ctx's error with
-// interrupted set, so the caller reports what was kept as partial.
-func RunEach[T, R any](ctx context.Context, items []T, one func(T) (R, error), keep func(R, error)) (interrupted bool, err error) {
-	for _, it := range items {
-		r, err := one(it)
-		keep(r, err)
-		if ctx.Err() != nil {
-			return true, ctx.Err()
-		}
-		if err != nil {
-			return false, err
-		}
-	}
-	return false, nil
 }

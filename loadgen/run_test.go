@@ -10,13 +10,17 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/require"
+
 	"github.com/kernfsim/kernfsim/kernfsim"
+	"github.com/kernfsim/kernfsim/loadgen/harness"
+	"github.com/kernfsim/kernfsim/loadgen/internal/testproc"
 	"github.com/kernfsim/kernfsim/locking"
 	"github.com/kernfsim/kernfsim/sysfs"
 )
 
 func simConfig(lock string) Config {
-	return Config{Target: Target{Kind: TargetSim, Lock: lock}, Threads: 3, Times: 100}
+	return Config{Target: harness.Target{Kind: harness.TargetSim, Lock: lock}, Threads: 3, Times: 100}
 }
 
 // checkRun checks the shape every finished run has.
@@ -47,27 +51,25 @@ func checkRun(t *testing.T, r Result, threads, times int) {
 }
 
 func TestRunSimOps(t *testing.T) {
-	for _, op := range Ops {
+	for _, op := range harness.Ops {
 		for _, missing := range []bool{false, true} {
-			if missing && op != OpOpenReadClose && op != OpStat || op == OpLstopo { // lstopo needs a filesystem
+			if missing && op != harness.OpOpenReadClose && op != harness.OpStat || op == harness.OpLstopo { // lstopo needs a filesystem
 				continue
 			}
-			t.Run(opLabel(op, missing), func(t *testing.T) {
+			t.Run(OpLabel(op, missing), func(t *testing.T) {
 				c := simConfig("rwsem")
 				c.Op, c.Missing = op, missing
 				c.Target.Tree.CPUs, c.Target.Tree.MemBlocks = 8, 4
-				if op == OpHwloc {
+				if op == harness.OpHwloc {
 					c.Times = 3
 				}
 				r, err := Run(context.Background(), c)
-				if err != nil {
-					t.Fatal(err)
-				}
+				require.NoError(t, err)
 				checkRun(t, r, c.Threads, c.Times)
 				if len(r.Errors) != 0 {
 					t.Errorf("errors: %+v, want none", r.Errors)
 				}
-				if op == OpHwloc && r.FilesPerOp < 8*10 {
+				if op == harness.OpHwloc && r.FilesPerOp < 8*10 {
 					t.Errorf("hwloc reads %d files per discovery, want every topology and cache file of 8 CPUs", r.FilesPerOp)
 				}
 			})
@@ -79,9 +81,7 @@ func TestRunSimLocks(t *testing.T) {
 	for _, lock := range locking.Names {
 		t.Run("lock="+lock, func(t *testing.T) {
 			r, err := Run(context.Background(), simConfig(lock))
-			if err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, err)
 			checkRun(t, r, 3, 100)
 			if r.Target.Lock != lock || r.Files[0] != "devices/system/cpu/cpu0/topology/core_id" {
 				t.Errorf("lock %q, files %q: want %s and cpu0's core_id first", r.Target.Lock, r.Files, lock)
@@ -99,9 +99,7 @@ func TestRunSimChurnRecordsOnlyExpected(t *testing.T) {
 			c := simConfig(lock)
 			c.Churn, c.Threads, c.Times = 5000, 2, 3000
 			r, err := Run(context.Background(), c)
-			if err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, err)
 			if r.Churn == nil || r.Churn.Adds == 0 || len(r.Churn.Errors) != 0 {
 				t.Fatalf("churn %+v: want devices added and no writer errors", r.Churn)
 			}
@@ -124,9 +122,7 @@ func TestRunWriters(t *testing.T) {
 	c.Target.Tree = simTree(8)
 	c.Writers, c.Churn, c.Threads, c.Times, c.MinDuration, c.NoChurnReads = 3, 2000, 2, 100, 50*time.Millisecond, true
 	r, err := Run(context.Background(), c)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	ch := r.Churn
 	if ch == nil || ch.Writers != 3 || ch.Rate != 2000 || len(ch.Errors) != 0 || ch.Adds == 0 {
 		t.Fatalf("churn %+v: want 3 writers at 2000/s each, devices added, no errors", ch)
@@ -157,11 +153,9 @@ func TestRunWriters(t *testing.T) {
 }
 
 func TestRunPathSys(t *testing.T) {
-	requireSys(t)
-	r, err := Run(context.Background(), Config{Target: Target{Kind: TargetPath, Dir: "/sys"}, Threads: 2, Times: 200})
-	if err != nil {
-		t.Fatal(err)
-	}
+	testproc.RequireSys(t)
+	r, err := Run(context.Background(), Config{Target: harness.Target{Kind: harness.TargetPath, Dir: "/sys"}, Threads: 2, Times: 200})
+	require.NoError(t, err)
 	checkRun(t, r, 2, 200)
 	if r.Files[0] != "devices/system/cpu/cpu0/topology/core_id" || len(r.Errors) != 0 {
 		t.Errorf("files %q, errors %+v: want cpu0's core_id and no errors", r.Files, r.Errors)
@@ -173,14 +167,10 @@ func TestRunPathPlainDir(t *testing.T) {
 	dir := t.TempDir()
 	for _, f := range []string{"a/x", "a/y", "b/z"} {
 		os.MkdirAll(filepath.Join(dir, filepath.Dir(f)), 0o755)
-		if err := os.WriteFile(filepath.Join(dir, f), []byte("1\n"), 0o644); err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, os.WriteFile(filepath.Join(dir, f), []byte("1\n"), 0o644))
 	}
-	r, err := Run(context.Background(), Config{Target: Target{Kind: TargetPath, Dir: dir}, Threads: 4, Times: 50})
-	if err != nil {
-		t.Fatal(err)
-	}
+	r, err := Run(context.Background(), Config{Target: harness.Target{Kind: harness.TargetPath, Dir: dir}, Threads: 4, Times: 50})
+	require.NoError(t, err)
 	checkRun(t, r, 4, 50)
 	if strings.Join(r.Files, " ") != "a/x a/y" {
 		t.Errorf("files %q, want the first 2 regular files breadth first", r.Files)
@@ -188,12 +178,10 @@ func TestRunPathPlainDir(t *testing.T) {
 }
 
 func TestRunProcs(t *testing.T) {
-	requireSys(t)
-	r, err := Run(context.Background(), Config{Target: Target{Kind: TargetPath, Dir: "/sys"}, Threads: 3, Times: 100,
-		Procs: true, WorkerCommand: self(t, "__worker")})
-	if err != nil {
-		t.Fatal(err)
-	}
+	testproc.RequireSys(t)
+	r, err := Run(context.Background(), Config{Target: harness.Target{Kind: harness.TargetPath, Dir: "/sys"}, Threads: 3, Times: 100,
+		Procs: true, WorkerCommand: testproc.Self(t, "__worker")})
+	require.NoError(t, err)
 	checkRun(t, r, 3, 100)
 	if !r.Procs || len(r.Errors) != 0 {
 		t.Errorf("procs %v, errors %+v", r.Procs, r.Errors)
@@ -201,16 +189,16 @@ func TestRunProcs(t *testing.T) {
 }
 
 func TestRunProcsWorkerFails(t *testing.T) {
-	requireSys(t)
-	_, err := Run(context.Background(), Config{Target: Target{Kind: TargetPath, Dir: "/sys"}, Threads: 2, Times: 10,
-		Procs: true, WorkerCommand: self(t, "__fail")})
+	testproc.RequireSys(t)
+	_, err := Run(context.Background(), Config{Target: harness.Target{Kind: harness.TargetPath, Dir: "/sys"}, Threads: 2, Times: 10,
+		Procs: true, WorkerCommand: testproc.Self(t, "__fail")})
 	if err == nil || !strings.Contains(err.Error(), "helper failed on purpose") {
 		t.Errorf("got %v, want the worker's stderr in the error", err)
 	}
 }
 
 func TestRunBadInput(t *testing.T) {
-	sim := Target{Kind: TargetSim}
+	sim := harness.Target{Kind: harness.TargetSim}
 	for _, tc := range []struct {
 		name  string
 		c     Config
@@ -219,25 +207,25 @@ func TestRunBadInput(t *testing.T) {
 		{"threads", Config{Target: sim, Threads: -1}, "Threads"},
 		{"times", Config{Target: sim, Times: -5}, "Times"},
 		{"op", Config{Target: sim, Op: "bogus"}, "Op"},
-		{"lock", Config{Target: Target{Kind: TargetSim, Lock: "spin"}}, "Lock"},
-		{"missing readdir", Config{Target: sim, Op: OpReaddir, Missing: true}, "Missing"},
+		{"lock", Config{Target: harness.Target{Kind: harness.TargetSim, Lock: "spin"}}, "Lock"},
+		{"missing readdir", Config{Target: sim, Op: harness.OpReaddir, Missing: true}, "Missing"},
 		{"missing exists", Config{Target: sim, Missing: true, MissingPath: "devices/system/cpu/cpu0/topology/core_id"}, "MissingPath"},
 		{"procs sim", Config{Target: sim, Procs: true, WorkerCommand: []string{"x"}}, "Procs"},
-		{"churn none", Config{Target: Target{Kind: TargetSim, Lock: "none"}, Churn: 10}, "Churn"},
-		{"writers none", Config{Target: Target{Kind: TargetSim, Lock: "none"}, Writers: 1}, "Writers"},
+		{"churn none", Config{Target: harness.Target{Kind: harness.TargetSim, Lock: "none"}, Churn: 10}, "Churn"},
+		{"writers none", Config{Target: harness.Target{Kind: harness.TargetSim, Lock: "none"}, Writers: 1}, "Writers"},
 		{"writers negative", Config{Target: sim, Writers: -1}, "Writers"},
 		{"writers too many", Config{Target: sim, Writers: MaxWriters + 1}, "Writers"},
-		{"cgroup none", Config{Target: Target{Kind: TargetSim, Lock: "none", Tree: simTree(4)}, Op: OpCgroup, Writers: 2}, "Writers"},
-		{"cgroup without a hierarchy", Config{Target: Target{Kind: TargetPath, Dir: "/proc/self"}, Op: OpCgroup}, "Op"},
-		{"no dir", Config{Target: Target{Kind: TargetPath, Dir: "/does/not/exist"}}, "Dir"},
-		{"not a dir", Config{Target: Target{Kind: TargetPath, Dir: "/proc/self/status"}}, "Dir"},
+		{"cgroup none", Config{Target: harness.Target{Kind: harness.TargetSim, Lock: "none", Tree: simTree(4)}, Op: harness.OpCgroup, Writers: 2}, "Writers"},
+		{"cgroup without a hierarchy", Config{Target: harness.Target{Kind: harness.TargetPath, Dir: "/proc/self"}, Op: harness.OpCgroup}, "Op"},
+		{"no dir", Config{Target: harness.Target{Kind: harness.TargetPath, Dir: "/does/not/exist"}}, "Dir"},
+		{"not a dir", Config{Target: harness.Target{Kind: harness.TargetPath, Dir: "/proc/self/status"}}, "Dir"},
 		{"unreadable file", Config{Target: sim, FileList: []string{"bus/cpu/uevent"}}, "FileList"},
 		{"too many files", Config{Target: sim, Files: 3, FileList: []string{"a", "b"}}, "Files"},
-		{"tree", Config{Target: Target{Kind: TargetSim, Tree: simTree(3)}}, "Tree"},
+		{"tree", Config{Target: harness.Target{Kind: harness.TargetSim, Tree: simTree(3)}}, "Tree"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := Run(context.Background(), tc.c)
-			var ce *ConfigError
+			var ce *harness.ConfigError
 			if !errors.As(err, &ce) || ce.Field != tc.field {
 				t.Errorf("got %v, want a *ConfigError for %s", err, tc.field)
 			}
@@ -246,8 +234,8 @@ func TestRunBadInput(t *testing.T) {
 }
 
 func TestRunNoServer(t *testing.T) {
-	_, err := Run(context.Background(), Config{Target: Target{Kind: TargetKernfsim}})
-	if !errors.Is(err, ErrNoServer) {
+	_, err := Run(context.Background(), Config{Target: harness.Target{Kind: harness.TargetKernfsim}})
+	if !errors.Is(err, harness.ErrNoServer) {
 		t.Errorf("got %v, want ErrNoServer", err)
 	}
 }
@@ -292,15 +280,4 @@ func TestErrnoOf(t *testing.T) {
 func simTree(cpus int) (c sysfs.SynthConfig) {
 	c.CPUs = cpus
 	return c
-}
-
-// TestServerGone checks the error Run and Soak give for a mount whose
-// server went away: it says what happened and how to recover.
-func TestServerGone(t *testing.T) {
-	err := ServerGone("/mnt/k", ErrorTally{{syscall.ENOTCONN, false}: {Count: 3}})
-	for _, w := range []string{"/mnt/k", "went away", "3 operations", "kernfsim mount /mnt/k --force", "umount -l /mnt/k"} {
-		if !strings.Contains(err.Error(), w) {
-			t.Errorf("%q lacks %q", err, w)
-		}
-	}
 }

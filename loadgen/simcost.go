@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/kernfsim/kernfsim/internal/textout"
+	"github.com/kernfsim/kernfsim/loadgen/harness"
 )
 
 // The sim's work outside the lock.
@@ -80,7 +81,9 @@ func (c SimCalibration) String() string {
 
 // calibratable reports whether op is one system call-level operation, whose
 // cost CalibrateSimCost can derive per operation.
-func calibratable(op Op) bool { return op != OpHwloc && op != OpLstopo && op != OpColdplug }
+func calibratable(op harness.Op) bool {
+	return op != harness.OpHwloc && op != harness.OpLstopo && op != harness.OpColdplug
+}
 
 // calibrationRuns are c's single-thread runs against dir and on the bare
 // sim under lock.
@@ -90,11 +93,11 @@ func calibrationRuns(c Config, dir, lock string) (onDir, bare Config) {
 		times = 2000
 	}
 	onDir = c
-	onDir.Target, onDir.Threads, onDir.Times, onDir.Churn, onDir.Procs = Target{Kind: TargetPath, Dir: dir}, 1, times, 0, false
+	onDir.Target, onDir.Threads, onDir.Times, onDir.Churn, onDir.Procs = harness.Target{Kind: harness.TargetPath, Dir: dir}, 1, times, 0, false
 	onDir.Progress, onDir.SimCalibration = nil, nil
 	bare = onDir
 	bare.Target, bare.Times = c.Target, 20*times
-	bare.Target.Kind, bare.Target.Lock, bare.Target.SimCost, bare.Target.SimShared = TargetSim, lock, 0, true
+	bare.Target.Kind, bare.Target.Lock, bare.Target.SimCost, bare.Target.SimShared = harness.TargetSim, lock, 0, true
 	return onDir, bare
 }
 
@@ -114,15 +117,15 @@ const calibrationTries = 3
 // calibrated this way: give their SimCost per call instead.
 func CalibrateSimCost(ctx context.Context, c Config, dir, lock string) (SimCalibration, error) {
 	if c.Op == "" {
-		c.Op = OpOpenReadClose
+		c.Op = harness.OpOpenReadClose
 	}
-	cal := SimCalibration{Dir: dir, Op: opLabel(c.Op, c.Missing), Lock: lock}
+	cal := SimCalibration{Dir: dir, Op: OpLabel(c.Op, c.Missing), Lock: lock}
 	if !calibratable(c.Op) {
-		return cal, BadConfig("SimCost", "give a duration per system call instead of auto",
+		return cal, harness.NewConfigError("SimCost", "give a duration per system call instead of auto",
 			"%s makes many system calls per operation, so its cost cannot be calibrated per operation", c.Op)
 	}
 	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
-		return cal, BadConfig("Calibrate", "give the directory of a real sysfs, such as /sys",
+		return cal, harness.NewConfigError("Calibrate", "give the directory of a real sysfs, such as /sys",
 			"%s is not a directory to calibrate against", dir)
 	}
 	onDir, bare := calibrationRuns(c, dir, lock)

@@ -8,56 +8,12 @@ import (
 	"strings"
 	"testing"
 	"time"
-)
 
-// The compare header and JSON say which sim mode the sim rows ran in, and
-// the bench names carry a sim row's cost.
-func TestCompareSimMode(t *testing.T) {
-	cal := SimCalibration{Dir: "/sys", Op: "files", Lock: "rwsem", Real: 5600 * time.Nanosecond,
-		Bare: 500 * time.Nanosecond, Cost: 5100 * time.Nanosecond}
-	for _, tc := range []struct {
-		mode   string
-		costs  map[string]time.Duration
-		cals   []SimCalibration
-		header string
-		bench  string
-	}{
-		{"bare", nil, nil, "sim=bare (the tree's code alone", "target=sim/lock=mutex/op=files/"},
-		{"fixed", map[string]time.Duration{"files": 2 * time.Microsecond, "missing": 2 * time.Microsecond}, nil,
-			"sim=fixed (+2.00us of work outside the lock per op, and the kernel's shared writes)", "target=sim/lock=mutex/simcost=2000ns/shared=on/op=files/"},
-		{"calibrated", map[string]time.Duration{"files": cal.Cost}, []SimCalibration{cal},
-			"sim=calibrated (files +5.10us of work outside the lock per op, and the kernel's shared writes: single thread against /sys less the sim under rwsem with those writes)",
-			"target=sim/lock=mutex/simcost=5100ns/shared=on/op=files/"},
-	} {
-		t.Run("mode="+tc.mode, func(t *testing.T) {
-			r := compareFixture()
-			r.SimCosts, r.SimCalibrations = tc.costs, tc.cals
-			if got := r.SimMode(); got != tc.mode {
-				t.Errorf("SimMode() = %q, want %q", got, tc.mode)
-			}
-			var table, js, bench bytes.Buffer
-			for _, err := range []error{WriteCompareTable(&table, r), WriteCompareJSON(&js, r), WriteCompareBench(&bench, r)} {
-				if err != nil {
-					t.Fatal(err)
-				}
-			}
-			if !strings.Contains(table.String(), tc.header) {
-				t.Errorf("table header lacks %q:\n%s", tc.header, table.String())
-			}
-			if !strings.Contains(bench.String(), tc.bench) {
-				t.Errorf("bench lines lack %q:\n%s", tc.bench, bench.String())
-			}
-			var j JSONCompare
-			if err := json.Unmarshal(js.Bytes(), &j); err != nil {
-				t.Fatal(err)
-			}
-			if j.SimMode != tc.mode || j.SimCostsNs["files"] != tc.costs["files"].Nanoseconds() || len(j.SimCalibrations) != len(tc.cals) {
-				t.Errorf("JSON: got mode %q, files cost %dns, %d calibrations; want %q, %v, %d",
-					j.SimMode, j.SimCostsNs["files"], len(j.SimCalibrations), tc.mode, tc.costs["files"], len(tc.cals))
-			}
-		})
-	}
-}
+	"github.com/stretchr/testify/require"
+
+	"github.com/kernfsim/kernfsim/loadgen/harness"
+	"github.com/kernfsim/kernfsim/loadgen/internal/testproc"
+)
 
 // The spin loop does about the work it was asked for: a thousand spins of
 // 20us cannot be optimised away, and take neither far less than 20ms nor
@@ -86,40 +42,28 @@ func TestSpinIsCalibratedWork(t *testing.T) {
 // cannot be skipped; on a busy machine or under the race detector it only
 // takes longer), and its reports say so.
 func TestSimCostRun(t *testing.T) {
-	c := Config{Target: Target{Kind: TargetSim, Lock: "rcu", SimCost: 5 * time.Microsecond}, Threads: 1, Times: 2000}
+	c := Config{Target: harness.Target{Kind: harness.TargetSim, Lock: "rcu", SimCost: 5 * time.Microsecond}, Threads: 1, Times: 2000}
 	slow, err := Run(context.Background(), c)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	if d := slow.SinglePerOp(); d < 4*time.Microsecond {
 		t.Errorf("with a 5us cost an op took %v, want at least about 5us", d)
-	}
-	var seed bytes.Buffer
-	if err := WriteSummary(&seed, slow); err != nil {
-		t.Fatal(err)
-	}
-	if !strings.Contains(seed.String(), "+5.00us of work outside the lock per op") {
-		t.Errorf("summary does not state the cost:\n%s", seed.String())
-	}
-	if got := ToJSON(slow).Target.SimCostNs; got == nil || *got != 5000 {
-		t.Errorf("JSON sim_cost_ns: got %v, want 5000", got)
 	}
 }
 
 func TestSimCostBadInput(t *testing.T) {
 	for _, c := range []Config{
-		{Target: Target{Kind: TargetSim, SimCost: -time.Microsecond}},
-		{Target: Target{Kind: TargetSim, SimCost: 2 * time.Second}},
-		{Target: Target{Kind: TargetPath, Dir: "/", SimCost: time.Microsecond}},
+		{Target: harness.Target{Kind: harness.TargetSim, SimCost: -time.Microsecond}},
+		{Target: harness.Target{Kind: harness.TargetSim, SimCost: 2 * time.Second}},
+		{Target: harness.Target{Kind: harness.TargetPath, Dir: "/", SimCost: time.Microsecond}},
 	} {
 		_, err := Run(context.Background(), c)
-		var ce *ConfigError
+		var ce *harness.ConfigError
 		if !errors.As(err, &ce) || ce.Field != "SimCost" {
 			t.Errorf("Run with SimCost %v on %s: got %v, want a ConfigError on SimCost", c.Target.SimCost, c.Target.Kind, err)
 		}
 	}
-	_, err := CalibrateSimCost(context.Background(), Config{Op: OpHwloc}, "/sys", "rwsem")
-	var ce *ConfigError
+	_, err := CalibrateSimCost(context.Background(), Config{Op: harness.OpHwloc}, "/sys", "rwsem")
+	var ce *harness.ConfigError
 	if !errors.As(err, &ce) {
 		t.Errorf("calibrating hwloc: got %v, want a ConfigError", err)
 	}
@@ -130,48 +74,30 @@ func TestSimCostBadInput(t *testing.T) {
 // them (so that the calibrated sim's single thread takes what /sys takes).
 func TestSimCostMakesSharedWrites(t *testing.T) {
 	for _, tc := range []struct {
-		t    Target
+		t    harness.Target
 		want bool
 	}{
-		{Target{Kind: TargetSim}, false},
-		{Target{Kind: TargetSim, SimCost: time.Microsecond}, true},
-		{Target{Kind: TargetSim, SimShared: true}, true},
-		{Target{Kind: TargetPath, Dir: "/sys", SimShared: true}, false},
+		{harness.Target{Kind: harness.TargetSim}, false},
+		{harness.Target{Kind: harness.TargetSim, SimCost: time.Microsecond}, true},
+		{harness.Target{Kind: harness.TargetSim, SimShared: true}, true},
+		{harness.Target{Kind: harness.TargetPath, Dir: "/sys", SimShared: true}, false},
 	} {
-		if got := tc.t.sharedWrites(); got != tc.want {
+		if got := tc.t.SimSharedWrites(); got != tc.want {
 			t.Errorf("%+v: sharedWrites() = %v, want %v", tc.t, got, tc.want)
 		}
 	}
-	onDir, bare := calibrationRuns(Config{Target: Target{Kind: TargetSim, SimCost: time.Microsecond}}, "/sys", "rwsem")
-	if onDir.Target.Kind != TargetPath || onDir.Target.sharedWrites() {
+	onDir, bare := calibrationRuns(Config{Target: harness.Target{Kind: harness.TargetSim, SimCost: time.Microsecond}}, "/sys", "rwsem")
+	if onDir.Target.Kind != harness.TargetPath || onDir.Target.SimSharedWrites() {
 		t.Errorf("calibration's real side: target %+v, want the directory", onDir.Target)
 	}
-	if bare.Target.Kind != TargetSim || bare.Target.SimCost != 0 || !bare.Target.sharedWrites() || bare.Threads != 1 {
+	if bare.Target.Kind != harness.TargetSim || bare.Target.SimCost != 0 || !bare.Target.SimSharedWrites() || bare.Threads != 1 {
 		t.Errorf("calibration's sim side: %+v, threads %d: want the sim with shared writes, no cost, one thread", bare.Target, bare.Threads)
 	}
-	// A calibration of 0 (the sim's own part as slow as the real call)
-	// still makes the writes, and the cell's name and JSON say so.
-	r := compareFixture()
-	r.SimCosts = map[string]time.Duration{"files": 0}
-	for _, c := range r.Cells {
-		if c.Row.Target.Kind != TargetSim {
-			continue
-		}
-		ct := r.cellTarget(c)
-		if c.Op == "files" && !ct.sharedWrites() {
-			t.Errorf("a cell calibrated to 0: target %+v makes no shared writes", ct)
-		}
-		if name := benchName(ct, OpOpenReadClose, false, 2); c.Op == "files" && !strings.Contains(name, "/shared=on/") {
-			t.Errorf("a cell calibrated to 0: bench name %q does not say shared=on", name)
-		}
-	}
-	if err := (Config{Target: Target{Kind: TargetPath, Dir: "/sys", SimShared: true}}).validateTarget(); err == nil {
+	if err := (Config{Target: harness.Target{Kind: harness.TargetPath, Dir: "/sys", SimShared: true}}).validateTarget(); err == nil {
 		t.Errorf("SimShared on a path target: accepted, want an error")
 	}
 	var js bytes.Buffer
-	if err := json.NewEncoder(&js).Encode(JSONTargetOf(Target{Kind: TargetSim, Lock: "rwsem", SimCost: time.Microsecond})); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, json.NewEncoder(&js).Encode(harness.NewJSONTarget(harness.Target{Kind: harness.TargetSim, Lock: "rwsem", SimCost: time.Microsecond})))
 	if !strings.Contains(js.String(), `"sim_shared_writes":true`) {
 		t.Errorf("JSON target %s: want sim_shared_writes true", js.String())
 	}
@@ -180,11 +106,9 @@ func TestSimCostMakesSharedWrites(t *testing.T) {
 // Calibration against /sys gives the difference of the two single-thread
 // per-ops, and never less than 0.
 func TestCalibrateSimCost(t *testing.T) {
-	requireSys(t)
+	testproc.RequireSys(t)
 	cal, err := CalibrateSimCost(context.Background(), Config{Times: 500}, "/sys", "rwsem")
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	if cal.Real <= 0 || cal.Bare <= 0 || cal.Cost != max(0, cal.Real-cal.Bare) || cal.Op != "files" {
 		t.Errorf("calibration %+v: want positive per-ops, Cost = Real - Bare, op files", cal)
 	}

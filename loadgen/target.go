@@ -2,16 +2,12 @@ package loadgen
 
 import (
 	"context"
-	"errors"
-	"io/fs"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/kernfsim/kernfsim/kernfsim"
+	"github.com/kernfsim/kernfsim/loadgen/harness"
 	"github.com/kernfsim/kernfsim/sysfs"
 )
 
@@ -57,10 +53,6 @@ type simTarget struct {
 // holds in ref-walk: "/" (kernfsim.WalkerOptions.MountDepth).
 const sysMountDepth = 1
 
-// sharedWrites reports whether t's operations make the kernel's shared
-// writes outside kernfs's lock (Target.SimShared).
-func (t Target) sharedWrites() bool { return t.Kind == TargetSim && (t.SimShared || t.SimCost > 0) }
-
 // work is the operation's work outside the lock (Target.SimCost).
 func (s *simTarget) work() {
 	if s.spin > 0 {
@@ -69,14 +61,14 @@ func (s *simTarget) work() {
 }
 
 // newSimTarget builds t's tree and walker for workers threads.
-func newSimTarget(t Target, churn bool, workers int) (*simTarget, error) {
+func newSimTarget(t harness.Target, churn bool, workers int) (*simTarget, error) {
 	tree, err := buildSimTree(t, churn)
 	if err != nil {
 		return nil, err
 	}
-	w := kernfsim.NewWalker(tree, kernfsim.WalkerOptions{RefWalk: t.sharedWrites(), MountDepth: sysMountDepth})
-	st := &simTarget{t: tree, w: w, cred: DefaultSimCred, spin: spinIterations(t.SimCost)}
-	if t.sharedWrites() {
+	w := kernfsim.NewWalker(tree, kernfsim.WalkerOptions{RefWalk: t.SimSharedWrites(), MountDepth: sysMountDepth})
+	st := &simTarget{t: tree, w: w, cred: harness.DefaultSimCred, spin: spinIterations(t.SimCost)}
+	if t.SimSharedWrites() {
 		st.proc = newSimProcess(workers)
 	}
 	if t.Cred != nil {
@@ -87,24 +79,15 @@ func newSimTarget(t Target, churn bool, workers int) (*simTarget, error) {
 
 // buildSimTree is t's tree: t.Build's (which has the in-tree ABI), or the
 // synthetic tree t.Tree sizes, with the ABI if abi (churn writes to it).
-func buildSimTree(t Target, abi bool) (*kernfsim.Tree, error) {
+func buildSimTree(t harness.Target, abi bool) (*kernfsim.Tree, error) {
 	if t.Build != nil {
 		return t.Build.BuildTree(t.Lock)
 	}
 	a, err := sysfs.Assemble(sysfs.Options{Lock: t.Lock, Synth: t.Tree.WithDefaults(), ABI: abi})
 	if err != nil {
-		return nil, AssembleError(err)
+		return nil, harness.NewAssembleError(err)
 	}
 	return a.Tree, nil
-}
-
-// AssembleError is a *ConfigError for a tree sysfs.Assemble could not
-// build: its Lock, or else its Tree.
-func AssembleError(err error) error {
-	if oe := (*sysfs.OptionError)(nil); errors.As(err, &oe) && oe.Option == "Lock" {
-		return &ConfigError{Field: "Lock", Problem: err.Error()}
-	}
-	return &ConfigError{Field: "Tree", Problem: err.Error()}
 }
 
 // readFile returns a bare errno, as pathTarget's system calls do: an
@@ -176,91 +159,25 @@ func (s *simTarget) write(rel string, data []byte) error {
 }
 
 // pathTarget is real system calls against a directory.
-type pathTarget struct{ dir string }
+type pathTarget struct{ d *harness.Dir }
 
 // newPathTarget checks that dir is a directory that answers.
 func newPathTarget(dir string) (*pathTarget, error) {
-	var st unix.Stat_t
-	err := Retry(func() error { return unix.Stat(dir, &st) })
-	switch {
-	case kernfsim.Disconnected(err) || deadFS(dir):
-		return nil, deadMount(dir)
-	case err != nil:
-		return nil, BadConfig("Dir", "give an existing directory", "%s: %v", dir, err)
-	case st.Mode&unix.S_IFMT != unix.S_IFDIR:
-		return nil, BadConfig("Dir", "give a directory", "%s is not a directory", dir)
-	}
-	abs, err := filepath.Abs(dir)
+	d, err := harness.OpenDir(dir)
 	if err != nil {
 		return nil, err
 	}
-	return &pathTarget{dir: abs}, nil
+	return &pathTarget{d}, nil
 }
 
-// deadFS reports whether a statfs of dir says its FUSE connection ended.
-func deadFS(dir string) bool {
-	var st unix.Statfs_t
-	return kernfsim.Disconnected(Retry(func() error { return unix.Statfs(dir, &st) }))
-}
-
-// deadMount is the error for a FUSE mount whose server has gone.
-func deadMount(dir string) *ConfigError {
-	return BadConfig("Dir", "unmount it with 'umount -l "+dir+"' (or 'fusermount3 -uz "+dir+"') and start the server again",
-		"%s: transport endpoint is not connected: the filesystem server behind this mount is gone", dir)
-}
-
-// Retry runs fn again while it fails with EINTR.
-func Retry(fn func() error) error {
-	for {
-		if err := fn(); err != unix.EINTR {
-			return err
-		}
-	}
-}
-
-func (p *pathTarget) readFile(path string, buf []byte) error {
-	var fd int
-	err := Retry(func() (err error) { fd, err = unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC, 0); return })
-	if err != nil {
-		return err
-	}
-	err = Retry(func() error { _, err := unix.Read(fd, buf); return err })
-	unix.Close(fd)
-	return err
-}
-
-func (p *pathTarget) stat(path string) error {
-	var st unix.Stat_t
-	return Retry(func() error { return unix.Stat(path, &st) })
-}
-
-func (p *pathTarget) readDir(path string, buf []byte) error {
-	var fd int
-	err := Retry(func() (err error) {
-		fd, err = unix.Open(path, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
-		return
-	})
-	if err != nil {
-		return err
-	}
-	defer unix.Close(fd)
-	for {
-		var n int
-		if err := Retry(func() (err error) { n, err = unix.Getdents(fd, buf); return }); err != nil || n == 0 {
-			return err
-		}
-	}
-}
-
-func (p *pathTarget) abs(rel string) string {
-	if filepath.IsAbs(rel) {
-		return rel
-	}
-	return filepath.Join(p.dir, rel)
-}
+func (p *pathTarget) readFile(path string, buf []byte) error { return p.d.ReadFile(path, buf) }
+func (p *pathTarget) stat(path string) error                 { return p.d.Stat(path) }
+func (p *pathTarget) readDir(path string, buf []byte) error  { return p.d.ReadDir(path, buf) }
+func (p *pathTarget) abs(rel string) string                  { return p.d.Path(rel) }
+func (p *pathTarget) write(rel string, data []byte) error    { return p.d.Write(rel, data) }
 
 func (p *pathTarget) list(rel string) ([]entry, error) {
-	des, err := os.ReadDir(p.abs(rel))
+	des, err := p.d.Entries(rel)
 	ents := make([]entry, 0, len(des))
 	for _, d := range des {
 		ents = append(ents, entry{name: d.Name(), dir: d.IsDir(), file: d.Type().IsRegular()})
@@ -268,86 +185,32 @@ func (p *pathTarget) list(rel string) ([]entry, error) {
 	return ents, err
 }
 
-func (p *pathTarget) write(rel string, data []byte) error {
-	path := p.abs(rel)
-	var fd int
-	err := Retry(func() (err error) { fd, err = unix.Open(path, unix.O_WRONLY|unix.O_CLOEXEC, 0); return })
-	if err != nil {
-		return &fs.PathError{Op: "open", Path: path, Err: err}
-	}
-	defer unix.Close(fd)
-	if err := Retry(func() error { _, err := unix.Write(fd, data); return err }); err != nil {
-		return &fs.PathError{Op: "write", Path: path, Err: err}
-	}
-	return nil
-}
-
-// Dir is a directory read with the system calls the benchmark's workers
-// make (no allocation per read, EINTR retried), for loadgen's tools.
-type Dir struct{ p *pathTarget }
-
-// OpenDir checks that dir is a directory that answers (a *ConfigError
-// says why not, and how to recover a dead FUSE mount).
-func OpenDir(dir string) (*Dir, error) {
-	p, err := newPathTarget(dir)
-	if err != nil {
-		return nil, err
-	}
-	return &Dir{p}, nil
-}
-
-// Path is rel's absolute path; an absolute rel is returned as it is.
-func (d *Dir) Path(rel string) string { return d.p.abs(rel) }
-
-// ReadFile opens path, reads it once into buf and closes it; the errno is
-// returned bare.
-func (d *Dir) ReadFile(path string, buf []byte) error { return d.p.readFile(path, buf) }
-
-// Names lists the names in directory rel.
-func (d *Dir) Names(rel string) ([]string, error) {
-	ents, err := d.p.list(rel)
-	names := make([]string, len(ents))
-	for i, e := range ents {
-		names[i] = e.name
-	}
-	return names, err
-}
-
-// Stat stats path; the errno is returned bare.
-func (d *Dir) Stat(path string) error { return d.p.stat(path) }
-
-// ReadDir lists directory path once into buf (getdents); the errno is
-// returned bare.
-func (d *Dir) ReadDir(path string, buf []byte) error { return d.p.readDir(path, buf) }
-
-// Write writes data to rel in one write(2), as a control file takes it.
-func (d *Dir) Write(rel string, data []byte) error { return d.p.write(rel, data) }
-
-// Worker does one operation of a plan at a time, as a benchmark worker
-// does, on one path: for a tool that runs the benchmark's operations
-// under its own schedule.
-type Worker struct {
+// reader does one operation of a plan at a time on one path
+// (harness.Worker).
+type reader struct {
 	w    *worker
 	path string
 }
 
-// Do does the operation once; the error is the operation's.
-func (w *Worker) Do() error { return w.w.do() }
+func (r *reader) Do() error    { return r.w.do() }
+func (r *reader) Path() string { return r.path }
 
-// Path is what the worker works on, for error reports.
-func (w *Worker) Path() string { return w.path }
+var _ harness.WorkerSource = Workers
 
-// Workers plans c's operation on d (c.Op, c.Missing, c.Files) and returns
-// c.Threads workers, each on its own file as the benchmark's would be.
-func (d *Dir) Workers(c Config) ([]*Worker, error) {
-	c = c.withDefaults()
-	p, err := makePlan(d.p, c)
+// Workers plans op on d as Run would (missing: the lookup of
+// DefaultMissingPath) and returns n workers, each on its own file as the
+// benchmark's would be, for a tool that runs them under its own schedule
+// (harness.WorkerSource).
+func Workers(d *harness.Dir, op harness.Op, missing bool, n int) ([]harness.Worker, error) {
+	c := Config{Op: op, Missing: missing, Threads: n, Files: n}.withDefaults()
+	t := &pathTarget{d}
+	p, err := makePlan(t, c)
 	if err != nil {
 		return nil, err
 	}
-	ws := make([]*Worker, c.Threads)
+	ws := make([]harness.Worker, c.Threads)
 	for i := range ws {
-		ws[i] = &Worker{w: newWorker(i, -1, 1, c.BufSize, d.p, p), path: planPath(p, i)}
+		ws[i] = &reader{w: newWorker(i, -1, 1, c.BufSize, t, p), path: planPath(p, i)}
 	}
 	return ws, nil
 }

@@ -11,8 +11,10 @@ import (
 	"time"
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
-	"github.com/kernfsim/kernfsim/kernfsim"
 	"golang.org/x/sys/unix"
+
+	"github.com/kernfsim/kernfsim/kernfsim"
+	"github.com/kernfsim/kernfsim/loadgen/harness"
 )
 
 func itoa(i int) string { return strconv.Itoa(i) }
@@ -37,7 +39,7 @@ type worker struct {
 	dbuf  []byte // getdents buffer
 	rng   *rand.Rand
 	hist  *hdrhistogram.Histogram
-	errs  ErrorTally
+	errs  harness.ErrorTally
 	res   WorkerResult
 	// endMono is CLOCK_MONOTONIC when the loop ended, in ns: the
 	// collector turns it into WorkerResult.Done.
@@ -55,13 +57,13 @@ type paddedCounter struct {
 }
 
 func newWorker(index, cpu, times, bufSize int, t target, p *plan) *worker {
-	if p.Op == OpCgroup {
-		bufSize = max(bufSize, cgroupPage) // each file whole
+	if p.Op == harness.OpCgroup {
+		bufSize = max(bufSize, CgroupPage) // each file whole
 	}
 	w := &worker{index: index, cpu: cpu, times: times, t: t, p: p,
 		buf: make([]byte, bufSize), rng: rand.New(rand.NewPCG(uint64(index), 0x6b65726e6673)),
-		hist: NewHistogram(), errs: ErrorTally{}}
-	if p.Op == OpReaddir || p.Op == OpHwloc {
+		hist: harness.NewHistogram(), errs: harness.ErrorTally{}}
+	if p.Op == harness.OpReaddir || p.Op == harness.OpHwloc {
 		w.dbuf = make([]byte, 8192)
 	}
 	if len(p.Blocks) > 0 {
@@ -95,7 +97,7 @@ func (w *worker) loop(stop *atomic.Bool) {
 		}
 		now := time.Since(base)
 		if w.hist.RecordValue(int64(now-prev)) != nil {
-			w.hist.RecordValue(histMax)
+			w.hist.RecordValue(harness.HistMax)
 		}
 		if err != nil {
 			w.fail(err, cp)
@@ -130,21 +132,21 @@ func (w *worker) do() error {
 	switch {
 	case p.Missing != "":
 		return w.missing()
-	case p.Op == OpStat:
+	case p.Op == harness.OpStat:
 		return w.t.stat(p.Files[w.index%len(p.Files)])
-	case p.Op == OpReaddir:
+	case p.Op == harness.OpReaddir:
 		return w.t.readDir(p.Dirs[w.index%len(p.Dirs)], w.dbuf)
-	case p.Op == OpSameFile:
+	case p.Op == harness.OpSameFile:
 		return w.t.readFile(p.Files[0], w.buf)
-	case p.Op == OpRandom:
+	case p.Op == harness.OpRandom:
 		return w.t.readFile(p.Set[w.rng.IntN(len(p.Set))], w.buf)
-	case p.Op == OpHwloc:
+	case p.Op == harness.OpHwloc:
 		return w.discover()
-	case p.Op == OpLstopo:
+	case p.Op == harness.OpLstopo:
 		return w.lstopo()
-	case p.Op == OpColdplug:
+	case p.Op == harness.OpColdplug:
 		return w.coldplug()
-	case p.Op == OpCgroup:
+	case p.Op == harness.OpCgroup:
 		return w.cgroupRead()
 	}
 	return w.t.readFile(p.Files[w.index%len(p.Files)], w.buf)
@@ -155,7 +157,7 @@ var errFound = syscall.Errno(0)
 
 func (w *worker) missing() error {
 	var err error
-	if w.p.Op == OpStat {
+	if w.p.Op == harness.OpStat {
 		err = w.t.stat(w.p.Missing)
 	} else {
 		err = w.t.readFile(w.p.Missing, w.buf)
@@ -176,7 +178,7 @@ func (w *worker) fail(err error, churnPath string) {
 	var pe *fs.PathError
 	switch p := w.p; {
 	case churnPath != "":
-	case (p.Op == OpHwloc || p.Op == OpLstopo || p.Op == OpColdplug || p.Op == OpCgroup) && errors.As(err, &pe):
+	case (p.Op == harness.OpHwloc || p.Op == harness.OpLstopo || p.Op == harness.OpColdplug || p.Op == harness.OpCgroup) && errors.As(err, &pe):
 		path = pe.Path // the op's own error names the file
 	case p.Missing != "":
 		path = p.Missing
@@ -186,25 +188,6 @@ func (w *worker) fail(err error, churnPath string) {
 		path = p.Dirs[w.index%len(p.Dirs)]
 	}
 	w.errs.Add(kernfsim.Errno(err), churnPath != "", path, 1)
-}
-
-// AllowedCPUs returns the CPUs this process may run on, in order.
-func AllowedCPUs() []int {
-	var set unix.CPUSet
-	if err := unix.SchedGetaffinity(0, &set); err != nil {
-		cpus := make([]int, runtime.NumCPU())
-		for i := range cpus {
-			cpus[i] = i
-		}
-		return cpus
-	}
-	var cpus []int
-	for i := 0; len(cpus) < set.Count(); i++ {
-		if set.IsSet(i) {
-			cpus = append(cpus, i)
-		}
-	}
-	return cpus
 }
 
 // lockThread locks the calling goroutine to its OS thread and, if cpu is

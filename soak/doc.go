@@ -5,10 +5,11 @@
 // near their level after warm-up, and that the nodeid table returns to
 // its baseline once the kernel forgets. Run measures a Config and
 // returns a Result; WriteSample, WriteMode and WriteSummary report it.
-// It runs the benchmark's operations through loadgen (Dir, Worker).
+// It is built on package harness (Dir, Server, ErrorTally) and runs the
+// benchmark's operations through Config.Workers (loadgen.Workers).
 //
 // Lock ordering: each actor (a reader, the churner, the storms) has one
-// mutex, soakActor.mu, guarding its interval's histogram, operation count
+// mutex, actor.mu, guarding its interval's histogram, operation count
 // and error tally; the sampler takes each in turn to drain it, never two
 // at once.
 package soak

@@ -9,16 +9,17 @@ import (
 	"time"
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
+
 	"github.com/kernfsim/kernfsim/client"
 	"github.com/kernfsim/kernfsim/kernfsim"
-	"github.com/kernfsim/kernfsim/loadgen"
+	"github.com/kernfsim/kernfsim/loadgen/harness"
 )
 
-// soakSampler takes a mode's periodic samples while its load runs.
-type soakSampler struct {
+// sampler takes a mode's periodic samples while its load runs.
+type sampler struct {
 	c       Config
-	p       *soakServer
-	l       *soakLoad
+	p       *server
+	l       *load
 	lock    string
 	t0      time.Time
 	warmEnd time.Duration
@@ -27,7 +28,7 @@ type soakSampler struct {
 
 // segment runs the load for d, sampling every interval, then stops it
 // and returns the server's settled level.
-func (s *soakSampler) segment(ctx context.Context, d time.Duration) (ServerLevel, error) {
+func (s *sampler) segment(ctx context.Context, d time.Duration) (ServerLevel, error) {
 	s.l.start()
 	s.last = time.Now()
 	end := time.After(d)
@@ -58,7 +59,7 @@ func (s *soakSampler) segment(ctx context.Context, d time.Duration) (ServerLevel
 	return ServerLevel{}, s.p.gone(err, s.l.total)
 }
 
-func (s *soakSampler) sample() error {
+func (s *sampler) sample() error {
 	lv, err := s.p.level()
 	if err != nil {
 		return err
@@ -79,27 +80,27 @@ func (s *soakSampler) sample() error {
 	return nil
 }
 
-// soakActor is one reader or writer goroutine's tallies, drained by the
+// actor is one reader or writer goroutine's tallies, drained by the
 // sampler.
-type soakActor struct {
+type actor struct {
 	mu   sync.Mutex
 	hist *hdrhistogram.Histogram // this interval's latencies; protected by mu
 	ops  int64                   // operations in this interval; protected by mu
-	errs loadgen.ErrorTally      // this interval's failures; protected by mu
+	errs harness.ErrorTally      // this interval's failures; protected by mu
 }
 
-func newSoakActor() *soakActor {
-	return &soakActor{hist: loadgen.NewHistogram(), errs: loadgen.ErrorTally{}}
+func newActor() *actor {
+	return &actor{hist: harness.NewHistogram(), errs: harness.ErrorTally{}}
 }
 
 // record adds one operation that took d and failed with err (or not);
 // expected marks a failure churn explains when it is ENOENT or ENODEV.
-func (a *soakActor) record(d time.Duration, err error, expected bool, path string) {
+func (a *actor) record(d time.Duration, err error, expected bool, path string) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if d > 0 {
 		a.ops++
-		loadgen.RecordLatency(a.hist, d)
+		harness.RecordLatency(a.hist, d)
 	}
 	if err != nil {
 		a.errs.Add(kernfsim.Errno(err), expected, path, 1)
@@ -107,7 +108,7 @@ func (a *soakActor) record(d time.Duration, err error, expected bool, path strin
 }
 
 // drain returns and resets the actor's interval tallies.
-func (a *soakActor) drain(h *hdrhistogram.Histogram, errs loadgen.ErrorTally) int64 {
+func (a *actor) drain(h *hdrhistogram.Histogram, errs harness.ErrorTally) int64 {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	h.Merge(a.hist)
@@ -119,16 +120,16 @@ func (a *soakActor) drain(h *hdrhistogram.Histogram, errs loadgen.ErrorTally) in
 	return n
 }
 
-// soakLoad is a mode's load: readers on every operation, a reader of the
+// load is a mode's load: readers on every operation, a reader of the
 // churned devices, the churner and the storms. It runs in segments
 // (start, stop) so that the server can settle and be measured between
 // them.
-type soakLoad struct {
-	t       *loadgen.Dir
+type load struct {
+	t       *harness.Dir
 	c       Config
-	readers []*soakReader
-	writers []*soakActor // the churner's and the storms' failures
-	present []bool       // churn slots; owned by the churner while it runs
+	readers []*reader
+	writers []*actor // the churner's and the storms' failures
+	present []bool   // churn slots; owned by the churner while it runs
 	changes atomic.Int64
 	storms  atomic.Int64
 	torn    atomic.Int64
@@ -136,61 +137,61 @@ type soakLoad struct {
 	wg      sync.WaitGroup
 	// total and totalOps are every failure and operation so far: owned by
 	// the sampler's goroutine, which folds the actors' tallies in.
-	total    loadgen.ErrorTally
+	total    harness.ErrorTally
 	totalOps int64
 }
 
-// soakReader is a reader goroutine's state: an operation's worker, or
+// reader is a reader goroutine's state: an operation's worker, or
 // (devices set) the reader of the churned and stormed devices.
-type soakReader struct {
-	*soakActor
-	w       *loadgen.Worker
+type reader struct {
+	*actor
+	w       harness.Worker
 	path    string
 	devices []string
 }
 
 const (
-	deviceFile     = "uevent" // what the device reader reads of each device
-	listEvery      = 4        // the device reader lists devices/kernfsim every listEvery reads
-	soakChurnSlots = 8
-	soakChurnName  = "soakchurn"
-	soakStormName  = "soakstorm"
+	deviceFile = "uevent" // what the device reader reads of each device
+	listEvery  = 4        // the device reader lists devices/kernfsim every listEvery reads
+	churnSlots = 8
+	churnName  = "soakchurn"
+	stormName  = "soakstorm"
 )
 
-func newSoakLoad(t *loadgen.Dir, c Config, writes bool) (*soakLoad, error) {
-	l := &soakLoad{t: t, c: c, present: make([]bool, soakChurnSlots), total: loadgen.ErrorTally{}}
+func newLoad(t *harness.Dir, c Config, writes bool) (*load, error) {
+	l := &load{t: t, c: c, present: make([]bool, churnSlots), total: harness.ErrorTally{}}
 	for _, r := range c.Readers {
-		cfg := loadgen.Config{Op: loadgen.Op(r), Threads: c.PerOp, Files: c.PerOp}
+		op, missing := harness.Op(r), false
 		if r == Missing {
-			cfg.Op, cfg.Missing = loadgen.OpOpenReadClose, true
+			op, missing = harness.OpOpenReadClose, true
 		}
-		ws, err := t.Workers(cfg)
+		ws, err := c.Workers(t, op, missing, c.PerOp)
 		if err != nil {
 			return nil, err
 		}
 		for _, w := range ws {
-			l.readers = append(l.readers, &soakReader{soakActor: newSoakActor(), w: w, path: w.Path()})
+			l.readers = append(l.readers, &reader{actor: newActor(), w: w, path: w.Path()})
 		}
 	}
 	if !writes {
 		return l, nil
 	}
 	if err := t.Stat(t.Path(client.NewDevicePath)); err != nil {
-		return nil, loadgen.BadConfig("Dir", "soak a kernfsim mount", "%s: %v: no kernfsim device control files", t.Path(client.NewDevicePath), err)
+		return nil, harness.NewConfigError("Dir", "soak a kernfsim mount", "%s: %v: no kernfsim device control files", t.Path(client.NewDevicePath), err)
 	}
 	var devs []string
-	for i := range max(soakChurnSlots, c.StormSize) {
-		devs = append(devs, t.Path(client.DevicesDir+"/"+soakChurnName+strconv.Itoa(i%soakChurnSlots)+"/"+deviceFile))
+	for i := range max(churnSlots, c.StormSize) {
+		devs = append(devs, t.Path(client.DevicesDir+"/"+churnName+strconv.Itoa(i%churnSlots)+"/"+deviceFile))
 		if i < c.StormSize {
-			devs = append(devs, t.Path(client.DevicesDir+"/"+soakStormName+strconv.Itoa(i)+"/"+deviceFile))
+			devs = append(devs, t.Path(client.DevicesDir+"/"+stormName+strconv.Itoa(i)+"/"+deviceFile))
 		}
 	}
-	l.readers = append(l.readers, &soakReader{soakActor: newSoakActor(), devices: devs})
-	l.writers = []*soakActor{newSoakActor(), newSoakActor()}
+	l.readers = append(l.readers, &reader{actor: newActor(), devices: devs})
+	l.writers = []*actor{newActor(), newActor()}
 	return l, nil
 }
 
-func (l *soakLoad) start() {
+func (l *load) start() {
 	l.stopCh = make(chan struct{})
 	for _, r := range l.readers {
 		l.wg.Add(1)
@@ -203,12 +204,12 @@ func (l *soakLoad) start() {
 	}
 }
 
-func (l *soakLoad) stop() {
+func (l *load) stop() {
 	close(l.stopCh)
 	l.wg.Wait()
 }
 
-func (l *soakLoad) stopped() bool {
+func (l *load) stopped() bool {
 	select {
 	case <-l.stopCh:
 		return true
@@ -220,8 +221,8 @@ func (l *soakLoad) stopped() bool {
 // read loops one reader until the segment ends. The device reader reads
 // each device's uevent in turn (ENOENT and ENODEV expected: the device
 // may be gone) and lists devices/kernfsim every fourth time.
-func (l *soakLoad) read(r *soakReader) {
-	buf, dbuf := make([]byte, loadgen.DefaultBufSize), make([]byte, 8192)
+func (l *load) read(r *reader) {
+	buf, dbuf := make([]byte, harness.DefaultBufSize), make([]byte, 8192)
 	for j := 0; !l.stopped(); j++ {
 		t0 := time.Now()
 		switch {
@@ -240,13 +241,13 @@ func (l *soakLoad) read(r *soakReader) {
 	}
 }
 
-// churn adds or removes one of soakChurnSlots devices at c.Churn changes
+// churn adds or removes one of churnSlots devices at c.Churn changes
 // per second until the segment ends.
-func (l *soakLoad) churn(a *soakActor) {
+func (l *load) churn(a *actor) {
 	every := time.Duration(float64(time.Second) / l.c.Churn)
 	next := time.Now()
-	for i := 0; !l.stopped(); i = (i + 1) % soakChurnSlots {
-		name := soakChurnName + strconv.Itoa(i)
+	for i := 0; !l.stopped(); i = (i + 1) % churnSlots {
+		name := churnName + strconv.Itoa(i)
 		var err error
 		if l.present[i] {
 			err = l.t.Write(client.DeleteDevicePath, client.DeleteDevices(name))
@@ -269,11 +270,11 @@ func (l *soakLoad) churn(a *soakActor) {
 
 // storm creates StormSize devices, then deletes them all with one write
 // (one grace period under rcu), every StormEvery until the segment ends.
-func (l *soakLoad) storm(a *soakActor) {
+func (l *load) storm(a *actor) {
 	for l.sleep(l.c.StormEvery) && l.c.StormSize > 0 {
 		var names []string
 		for i := range l.c.StormSize {
-			name := soakStormName + strconv.Itoa(i)
+			name := stormName + strconv.Itoa(i)
 			err := l.t.Write(client.NewDevicePath, client.NewDevice(name, 1))
 			a.record(0, err, false, name)
 			if err == nil {
@@ -284,7 +285,7 @@ func (l *soakLoad) storm(a *soakActor) {
 			continue
 		}
 		err := l.t.Write(client.DeleteDevicePath, client.DeleteDevices(names...))
-		a.record(0, err, false, soakStormName+"*")
+		a.record(0, err, false, stormName+"*")
 		if err == nil {
 			l.storms.Add(1)
 			l.torn.Add(int64(len(names)))
@@ -293,7 +294,7 @@ func (l *soakLoad) storm(a *soakActor) {
 }
 
 // sleep waits d or until the segment ends; false if it ended.
-func (l *soakLoad) sleep(d time.Duration) bool {
+func (l *load) sleep(d time.Duration) bool {
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
@@ -306,8 +307,8 @@ func (l *soakLoad) sleep(d time.Duration) bool {
 
 // drain returns the interval's reader operations, their latencies and
 // every failure since the last drain, folding them into the totals.
-func (l *soakLoad) drain() (int64, *hdrhistogram.Histogram, loadgen.ErrorTally) {
-	h, errs := loadgen.NewHistogram(), loadgen.ErrorTally{}
+func (l *load) drain() (int64, *hdrhistogram.Histogram, harness.ErrorTally) {
+	h, errs := harness.NewHistogram(), harness.ErrorTally{}
 	var n int64
 	for _, r := range l.readers {
 		n += r.drain(h, errs)
@@ -320,15 +321,15 @@ func (l *soakLoad) drain() (int64, *hdrhistogram.Histogram, loadgen.ErrorTally) 
 	return n, h, errs
 }
 
-func (l *soakLoad) ops() int64 { return l.totalOps }
+func (l *load) ops() int64 { return l.totalOps }
 
 // finish removes the churned devices left present and folds in the last
 // tallies. The load must be stopped.
-func (l *soakLoad) finish() {
+func (l *load) finish() {
 	var names []string
 	for i, p := range l.present {
 		if p {
-			names = append(names, soakChurnName+strconv.Itoa(i))
+			names = append(names, churnName+strconv.Itoa(i))
 		}
 	}
 	if len(names) > 0 {

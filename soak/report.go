@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/kernfsim/kernfsim/internal/textout"
-	"github.com/kernfsim/kernfsim/loadgen"
+	"github.com/kernfsim/kernfsim/loadgen/harness"
 )
 
 // WriteSample writes one periodic line of key=value fields:
@@ -21,14 +21,14 @@ func WriteSample(w io.Writer, s Sample) error {
 		warm = " warm-up"
 	}
 	_, err := fmt.Fprintf(w, "soak lock=%s t=%s%s ops/s=%.0f p99=%s errors=%s rss=%.1fMiB goroutines=%d threads=%d nodeids=%d changes=%d storms=%d\n",
-		s.Lock, s.Elapsed.Round(time.Second), warm, s.OpsPerSec, textout.Dur(s.P99), soakErrors(s.Errors),
+		s.Lock, s.Elapsed.Round(time.Second), warm, s.OpsPerSec, textout.Dur(s.P99), errorsText(s.Errors),
 		float64(s.Server.RSS)/(1<<20), s.Server.Goroutines, s.Server.Threads, s.Server.Nodeids, s.Changes, s.Storms)
 	return err
 }
 
-// soakErrors is "none" or ERRNO:COUNT by errno, comma-separated, the
+// errorsText is "none" or ERRNO:COUNT by errno, comma-separated, the
 // expected ones marked.
-func soakErrors(errs []loadgen.ErrorCount) string {
+func errorsText(errs []harness.ErrorCount) string {
 	if len(errs) == 0 {
 		return "none"
 	}
@@ -54,7 +54,7 @@ func WriteMode(w io.Writer, m Mode) error {
 	}
 	ew.Printf("soak lock=%s done in %s: %d reader ops, %d device changes, %d storms (%d devices torn down)\n",
 		m.Lock, m.Elapsed.Round(100*time.Millisecond), m.Ops, m.Changes, m.Storms, m.Torn)
-	ew.Printf("  errors:      %s\n", soakErrors(m.Errors))
+	ew.Printf("  errors:      %s\n", errorsText(m.Errors))
 	ew.Printf("  rss:         %s after warm-up, %s at the end (%s; at most %s)\n",
 		fmtMiB(m.Warm.RSS), fmtMiB(m.End.RSS), pct(m.Warm.RSS, m.End.RSS), m.allowed(m.RSSSlack, fmtMiB))
 	ew.Printf("  goroutines:  %d after warm-up, %d at the end (%s; at most %s)\n",

@@ -15,30 +15,30 @@ import (
 
 	"github.com/kernfsim/kernfsim/client"
 	"github.com/kernfsim/kernfsim/kernfsim"
-	"github.com/kernfsim/kernfsim/loadgen"
+	"github.com/kernfsim/kernfsim/loadgen/harness"
 )
 
-// soakServer is the kernfsim server a mode soaks: one Soak started, or
+// server is the kernfsim server a mode soaks: one Soak started, or
 // the one behind Config.Dir.
-type soakServer struct {
-	srv      *loadgen.Server // nil for Config.Dir
-	t        *loadgen.Dir
+type server struct {
+	srv      *harness.Server // nil for Config.Dir
+	t        *harness.Dir
 	pid      int
 	lockName string // from the stats file
 }
 
-func openSoakServer(ctx context.Context, c Config, lock string) (p *soakServer, err error) {
-	p = &soakServer{pid: c.ServerPID}
+func openServer(ctx context.Context, c Config, lock string) (p *server, err error) {
+	p = &server{pid: c.ServerPID}
 	dir := c.Dir
 	if dir == "" {
 		sc := *c.Server
 		sc.Lock = lock
-		if p.srv, err = loadgen.StartServer(ctx, sc); err != nil {
+		if p.srv, err = harness.StartServer(ctx, sc); err != nil {
 			return nil, err
 		}
 		dir, p.pid = p.srv.Mountpoint(), p.srv.Pid()
 	}
-	p.t, err = loadgen.OpenDir(dir)
+	p.t, err = harness.OpenDir(dir)
 	if err == nil {
 		p.lockName, err = p.lock()
 	}
@@ -48,7 +48,7 @@ func openSoakServer(ctx context.Context, c Config, lock string) (p *soakServer, 
 	return p, nil
 }
 
-func (p *soakServer) close() error {
+func (p *server) close() error {
 	if p.srv == nil {
 		return nil
 	}
@@ -56,13 +56,13 @@ func (p *soakServer) close() error {
 }
 
 // stats reads the mount's kernel/kernfsim/stats.
-func (p *soakServer) stats() (client.Stats, error) { return client.ReadStats(p.t.Path("")) }
+func (p *server) stats() (client.Stats, error) { return client.ReadStats(p.t.Path("")) }
 
 // lock is the mount's lock strategy, from its stats file.
-func (p *soakServer) lock() (string, error) {
+func (p *server) lock() (string, error) {
 	s, err := p.stats()
 	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, client.ErrNotStats) || err == nil && !s.Served {
-		return "", loadgen.BadConfig("Dir", "soak a kernfsim mount", "%s is not a kernfsim mount: no server.lock and server.nodeids in kernel/kernfsim/stats", p.t.Path(""))
+		return "", harness.NewConfigError("Dir", "soak a kernfsim mount", "%s is not a kernfsim mount: no server.lock and server.nodeids in kernel/kernfsim/stats", p.t.Path(""))
 	}
 	if err != nil {
 		return "", p.gone(err, nil)
@@ -71,7 +71,7 @@ func (p *soakServer) lock() (string, error) {
 }
 
 // level reads the server's counters and its process's RSS and threads.
-func (p *soakServer) level() (ServerLevel, error) {
+func (p *server) level() (ServerLevel, error) {
 	s, err := p.stats()
 	if err != nil {
 		return ServerLevel{}, err
@@ -82,7 +82,7 @@ func (p *soakServer) level() (ServerLevel, error) {
 }
 
 // process reads the server process's RSS and threads (/proc/PID/status).
-func (p *soakServer) process() (ServerLevel, error) {
+func (p *server) process() (ServerLevel, error) {
 	var lv ServerLevel
 	b, err := os.ReadFile("/proc/" + strconv.Itoa(p.pid) + "/status")
 	if err != nil {
@@ -102,24 +102,24 @@ func (p *soakServer) process() (ServerLevel, error) {
 	return lv, nil
 }
 
-// Settling lasts at least soakSettle, and at most soakSettleMax while
+// Settling lasts at least settleMin, and at most settleMax while
 // RSS still falls.
 const (
-	soakSettle    = 2 * time.Second
-	soakSettleMax = 15 * time.Second
+	settleMin = 2 * time.Second
+	settleMax = 15 * time.Second
 )
 
 // settle reads the server's level from one thread, back to back, until
-// RSS has not fallen for soakSettle/2 (at least soakSettle, at most
-// soakSettleMax), and returns the last reading with the median RSS and
-// the fewest goroutines of the final soakSettle/2. Under load, go-fuse's
-// readers set off bursts of thousands of goroutines (each completed read
-// spawns a reader while none is registered, and those still waiting for
-// reqMu are not counted), whose stacks keep RSS up until the server next
-// collects garbage and scavenges; one client at a time sets off no
-// burst, and the garbage of its reads makes the server collect. What
-// remains is the server's own, comparable between two settles.
-func (p *soakServer) settle(ctx context.Context) (ServerLevel, error) {
+// RSS has not fallen for settleMin/2 (at least settleMin, at most
+// settleMax), and returns the last reading with the median RSS and
+// the fewest goroutines of the final settleMin/2. Under load, go-fuse's
+// readers set off bursts of goroutines (each completed read spawns a
+// reader while none is registered, and those still waiting for reqMu are
+// not counted), whose stacks keep RSS up until the server next collects
+// garbage and scavenges; one client at a time sets off no burst, and the
+// garbage of its reads makes the server collect. What remains is the
+// server's own, comparable between two settles (scripts/measure/rss.sh).
+func (p *server) settle(ctx context.Context) (ServerLevel, error) {
 	type reading struct {
 		at time.Duration
 		lv ServerLevel
@@ -127,7 +127,7 @@ func (p *soakServer) settle(ctx context.Context) (ServerLevel, error) {
 	var rs []reading
 	low, lowAt := int64(math.MaxInt64), time.Duration(0)
 	t0 := time.Now()
-	for d := time.Duration(0); d < soakSettle || d-lowAt < soakSettle/2 && d < soakSettleMax; d = time.Since(t0) {
+	for d := time.Duration(0); d < settleMin || d-lowAt < settleMin/2 && d < settleMax; d = time.Since(t0) {
 		if err := ctx.Err(); err != nil {
 			return ServerLevel{}, err
 		}
@@ -144,7 +144,7 @@ func (p *soakServer) settle(ctx context.Context) (ServerLevel, error) {
 	var rss []int64
 	gs := last.lv.Goroutines
 	for _, r := range rs {
-		if r.at >= last.at-soakSettle/2 {
+		if r.at >= last.at-settleMin/2 {
 			rss, gs = append(rss, r.lv.RSS), min(gs, r.lv.Goroutines)
 		}
 	}
@@ -161,7 +161,7 @@ const dropCaches = "/proc/sys/vm/drop_caches"
 // every nodeid it holds, and returns the nodeid table's size once it
 // equals want or, with want < 0, once it holds still for 300 ms; after
 // 10 s, the size then.
-func (p *soakServer) forget(ctx context.Context, want int64) (int64, error) {
+func (p *server) forget(ctx context.Context, want int64) (int64, error) {
 	var n, prev int64 = -1, -1
 	for deadline, still := time.Now().Add(10*time.Second), 0; time.Now().Before(deadline); {
 		if err := os.WriteFile(dropCaches, []byte("2\n"), 0); err != nil {
@@ -203,7 +203,7 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 // gone explains err from the mount or the server's process: a server
 // Soak started that died, or a mount whose server went away (with the
 // way to recover it); tally has the failures so far.
-func (p *soakServer) gone(err error, tally loadgen.ErrorTally) error {
+func (p *server) gone(err error, tally harness.ErrorTally) error {
 	dead := kernfsim.Disconnected(err) || !p.alive()
 	switch {
 	case p.srv != nil && (dead || p.srv.Exited()):
@@ -211,11 +211,11 @@ func (p *soakServer) gone(err error, tally loadgen.ErrorTally) error {
 		if exit, ok := p.srv.ExitStatus(2 * time.Second); ok {
 			status = fmt.Sprint(exit)
 		}
-		return fmt.Errorf("the kernfsim server died during the soak (%s): %s", status, p.srv.Stderr())
+		return fmt.Errorf("the kernfsim server died during the soak (%s): %s", status, p.srv.Output())
 	case p.srv == nil && dead:
-		return loadgen.ServerGone(p.t.Path(""), tally)
+		return harness.NewServerGoneError(p.t.Path(""), tally)
 	}
 	return err
 }
 
-func (p *soakServer) alive() bool { return p.pid <= 0 || syscall.Kill(p.pid, 0) == nil }
+func (p *server) alive() bool { return p.pid <= 0 || syscall.Kill(p.pid, 0) == nil }

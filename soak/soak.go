@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/kernfsim/kernfsim/loadgen"
+	"github.com/kernfsim/kernfsim/loadgen/harness"
 	"github.com/kernfsim/kernfsim/locking"
 )
 
@@ -39,7 +39,7 @@ const (
 var DefaultLocks = locking.NamesWhere(func(t locking.Traits) bool { return t.AcceptsWriters })
 
 // DefaultReaders are the readers' operations.
-var DefaultReaders = []string{string(loadgen.OpOpenReadClose), string(loadgen.OpStat), string(loadgen.OpReaddir), string(loadgen.OpWalk), Missing}
+var DefaultReaders = []string{string(harness.OpOpenReadClose), string(harness.OpStat), string(harness.OpReaddir), string(harness.OpWalk), Missing}
 
 // Config is a soak: readers on every operation, device churn and
 // teardown storms against a kernfsim mount, under each lock mode in turn,
@@ -58,21 +58,22 @@ type Config struct {
 	// whose server is the process ServerPID.
 	Dir       string
 	ServerPID int
-	Server    *loadgen.ServerConfig // starts each mode's server (Lock is set per mode)
-	Readers   []string              // operations (Ops, or Missing); nil means DefaultReaders
-	PerOp     int                   // readers per operation; 0 means DefaultPerOp
-	Churn     float64               // device changes per second; 0 means DefaultChurn
+	Server    *harness.ServerConfig // starts each mode's server (Lock is set per mode)
+	// Workers makes the readers of each operation (loadgen.Workers).
+	Workers harness.WorkerSource
+	Readers []string // operations (Ops, or Missing); nil means DefaultReaders
+	PerOp   int      // readers per operation; 0 means DefaultPerOp
+	Churn   float64  // device changes per second; 0 means DefaultChurn
 	// A teardown storm creates StormSize devices, then deletes them all
 	// with one write, every StormEvery.
 	StormEvery time.Duration
 	StormSize  int
 	Tolerance  float64 // 0 means DefaultTolerance
 	// RSSSlack is how many bytes RSS may grow beyond Tolerance; 0 means
-	// DefaultRSSSlack, negative none. The server's live heap is a few
-	// MiB (a default tree) while the runtime retains what go-fuse's
-	// bursts of reader goroutines once needed: its heap and stacks' high
-	// water and up to its heap goal (twice the live heap) in freed pages,
-	// so RSS wanders by a few MiB either way in a minute with no leak.
+	// DefaultRSSSlack, negative none. The runtime retains what go-fuse's
+	// bursts of reader goroutines once needed (its heap and stacks' high
+	// water, and freed pages up to its heap goal), so RSS wanders with no
+	// leak; scripts/measure/rss.sh shows by how much.
 	RSSSlack int64
 	// OnSample and OnMode, if not nil, are called with each sample and
 	// each finished mode, from Soak's goroutine.
@@ -97,7 +98,7 @@ type Sample struct {
 	Ops       int64         // reader operations in the interval
 	OpsPerSec float64
 	P99       time.Duration        // of the interval's reader operations
-	Errors    []loadgen.ErrorCount // failures in the interval, readers' and writers'
+	Errors    []harness.ErrorCount // failures in the interval, readers' and writers'
 	Server    ServerLevel
 	Changes   int64 // churn changes and storms in the mode so far
 	Storms    int64
@@ -108,7 +109,7 @@ type Mode struct {
 	Lock     string
 	Elapsed  time.Duration
 	Ops      int64
-	Errors   []loadgen.ErrorCount // every failure in the mode, unexpected first
+	Errors   []harness.ErrorCount // every failure in the mode, unexpected first
 	Changes  int64                // churn adds and removes
 	Storms   int64
 	Torn     int64       // devices torn down by storms
@@ -170,33 +171,36 @@ func (c Config) validate() error {
 	mode := c.Duration / time.Duration(len(c.Locks))
 	switch {
 	case c.Duration < 0 || c.Interval <= 0 || c.Warmup < 0 || c.StormEvery < 0:
-		return loadgen.BadConfig("Duration", "give positive durations", "negative duration, interval, warm-up or storm period")
+		return harness.NewConfigError("Duration", "give positive durations", "negative duration, interval, warm-up or storm period")
 	case mode < 2*time.Second:
-		return loadgen.BadConfig("Duration", "give at least 2s per lock mode", "%v for %d lock modes is too short", c.Duration, len(c.Locks))
+		return harness.NewConfigError("Duration", "give at least 2s per lock mode", "%v for %d lock modes is too short", c.Duration, len(c.Locks))
 	case c.Warmup >= mode:
-		return loadgen.BadConfig("Warmup", "make the warm-up shorter than each mode's share", "warm-up %v, but each mode runs %v", c.Warmup, mode)
+		return harness.NewConfigError("Warmup", "make the warm-up shorter than each mode's share", "warm-up %v, but each mode runs %v", c.Warmup, mode)
 	case c.PerOp < 0 || c.Churn < 0 || c.Tolerance < 0:
-		return loadgen.BadConfig("PerOp", "give 0 or more", "a negative reader count, churn rate or tolerance")
+		return harness.NewConfigError("PerOp", "give 0 or more", "a negative reader count, churn rate or tolerance")
 	case c.StormSize < 0 || c.StormSize > 256:
-		return loadgen.BadConfig("StormSize", "give 1 to 256 (one delete_device write names them all)", "%d devices per storm", c.StormSize)
+		return harness.NewConfigError("StormSize", "give 1 to 256 (one delete_device write names them all)", "%d devices per storm", c.StormSize)
 	case c.Dir == "" && c.Server == nil:
-		return loadgen.ErrNoServer
+		return harness.ErrNoServer
 	case c.Dir != "" && c.ServerPID <= 0:
-		return loadgen.BadConfig("ServerPID", "give the server's process id (pidof kernfsim)", "soaking %s needs its server's process, for its RSS and threads", c.Dir)
+		return harness.NewConfigError("ServerPID", "give the server's process id (pidof kernfsim)", "soaking %s needs its server's process, for its RSS and threads", c.Dir)
 	}
-	if limit, why := loadgen.ThreadLimit(); c.PerOp*len(c.Readers) > limit {
-		return loadgen.BadConfig("PerOp", fmt.Sprintf("give at most %d readers per operation", limit/len(c.Readers)),
+	if limit, why := harness.ThreadLimit(); c.PerOp*len(c.Readers) > limit {
+		return harness.NewConfigError("PerOp", fmt.Sprintf("give at most %d readers per operation", limit/len(c.Readers)),
 			"%d readers for each of %d operations are more threads than this process may start (%s)", c.PerOp, len(c.Readers), why)
 	}
 	for _, l := range c.Locks {
 		if c.Dir == "" && !slices.Contains(locking.Names, l) {
-			return loadgen.BadConfig("Lock", "valid strategies are "+strings.Join(locking.Names, ", "), "unknown lock strategy %q", l)
+			return harness.NewConfigError("Lock", "valid strategies are "+strings.Join(locking.Names, ", "), "unknown lock strategy %q", l)
 		}
 	}
 	for _, r := range c.Readers {
-		if r != Missing && (!slices.Contains(loadgen.Ops, loadgen.Op(r)) || loadgen.Op(r) == loadgen.OpHwloc) {
-			return loadgen.BadConfig("Op", "valid readers are open-read-close, stat, readdir, walk, same-file, random, missing", "unknown reader %q", r)
+		if r != Missing && (!slices.Contains(harness.Ops, harness.Op(r)) || harness.Op(r) == harness.OpHwloc) {
+			return harness.NewConfigError("Op", "valid readers are open-read-close, stat, readdir, walk, same-file, random, missing", "unknown reader %q", r)
 		}
+	}
+	if c.Workers == nil {
+		return harness.NewConfigError("Workers", "set it to loadgen.Workers", "no source of readers")
 	}
 	return nil
 }
@@ -214,7 +218,7 @@ func Run(ctx context.Context, c Config) (Result, error) {
 	var res Result
 	per := c.Duration / time.Duration(len(c.Locks))
 	var err error
-	res.Interrupted, err = loadgen.RunEach(ctx, c.Locks, func(lock string) (Mode, error) { return soakMode(ctx, c, lock, per) },
+	res.Interrupted, err = harness.RunEach(ctx, c.Locks, func(lock string) (Mode, error) { return runMode(ctx, c, lock, per) },
 		func(m Mode, err error) {
 			if m.Lock != "" {
 				res.Modes = append(res.Modes, m)
@@ -226,9 +230,9 @@ func Run(ctx context.Context, c Config) (Result, error) {
 	return res, err
 }
 
-// soakMode runs one mode for d on a server of its own (or on c.Dir).
-func soakMode(ctx context.Context, c Config, lock string, d time.Duration) (m Mode, err error) {
-	p, err := openSoakServer(ctx, c, lock)
+// runMode runs one mode for d on a server of its own (or on c.Dir).
+func runMode(ctx context.Context, c Config, lock string, d time.Duration) (m Mode, err error) {
+	p, err := openServer(ctx, c, lock)
 	if err != nil {
 		return m, err
 	}
@@ -237,12 +241,12 @@ func soakMode(ctx context.Context, c Config, lock string, d time.Duration) (m Mo
 	if m.Baseline, err = p.forget(ctx, -1); err != nil {
 		return m, err
 	}
-	l, err := newSoakLoad(p.t, c, loadgen.LockTraits(m.Lock).AcceptsWriters)
+	l, err := newLoad(p.t, c, harness.AcceptsWriters(m.Lock))
 	if err != nil {
 		return m, err
 	}
 	warm := cmp.Or(c.Warmup, d/4)
-	s := &soakSampler{c: c, p: p, l: l, lock: m.Lock, t0: time.Now(), warmEnd: warm}
+	s := &sampler{c: c, p: p, l: l, lock: m.Lock, t0: time.Now(), warmEnd: warm}
 	if m.Warm, err = s.segment(ctx, warm); err == nil {
 		m.End, err = s.segment(ctx, d-warm)
 	}

@@ -11,11 +11,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kernfsim/kernfsim/internal/fusetest"
-	"github.com/kernfsim/kernfsim/loadgen"
+	"github.com/stretchr/testify/require"
 
 	"github.com/kernfsim/kernfsim/fusefs"
+	"github.com/kernfsim/kernfsim/internal/fusetest"
 	"github.com/kernfsim/kernfsim/kernfsim"
+	"github.com/kernfsim/kernfsim/loadgen"
+	"github.com/kernfsim/kernfsim/loadgen/harness"
 	"github.com/kernfsim/kernfsim/locking"
 	"github.com/kernfsim/kernfsim/sysfs"
 )
@@ -23,7 +25,7 @@ import (
 func TestSoakCheck(t *testing.T) {
 	lv := func(rss, g int64) ServerLevel { return ServerLevel{RSS: rss << 20, Goroutines: g} }
 	ok := Mode{Warm: lv(100, 10), End: lv(110, 11), Baseline: 4, Forgot: 4, Tolerance: 0.10,
-		Errors: []loadgen.ErrorCount{{Errno: syscall.ENOENT, Churn: true, Count: 7}, {Errno: syscall.ENODEV, Churn: true, Count: 1}}}
+		Errors: []harness.ErrorCount{{Errno: syscall.ENOENT, Churn: true, Count: 7}, {Errno: syscall.ENODEV, Churn: true, Count: 1}}}
 	tests := []struct {
 		name string
 		edit func(m *Mode)
@@ -32,8 +34,8 @@ func TestSoakCheck(t *testing.T) {
 		{"ok at the limit", func(*Mode) {}, nil},
 		{"levels fell", func(m *Mode) { m.End = lv(50, 5) }, nil},
 		{"unexpected errno", func(m *Mode) {
-			m.Errors = append(m.Errors, loadgen.ErrorCount{Errno: syscall.EIO, Count: 2, Path: "x/uevent"},
-				loadgen.ErrorCount{Errno: syscall.ENOENT, Count: 1, Path: "y"}) // ENOENT off a churned device
+			m.Errors = append(m.Errors, harness.ErrorCount{Errno: syscall.EIO, Count: 2, Path: "x/uevent"},
+				harness.ErrorCount{Errno: syscall.ENOENT, Count: 1, Path: "y"}) // ENOENT off a churned device
 		}, []string{"3 unexpected errors (EIO x2 on x/uevent; ENOENT x1 on y)"}},
 		{"RSS grew", func(m *Mode) { m.End.RSS = 111 << 20 }, []string{"server RSS grew 11.0% after warm-up (100.0 MiB, then 111.0 MiB at the end; at most +10% allowed)"}},
 		{"RSS within the slack", func(m *Mode) { m.End.RSS, m.RSSSlack = 116<<20, 16<<20 }, nil},
@@ -45,7 +47,7 @@ func TestSoakCheck(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			m := ok
-			m.Errors = append([]loadgen.ErrorCount(nil), ok.Errors...)
+			m.Errors = append([]harness.ErrorCount(nil), ok.Errors...)
 			tt.edit(&m)
 			got := m.check()
 			if len(got) != len(tt.want) {
@@ -61,8 +63,8 @@ func TestSoakCheck(t *testing.T) {
 }
 
 func TestSoakConfigErrors(t *testing.T) {
-	srv := &loadgen.ServerConfig{Command: []string{"true"}}
-	limit, _ := loadgen.ThreadLimit()
+	srv := &harness.ServerConfig{Command: []string{"true"}}
+	limit, _ := harness.ThreadLimit()
 	tests := []struct {
 		name  string
 		c     Config
@@ -80,13 +82,13 @@ func TestSoakConfigErrors(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := Run(context.Background(), tt.c)
-			var ce *loadgen.ConfigError
+			var ce *harness.ConfigError
 			if !errors.As(err, &ce) || ce.Field != tt.field {
 				t.Errorf("got %v, want a *ConfigError for %s", err, tt.field)
 			}
 		})
 	}
-	if _, err := Run(context.Background(), Config{Duration: time.Minute}); !errors.Is(err, loadgen.ErrNoServer) {
+	if _, err := Run(context.Background(), Config{Duration: time.Minute}); !errors.Is(err, harness.ErrNoServer) {
 		t.Errorf("no server and no Dir: got %v, want ErrNoServer", err)
 	}
 }
@@ -94,11 +96,9 @@ func TestSoakConfigErrors(t *testing.T) {
 func TestWriteSoak(t *testing.T) {
 	var b bytes.Buffer
 	s := Sample{Lock: "rcu", Elapsed: 10 * time.Second, Warmup: true, OpsPerSec: 4123.4, P99: 150 * time.Microsecond,
-		Errors: []loadgen.ErrorCount{{Errno: syscall.EIO, Count: 2}, {Errno: syscall.ENOENT, Churn: true, Count: 5}},
+		Errors: []harness.ErrorCount{{Errno: syscall.EIO, Count: 2}, {Errno: syscall.ENOENT, Churn: true, Count: 5}},
 		Server: ServerLevel{RSS: 25 << 20, Goroutines: 9, Threads: 12, Nodeids: 40}, Changes: 1000, Storms: 4}
-	if err := WriteSample(&b, s); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, WriteSample(&b, s))
 	want := "soak lock=rcu t=10s warm-up ops/s=4123 p99=150us errors=EIO:2,ENOENT:5(expected) rss=25.0MiB goroutines=9 threads=12 nodeids=40 changes=1000 storms=4\n"
 	if b.String() != want {
 		t.Errorf("sample line:\ngot  %q\nwant %q", b.String(), want)
@@ -125,27 +125,24 @@ func TestWriteSoak(t *testing.T) {
 // real server.
 func TestSoakMount(t *testing.T) {
 	fusetest.RequireFUSE(t)
-	tr := kernfsim.New(soakMust(locking.New("rcu", locking.Options{})), kernfsim.Options{GP: kernfsim.GPNormal})
-	if err := sysfs.BuildSynthetic(tr, sysfs.SynthConfig{CPUs: 4, Sockets: 1, MemBlocks: 4}.WithDefaults()); err != nil {
-		t.Fatal(err)
-	}
+	strategy, err := locking.New("rcu", locking.Options{})
+	require.NoError(t, err)
+	tr := kernfsim.New(strategy, kernfsim.Options{GP: kernfsim.GPNormal})
+	require.NoError(t, sysfs.BuildSynthetic(tr, sysfs.SynthConfig{CPUs: 4, Sockets: 1, MemBlocks: 4}.WithDefaults()))
 	stats := fusefs.NewStatsFile(tr)
-	soakMust(sysfs.AddABI(tr, stats))
+	_, err = sysfs.AddABI(tr, stats)
+	require.NoError(t, err)
 	tr.Seal()
 	m, err := fusefs.MountTree(tr, t.TempDir(), fusefs.MountOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	defer m.Unmount()
 	stats.Bind(m.Server)
 	var samples []Sample
-	c := Config{Dir: m.Mountpoint, ServerPID: os.Getpid(), Duration: 3 * time.Second, Interval: 500 * time.Millisecond,
+	c := Config{Dir: m.Mountpoint, ServerPID: os.Getpid(), Workers: loadgen.Workers, Duration: 3 * time.Second, Interval: 500 * time.Millisecond,
 		StormEvery: 200 * time.Millisecond, StormSize: 8, Churn: 200, Tolerance: 10,
 		OnSample: func(s Sample) { samples = append(samples, s) }}
 	res, err := Run(t.Context(), c)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	if f := res.Failures(); len(f) > 0 {
 		t.Errorf("failures: %q", f)
 	}
@@ -161,11 +158,4 @@ func TestSoakMount(t *testing.T) {
 	if !regexp.MustCompile(`^soak lock=rcu t=\d+s ops/s=\d+ p99=\S+ errors=\S+ rss=[\d.]+MiB goroutines=\d+ threads=\d+ nodeids=\d+ changes=\d+ storms=\d+\n$`).Match(b.Bytes()) {
 		t.Errorf("sample line %q", b.String())
 	}
-}
-
-func soakMust[T any](v T, err error) T {
-	if err != nil {
-		panic(err)
-	}
-	return v
 }

@@ -1,5 +1,6 @@
-// Package teardown runs teardown storms (loadgen teardown): the writer side of the seeds (000: 5000 umounts took
-// 100 s with a normal grace period each and 0.6 s with an expedited one).
+// Package teardown runs teardown storms (loadgen teardown): the writer
+// side of the seeds, whose figures are References (seed 000's umount
+// storm, a grace period per teardown against an expedited one).
 // A storm creates Count devices, then removes them one call after another
 // (Batch devices per call), timing each call as its caller sees it, and
 // then waits until every teardown has completed.
@@ -16,7 +17,7 @@
 //
 // Run measures a Config and returns a Result with one Storm per lock and
 // grace-period policy; Write, WriteJSON and WriteBench report it. It is
-// built on loadgen's engine (targets, servers, latency histograms).
+// built on package harness (targets, servers, latency histograms).
 //
 // Concurrency: a storm's caller runs on one goroutine; its readers
 // (Config.Readers) each run on a locked OS thread and own their

@@ -7,9 +7,8 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/kernfsim/kernfsim/loadgen"
-
 	"github.com/kernfsim/kernfsim/internal/textout"
+	"github.com/kernfsim/kernfsim/loadgen/harness"
 )
 
 // Write writes r as a table, a row per (lock, gp), then how the
@@ -23,7 +22,7 @@ func Write(w io.Writer, r Result) error {
 	if r.Interrupted {
 		ew.Printf("interrupted: partial results, measured until the run was stopped\n")
 	}
-	ew.Printf("teardown: %d devices, %d per call, %s; readers: %d\n", r.Count, r.Batch, describeTDTarget(r), r.Readers)
+	ew.Printf("teardown: %d devices, %d per call, %s; readers: %d\n", r.Count, r.Batch, describeTarget(r), r.Readers)
 	if ew.Err() != nil {
 		return ew.Err()
 	}
@@ -46,18 +45,18 @@ func Write(w io.Writer, r Result) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	for _, l := range teardownFindings(r) {
+	for _, l := range findings(r) {
 		ew.Printf("%s\n", l)
 	}
-	for _, ref := range loadgen.TeardownReferences {
+	for _, ref := range References {
 		ew.Printf("reference: %s\n", ref)
 	}
 	ew.Printf("%-9s %s\n", "setup:", r.Target.Describe())
-	loadgen.WriteProvenance(ew, r.Provenance, 9)
+	harness.WriteProvenance(ew, r.Provenance, 9)
 	return ew.Err()
 }
 
-func describeTDTarget(r Result) string {
+func describeTarget(r Result) string {
 	grace := fmt.Sprintf("gp tick %v", r.Grace.Tick)
 	if r.Grace.Tick == 0 {
 		grace = "gp tick 4ms"
@@ -69,23 +68,23 @@ func describeTDTarget(r Result) string {
 		grace += ", rcu-normal"
 	}
 	switch r.Target.Kind {
-	case loadgen.TargetSim:
+	case harness.TargetSim:
 		return fmt.Sprintf("in process (sim: kernfsim.ABI.Delete on a synthetic tree of %d CPUs, no FUSE; %s)",
 			r.Target.Tree.WithDefaults().CPUs, grace)
-	case loadgen.TargetKernfsim:
+	case harness.TargetKernfsim:
 		return "one write(2) to bus/kernfsim/delete_device on a kernfsim FUSE server per run (" + grace + ")"
 	}
 	return "one write(2) to bus/kernfsim/delete_device on the kernfsim mount at " + r.Target.Dir
 }
 
-// teardownFindings compares the policies of r's rcu runs: normal over
+// findings compares the policies of r's rcu runs: normal over
 // expedited total and the deferred caller, or with a batch what the
 // grace period added to a call; then the references' own work.
-func teardownFindings(r Result) []string {
+func findings(r Result) []string {
 	by := map[string]Storm{}
 	var out []string
 	for _, run := range r.Runs {
-		if loadgen.LockTraits(run.Lock).GracePeriods {
+		if harness.GracePeriods(run.Lock) {
 			by[run.GP] = run
 		}
 	}
@@ -107,14 +106,14 @@ func teardownFindings(r Result) []string {
 	}
 	if okD && r.Batch == 1 {
 		target := ""
-		if r.Target.Kind == loadgen.TargetSim {
+		if r.Target.Kind == harness.TargetSim {
 			target = " (target in process: <= 2us per removal)"
 		}
 		out = append(out, fmt.Sprintf("deferred: caller mean %s per call%s; every teardown completed %s after the storm began",
 			textout.Dur(d.Caller.Mean), target, textout.Dur(d.UntilComplete)))
 	}
 	for _, run := range r.Runs {
-		if !loadgen.LockTraits(run.Lock).GracePeriods {
+		if !harness.GracePeriods(run.Lock) {
 			out = append(out, fmt.Sprintf("%s: the removal's own work, without any grace period: caller mean %s per call",
 				run.Lock, textout.Dur(run.Caller.Mean)))
 		}
@@ -129,8 +128,8 @@ const Schema = "kernfsim-loadgen-teardown/1"
 // (lock, gp). Durations are integer nanoseconds (_ns).
 type JSONResult struct {
 	Schema         string                 `json:"schema"`
-	Provenance     loadgen.JSONProvenance `json:"provenance"`
-	Target         loadgen.JSONTarget     `json:"target"`
+	Provenance     harness.JSONProvenance `json:"provenance"`
+	Target         harness.JSONTarget     `json:"target"`
 	Count          int                    `json:"count"`
 	Batch          int                    `json:"batch"`
 	Readers        int                    `json:"readers"`
@@ -140,7 +139,7 @@ type JSONResult struct {
 	ExpediteCostNs int64                  `json:"expedite_cost_ns"`
 	RCUNormal      bool                   `json:"rcu_normal"`
 	Runs           []JSONStorm            `json:"runs"`
-	References     []loadgen.Reference    `json:"references"`
+	References     []harness.Reference    `json:"references"`
 	Interrupted    bool                   `json:"interrupted"`
 }
 
@@ -174,26 +173,26 @@ type JSONStorm struct {
 // JSONReaders is a ReaderResult.
 type JSONReaders struct {
 	Readers int                 `json:"readers"`
-	Latency loadgen.JSONLatency `json:"latency"`
+	Latency harness.JSONLatency `json:"latency"`
 	Raced   int64               `json:"raced"` // reads of a device being removed (ENOENT, ENODEV)
-	Errors  []loadgen.JSONError `json:"errors"`
+	Errors  []harness.JSONError `json:"errors"`
 }
 
 // WriteJSON writes r as one indented JSON document.
 func WriteJSON(w io.Writer, r Result) error {
-	j := JSONResult{Schema: Schema, Provenance: loadgen.JSONProvenanceOf(r.Provenance), Target: loadgen.JSONTargetOf(r.Target), Count: r.Count, Batch: r.Batch,
+	j := JSONResult{Schema: Schema, Provenance: harness.NewJSONProvenance(r.Provenance), Target: harness.NewJSONTarget(r.Target), Count: r.Count, Batch: r.Batch,
 		Readers: r.Readers, Attrs: r.Attrs, CPUs: r.CPUs, GPTickNs: int64(r.Grace.Tick),
 		ExpediteCostNs: int64(r.Grace.ExpediteCost), RCUNormal: r.Grace.ExpeditedIsNormal,
-		Runs: []JSONStorm{}, References: loadgen.TeardownReferences, Interrupted: r.Interrupted}
+		Runs: []JSONStorm{}, References: References, Interrupted: r.Interrupted}
 	for _, run := range r.Runs {
-		j.Runs = append(j.Runs, jsonTeardownRun(run, r.Batch))
+		j.Runs = append(j.Runs, newJSONStorm(run, r.Batch))
 	}
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(j)
 }
 
-func jsonTeardownRun(run Storm, batch int) JSONStorm {
+func newJSONStorm(run Storm, batch int) JSONStorm {
 	c := run.Caller
 	j := JSONStorm{Lock: run.Lock, GP: run.GP, Count: run.Count, Completed: run.Completed,
 		TotalNs: int64(run.Total), CallerMeanNs: int64(c.Mean), CallerP50Ns: int64(c.P50), CallerP99Ns: int64(c.P99),
@@ -205,8 +204,8 @@ func jsonTeardownRun(run Storm, batch int) JSONStorm {
 		j.PerDeviceNs = float64(run.Total) / float64(run.Removed)
 	}
 	if rd := run.Reader; rd != nil {
-		j.Readers = &JSONReaders{Readers: rd.Readers, Latency: loadgen.LatencyJSON(rd.Latency), Raced: rd.Raced(),
-			Errors: loadgen.JSONErrors(rd.Errors)}
+		j.Readers = &JSONReaders{Readers: rd.Readers, Latency: harness.NewJSONLatency(rd.Latency), Raced: rd.Raced(),
+			Errors: harness.NewJSONErrors(rd.Errors)}
 	}
 	return j
 }
@@ -222,13 +221,13 @@ const BenchName = "BenchmarkTeardown"
 // is "na" for mutex and rwsem (a slash would split the key).
 func WriteBench(w io.Writer, r Result) error {
 	ew := textout.NewWriter(w)
-	loadgen.WriteBenchProvenance(ew, r.Provenance)
+	harness.WriteBenchProvenance(ew, r.Provenance)
 	ew.Printf("# setup: %s\n", r.Target.Describe())
 	for _, run := range r.Runs {
 		gp := strings.ReplaceAll(run.GP, "/", "")
 		c := run.Caller
 		ew.Printf("%s/target=%s/lock=%s/gp=%s/batch=%d/readers=%d\t%d\t%d ns/op\t%d p50-ns\t%d p99-ns\t%d max-ns\t%d total-ns\t%d until-complete-ns\t%d completed\t%d grace-periods",
-			BenchName, loadgen.TargetLabel(r.Target), run.Lock, gp, r.Batch, r.Readers, run.Calls, int64(c.Mean),
+			BenchName, r.Target.Label(), run.Lock, gp, r.Batch, r.Readers, run.Calls, int64(c.Mean),
 			int64(c.P50), int64(c.P99), int64(c.Max), int64(run.Total), int64(run.UntilComplete), run.Completed,
 			run.Counts.GracePeriods)
 		if rd := run.Reader; rd != nil {

@@ -9,32 +9,33 @@ import (
 	"time"
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
+
 	"github.com/kernfsim/kernfsim/client"
 	"github.com/kernfsim/kernfsim/kernfsim"
-	"github.com/kernfsim/kernfsim/loadgen"
+	"github.com/kernfsim/kernfsim/loadgen/harness"
 )
 
-// tdStorm creates and removes one run's devices.
-type tdStorm struct {
-	t     tdTarget
+// stormer creates and removes one run's devices.
+type stormer struct {
+	t     target
 	cfg   Config
-	sp    teardownSpec
+	sp    spec
 	names []string
 	next  atomic.Int64 // devices handed to remove so far: readers pick from the rest
 	done  atomic.Int64 // devices created or removed in the phase running (progress)
 }
 
-func newTDStorm(t tdTarget, cfg Config, sp teardownSpec) *tdStorm {
+func newStormer(t target, cfg Config, sp spec) *stormer {
 	names := make([]string, cfg.Count)
 	for i := range names {
-		names[i] = tdName(i)
+		names[i] = deviceName(i)
 	}
-	return &tdStorm{t: t, cfg: cfg, sp: sp, names: names}
+	return &stormer{t: t, cfg: cfg, sp: sp, names: names}
 }
 
 // progress calls Config.Progress every ProgressEvery until stop is
 // called.
-func (s *tdStorm) progress(phase string) (stop func()) {
+func (s *stormer) progress(phase string) (stop func()) {
 	if s.cfg.Progress == nil {
 		return func() {}
 	}
@@ -42,7 +43,7 @@ func (s *tdStorm) progress(phase string) (stop func()) {
 	t0, quit, over := time.Now(), make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(over)
-		tick := time.NewTicker(loadgen.ProgressEvery)
+		tick := time.NewTicker(harness.ProgressEvery)
 		defer tick.Stop()
 		for {
 			select {
@@ -58,7 +59,7 @@ func (s *tdStorm) progress(phase string) (stop func()) {
 }
 
 // create makes every device, one call each, and returns how long it took.
-func (s *tdStorm) create(ctx context.Context) (time.Duration, error) {
+func (s *stormer) create(ctx context.Context) (time.Duration, error) {
 	defer s.progress("create")()
 	t0 := time.Now()
 	for i, n := range s.names {
@@ -77,10 +78,10 @@ func (s *tdStorm) create(ctx context.Context) (time.Duration, error) {
 // fills in run's Removed, Calls, Total, Caller and Reader, and returns
 // when the storm began. One clock read per call: the end of one call is
 // the start of the next.
-func (s *tdStorm) storm(ctx context.Context, run *Storm) (time.Time, error) {
+func (s *stormer) storm(ctx context.Context, run *Storm) (time.Time, error) {
 	defer s.progress("remove")()
 	readers := s.startReaders()
-	h := loadgen.NewHistogram()
+	h := harness.NewHistogram()
 	t0 := time.Now()
 	var prev time.Duration
 	var err error
@@ -91,36 +92,36 @@ func (s *tdStorm) storm(ctx context.Context, run *Storm) (time.Time, error) {
 			break
 		}
 		now := time.Since(t0)
-		loadgen.RecordLatency(h, now-prev)
+		harness.RecordLatency(h, now-prev)
 		prev = now
 		run.Calls++
 		run.Removed += len(batch)
 		s.done.Store(int64(run.Removed))
 	}
-	run.Total, run.Caller = prev, loadgen.Summarize(h)
+	run.Total, run.Caller = prev, harness.Summarize(h)
 	run.Reader = readers.stop()
 	return t0, err
 }
 
-// tdReaders are the goroutines reading remaining devices during a storm,
+// readers are the goroutines reading remaining devices during a storm,
 // each locked to its thread; GOMAXPROCS is raised to their number plus
 // two while they run (the remover and the tree's own goroutines), so that
 // the kernel schedules them as threads.
-type tdReaders struct {
+type readers struct {
 	stopFlag atomic.Bool
 	wg       sync.WaitGroup
-	rs       []*tdReader // each owned by its goroutine until wg is done
+	rs       []*reader // each owned by its goroutine until wg is done
 	restore  func()
 }
 
-type tdReader struct {
+type reader struct {
 	hist *hdrhistogram.Histogram
-	errs loadgen.ErrorTally
+	errs harness.ErrorTally
 }
 
-func (s *tdStorm) startReaders() *tdReaders {
+func (s *stormer) startReaders() *readers {
 	n := s.cfg.Readers
-	rd := &tdReaders{restore: func() {}}
+	rd := &readers{restore: func() {}}
 	if n == 0 {
 		return rd
 	}
@@ -131,7 +132,7 @@ func (s *tdStorm) startReaders() *tdReaders {
 	var ready sync.WaitGroup
 	start := make(chan struct{})
 	for i := range n {
-		r := &tdReader{hist: loadgen.NewHistogram(), errs: loadgen.ErrorTally{}}
+		r := &reader{hist: harness.NewHistogram(), errs: harness.ErrorTally{}}
 		rd.rs = append(rd.rs, r)
 		ready.Add(1)
 		rd.wg.Add(1)
@@ -151,9 +152,9 @@ func (s *tdStorm) startReaders() *tdReaders {
 
 // read reads uevent of a device drawn from those not yet handed to the
 // remover, until stop is set or none is left.
-func (s *tdStorm) read(r *tdReader, seed int, stop *atomic.Bool) {
+func (s *stormer) read(r *reader, seed int, stop *atomic.Bool) {
 	rng := rand.New(rand.NewPCG(uint64(seed), 0x74656172646f776e))
-	buf := make([]byte, loadgen.DefaultBufSize)
+	buf := make([]byte, harness.DefaultBufSize)
 	for !stop.Load() {
 		lo := int(s.next.Load())
 		if lo >= len(s.names) {
@@ -162,25 +163,25 @@ func (s *tdStorm) read(r *tdReader, seed int, stop *atomic.Bool) {
 		name := s.names[lo+rng.IntN(len(s.names)-lo)]
 		t0 := time.Now()
 		err := s.t.read(name, buf)
-		loadgen.RecordLatency(r.hist, time.Since(t0))
+		harness.RecordLatency(r.hist, time.Since(t0))
 		if err != nil {
-			r.errs.Add(kernfsim.Errno(err), true, client.DevicesDir+"/"+name+"/"+tdReadFile, 1)
+			r.errs.Add(kernfsim.Errno(err), true, client.DevicesDir+"/"+name+"/"+readAttr, 1)
 		}
 	}
 }
 
 // stop stops the readers and merges what they saw; nil without readers.
-func (rd *tdReaders) stop() *ReaderResult {
+func (rd *readers) stop() *ReaderResult {
 	if len(rd.rs) == 0 {
 		return nil
 	}
 	rd.stopFlag.Store(true)
 	rd.wg.Wait()
 	rd.restore()
-	all, tally := loadgen.NewHistogram(), loadgen.ErrorTally{}
+	all, tally := harness.NewHistogram(), harness.ErrorTally{}
 	for _, r := range rd.rs {
 		all.Merge(r.hist)
 		tally.Merge(r.errs)
 	}
-	return &ReaderResult{Readers: len(rd.rs), Latency: loadgen.Summarize(all), Errors: tally.Sorted()}
+	return &ReaderResult{Readers: len(rd.rs), Latency: harness.Summarize(all), Errors: tally.Sorted()}
 }

@@ -9,57 +9,58 @@ import (
 	"strings"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/kernfsim/kernfsim/client"
 	"github.com/kernfsim/kernfsim/kernfsim"
-	"github.com/kernfsim/kernfsim/loadgen"
+	"github.com/kernfsim/kernfsim/loadgen/harness"
 	"github.com/kernfsim/kernfsim/locking"
 	"github.com/kernfsim/kernfsim/sysfs"
-	"golang.org/x/sys/unix"
 )
 
-// tdCounters are a target's counters at one moment.
-type tdCounters struct {
+// treeCounts are a target's counters at one moment.
+type treeCounts struct {
 	lock    string
 	pending uint64 // grace.callbacks_pending: deferred teardowns not yet run
 	Counts
 }
 
-func (a tdCounters) minus(b tdCounters) Counts {
+func (a treeCounts) minus(b treeCounts) Counts {
 	return Counts{Queued: a.Queued - b.Queued, Completed: a.Completed - b.Completed,
 		GracePeriods: a.GracePeriods - b.GracePeriods, Expedited: a.Expedited - b.Expedited}
 }
 
-// tdTarget is where a storm creates, removes and reads devices. Its
+// target is where a storm creates, removes and reads devices. Its
 // methods are safe for concurrent use (readers read during the storm).
-type tdTarget interface {
+type target interface {
 	create(name string, attrs int) error
 	remove(names []string) error
 	read(name string, buf []byte) error
-	counters() (tdCounters, error)
+	counters() (treeCounts, error)
 	// awaitComplete returns once want more teardowns than base have
 	// completed.
-	awaitComplete(ctx context.Context, base tdCounters, want uint64, timeout time.Duration) error
+	awaitComplete(ctx context.Context, base treeCounts, want uint64, timeout time.Duration) error
 	dir() string
 	close() error
 }
 
-func openTeardownTarget(ctx context.Context, cfg Config, sp teardownSpec) (tdTarget, error) {
+func openTarget(ctx context.Context, cfg Config, sp spec) (target, error) {
 	switch cfg.Target.Kind {
-	case loadgen.TargetSim:
-		return newSimTD(cfg, sp)
-	case loadgen.TargetPath:
-		return newMountTD(cfg.Target.Dir, nil)
+	case harness.TargetSim:
+		return newSimTarget(cfg, sp)
+	case harness.TargetPath:
+		return newMountTarget(cfg.Target.Dir, nil)
 	}
 	sc := *cfg.Server
 	sc.Lock, sc.Args = sp.lock, slices.Clone(sc.Args)
-	if loadgen.LockTraits(sp.lock).GracePeriods {
+	if harness.GracePeriods(sp.lock) {
 		sc.Args = append(sc.Args, graceArgs(sp.gp, cfg.Grace)...)
 	}
-	srv, err := loadgen.StartServer(ctx, sc)
+	srv, err := harness.StartServer(ctx, sc)
 	if err != nil {
 		return nil, err
 	}
-	t, err := newMountTD(srv.Mountpoint(), srv)
+	t, err := newMountTarget(srv.Mountpoint(), srv)
 	if err != nil {
 		return nil, errors.Join(err, srv.Close())
 	}
@@ -81,16 +82,16 @@ func graceArgs(gp string, g locking.GraceConfig) []string {
 	return args
 }
 
-// simTD is a tree in process, built as `kernfsim mount` builds one (the
+// simTarget is a tree in process, built as `kernfsim mount` builds one (the
 // synthetic sysfs plus the ABI), under the spec's lock and policy.
-type simTD struct {
+type simTarget struct {
 	t    *kernfsim.Tree
 	abi  *sysfs.ABI
 	w    *kernfsim.Walker
 	cred kernfsim.Cred
 }
 
-func newSimTD(cfg Config, sp teardownSpec) (*simTD, error) {
+func newSimTarget(cfg Config, sp spec) (*simTarget, error) {
 	gp := kernfsim.GPNormal
 	if sp.gp != GPNotApplicable {
 		gp = kernfsim.GPPolicy(sp.gp)
@@ -98,64 +99,64 @@ func newSimTD(cfg Config, sp teardownSpec) (*simTD, error) {
 	a, err := sysfs.Assemble(sysfs.Options{Lock: sp.lock, Grace: cfg.Grace, GP: gp, Synth: cfg.Target.Tree.WithDefaults(),
 		ABI: true, MaxDevices: max(cfg.Count, sysfs.DefaultMaxDevices)})
 	if err != nil {
-		return nil, loadgen.AssembleError(err)
+		return nil, harness.NewAssembleError(err)
 	}
-	return &simTD{t: a.Tree, abi: a.ABI, w: kernfsim.NewWalker(a.Tree, kernfsim.WalkerOptions{}), cred: loadgen.DefaultSimCred}, nil
+	return &simTarget{t: a.Tree, abi: a.ABI, w: kernfsim.NewWalker(a.Tree, kernfsim.WalkerOptions{}), cred: harness.DefaultSimCred}, nil
 }
 
-func (s *simTD) create(name string, attrs int) error { return s.abi.Create(name, attrs) }
+func (s *simTarget) create(name string, attrs int) error { return s.abi.Create(name, attrs) }
 
-func (s *simTD) remove(names []string) error {
+func (s *simTarget) remove(names []string) error {
 	return s.abi.Delete(context.Background(), names...)
 }
 
-func (s *simTD) read(name string, buf []byte) error {
-	_, err := s.w.ReadFile(s.cred, client.DevicesDir+"/"+name+"/"+tdReadFile, buf)
+func (s *simTarget) read(name string, buf []byte) error {
+	_, err := s.w.ReadFile(s.cred, client.DevicesDir+"/"+name+"/"+readAttr, buf)
 	return err
 }
 
-func (s *simTD) counters() (tdCounters, error) {
+func (s *simTarget) counters() (treeCounts, error) {
 	td, g := s.t.Teardowns(), s.t.Strategy().Stats().Grace
-	return tdCounters{lock: s.t.Strategy().Name(), Counts: Counts{Queued: td.Queued,
+	return treeCounts{lock: s.t.Strategy().Name(), Counts: Counts{Queued: td.Queued,
 		Completed: td.Completed, GracePeriods: g.GracePeriods, Expedited: g.Expedited}}, nil
 }
 
 // awaitComplete is the tree's barrier: it returns when every queued
 // teardown has run.
-func (s *simTD) awaitComplete(context.Context, tdCounters, uint64, time.Duration) error {
+func (s *simTarget) awaitComplete(context.Context, treeCounts, uint64, time.Duration) error {
 	s.t.Barrier()
 	return nil
 }
 
-func (s *simTD) dir() string { return "" }
+func (s *simTarget) dir() string { return "" }
 
-func (s *simTD) close() error {
+func (s *simTarget) close() error {
 	s.t.Barrier()
 	return nil
 }
 
-// mountTD is a kernfsim mount: new_device and delete_device stay open for
+// mountTarget is a kernfsim mount: new_device and delete_device stay open for
 // the whole storm, one write(2) per call.
-type mountTD struct {
-	d        *loadgen.Dir
-	srv      *loadgen.Server // nil for a mount loadgen did not start
+type mountTarget struct {
+	d        *harness.Dir
+	srv      *harness.Server // nil for a mount loadgen did not start
 	add, del int             // file descriptors of new_device and delete_device
 }
 
-func newMountTD(dir string, srv *loadgen.Server) (*mountTD, error) {
-	d, err := loadgen.OpenDir(dir)
+func newMountTarget(dir string, srv *harness.Server) (*mountTarget, error) {
+	d, err := harness.OpenDir(dir)
 	if err != nil {
 		return nil, err
 	}
-	m := &mountTD{d: d, srv: srv, add: -1, del: -1}
+	m := &mountTarget{d: d, srv: srv, add: -1, del: -1}
 	for _, f := range []struct {
 		fd  *int
 		rel string
 	}{{&m.add, client.NewDevicePath}, {&m.del, client.DeleteDevicePath}} {
 		path := d.Path(f.rel)
-		if err := loadgen.Retry(func() (err error) { *f.fd, err = unix.Open(path, unix.O_WRONLY|unix.O_CLOEXEC, 0); return }); err != nil {
+		if err := harness.RetryEINTR(func() (err error) { *f.fd, err = unix.Open(path, unix.O_WRONLY|unix.O_CLOEXEC, 0); return }); err != nil {
 			m.closeFiles()
-			return nil, loadgen.BadConfig("Dir", "give a kernfsim mount (kernfsim mount DIR)", "%s: %v: not a kernfsim mount", path, err)
+			return nil, harness.NewConfigError("Dir", "give a kernfsim mount (kernfsim mount DIR)", "%s: %v: not a kernfsim mount", path, err)
 		}
 	}
 	if err := m.removeLeftovers(); err != nil {
@@ -168,7 +169,7 @@ func newMountTD(dir string, srv *loadgen.Server) (*mountTD, error) {
 // removeLeftovers deletes devices an earlier storm left on the mount and
 // waits until their teardowns have run, so that they do not count in the
 // storm's.
-func (m *mountTD) removeLeftovers() (err error) {
+func (m *mountTarget) removeLeftovers() (err error) {
 	names, err := m.d.Names(client.DevicesDir)
 	if err != nil {
 		return err
@@ -189,7 +190,7 @@ func (m *mountTD) removeLeftovers() (err error) {
 		}
 	}()
 	for _, name := range names {
-		if _, err := strconv.Atoi(strings.TrimPrefix(name, teardownPrefix)); err != nil || !strings.HasPrefix(name, teardownPrefix) {
+		if _, err := strconv.Atoi(strings.TrimPrefix(name, devicePrefix)); err != nil || !strings.HasPrefix(name, devicePrefix) {
 			continue
 		}
 		if batch = append(batch, name); len(batch) == 100 {
@@ -202,8 +203,8 @@ func (m *mountTD) removeLeftovers() (err error) {
 }
 
 // awaitIdle waits until no deferred teardown is pending.
-func (m *mountTD) awaitIdle(timeout time.Duration) error {
-	for end := time.Now().Add(timeout); ; time.Sleep(tdPollEvery) {
+func (m *mountTarget) awaitIdle(timeout time.Duration) error {
+	for end := time.Now().Add(timeout); ; time.Sleep(pollEvery) {
 		c, err := m.counters()
 		switch {
 		case err != nil:
@@ -216,41 +217,41 @@ func (m *mountTD) awaitIdle(timeout time.Duration) error {
 	}
 }
 
-func (m *mountTD) write(fd int, data []byte) error {
-	return loadgen.Retry(func() error { _, err := unix.Write(fd, data); return err })
+func (m *mountTarget) write(fd int, data []byte) error {
+	return harness.RetryEINTR(func() error { _, err := unix.Write(fd, data); return err })
 }
 
-func (m *mountTD) create(name string, attrs int) error {
+func (m *mountTarget) create(name string, attrs int) error {
 	if err := m.write(m.add, client.NewDevice(name, attrs)); err != nil {
 		return fmt.Errorf("new_device %s: %w", name, err)
 	}
 	return nil
 }
 
-func (m *mountTD) remove(names []string) error {
+func (m *mountTarget) remove(names []string) error {
 	if err := m.write(m.del, client.DeleteDevices(names...)); err != nil {
 		return fmt.Errorf("delete_device %s: %w", names[0], err)
 	}
 	return nil
 }
 
-func (m *mountTD) read(name string, buf []byte) error {
-	return m.d.ReadFile(m.d.Path(client.DevicesDir+"/"+name+"/"+tdReadFile), buf)
+func (m *mountTarget) read(name string, buf []byte) error {
+	return m.d.ReadFile(m.d.Path(client.DevicesDir+"/"+name+"/"+readAttr), buf)
 }
 
 // counters reads and parses kernel/kernfsim/stats.
-func (m *mountTD) counters() (tdCounters, error) {
+func (m *mountTarget) counters() (treeCounts, error) {
 	s, err := client.ReadStats(m.d.Path(""))
 	if err != nil {
-		return tdCounters{}, err
+		return treeCounts{}, err
 	}
-	c := tdCounters{lock: s.Lock, pending: s.CallbacksPending}
+	c := treeCounts{lock: s.Lock, pending: s.CallbacksPending}
 	c.Queued, c.Completed, c.GracePeriods, c.Expedited = s.TeardownsQueued, s.TeardownsCompleted, s.GracePeriods, s.Expedited
 	return c, nil
 }
 
-// awaitComplete polls the stats file every tdPollEvery.
-func (m *mountTD) awaitComplete(ctx context.Context, base tdCounters, want uint64, timeout time.Duration) error {
+// awaitComplete polls the stats file every pollEvery.
+func (m *mountTarget) awaitComplete(ctx context.Context, base treeCounts, want uint64, timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
 	for {
 		c, err := m.counters()
@@ -261,19 +262,19 @@ func (m *mountTD) awaitComplete(ctx context.Context, base tdCounters, want uint6
 			return nil
 		case time.Now().After(deadline):
 			return fmt.Errorf("%d of %d teardowns completed %v after the storm (see %s)",
-				c.Completed-base.Completed, want, timeout, m.d.Path(tdStatsFile))
+				c.Completed-base.Completed, want, timeout, m.d.Path(statsFile))
 		}
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
-		case <-time.After(tdPollEvery):
+		case <-time.After(pollEvery):
 		}
 	}
 }
 
-func (m *mountTD) dir() string { return m.d.Path("") }
+func (m *mountTarget) dir() string { return m.d.Path("") }
 
-func (m *mountTD) closeFiles() {
+func (m *mountTarget) closeFiles() {
 	for _, fd := range []int{m.add, m.del} {
 		if fd >= 0 {
 			unix.Close(fd)
@@ -284,7 +285,7 @@ func (m *mountTD) closeFiles() {
 
 // close closes the control files and stops a server loadgen started; on
 // a mount it did not start, it removes what the storm left.
-func (m *mountTD) close() error {
+func (m *mountTarget) close() error {
 	var err error
 	if m.srv == nil && m.del >= 0 {
 		err = m.removeLeftovers()

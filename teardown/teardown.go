@@ -10,31 +10,33 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/kernfsim/kernfsim/loadgen"
-
 	"github.com/kernfsim/kernfsim/client"
 	"github.com/kernfsim/kernfsim/kernfsim"
+	"github.com/kernfsim/kernfsim/loadgen/harness"
 	"github.com/kernfsim/kernfsim/locking"
 	"github.com/kernfsim/kernfsim/sysfs"
 )
 
 // Teardown defaults and limits.
 const (
-	DefaultCount = 5000 // the seed's 5000 mounts
-	DefaultLock  = "rcu"
+	// MaxSimDevices is the most devices a storm makes: about 6 million
+	// nodes, a few GiB in process.
+	MaxSimDevices = 1 << 20
+	DefaultCount  = 5000 // the seed's 5000 mounts
+	DefaultLock   = "rcu"
 	// DefaultCompleteTimeout bounds the wait for teardowns on a mount.
 	DefaultCompleteTimeout = 2 * time.Minute
 	// GPNotApplicable is the gp of a run under a lock without grace
 	// periods (mutex, rwsem: removal drains and tears down in the call).
 	GPNotApplicable = "n/a"
-	// teardownPrefix names the devices a storm creates: lgtd0, lgtd1, ...
-	teardownPrefix = "lgtd"
+	// devicePrefix names the devices a storm creates: lgtd0, lgtd1, ...
+	devicePrefix = "lgtd"
 	// teardownsPerDevice is what one device adds to tree.teardowns_*: its
 	// directory and its class/kernfsim symlink (sysfs.ABI.Delete).
 	teardownsPerDevice = 2
-	tdStatsFile        = client.StatsPath
-	tdReadFile         = "uevent" // what readers read of a remaining device
-	tdPollEvery        = time.Millisecond
+	statsFile          = client.StatsPath
+	readAttr           = "uevent" // what readers read of a remaining device
+	pollEvery          = time.Millisecond
 )
 
 // Config is a set of teardown storms, one per (lock, gp).
@@ -44,7 +46,7 @@ type Config struct {
 	// (TargetPath or TargetKernfsim) that is a kernfsim mount already: one
 	// run under the mount's own lock and policy, which the stats file
 	// tells (the policy is inferred from the counters; see Storm).
-	Target loadgen.Target
+	Target harness.Target
 	// Locks are the strategies; nil means DefaultLock. Under rcu
 	// there is a run per GPs entry; mutex and rwsem get one run each (the
 	// references: gp n/a). none refuses writers and is rejected.
@@ -64,7 +66,7 @@ type Config struct {
 	// servers started (--gp-tick, --expedite-cost, --rcu-normal).
 	Grace locking.GraceConfig
 	// Server starts the kernfsim servers of a TargetKernfsim without Dir.
-	Server *loadgen.ServerConfig
+	Server *harness.ServerConfig
 	// CompleteTimeout bounds the wait for teardowns on a mount; 0 means
 	// DefaultCompleteTimeout.
 	CompleteTimeout time.Duration
@@ -86,8 +88,8 @@ type Progress struct {
 
 // Result is every storm of a Config, in order.
 type Result struct {
-	Provenance  loadgen.Provenance // the build, the machine and the command line
-	Target      loadgen.Target     // Dir set for a path target
+	Provenance  harness.Provenance // the build, the machine and the command line
+	Target      harness.Target     // Dir set for a path target
 	Count       int
 	Batch       int
 	Readers     int
@@ -114,7 +116,7 @@ type Storm struct {
 	// call's return.
 	Total time.Duration
 	// Caller is the latency of each removal call, as its caller sees it.
-	Caller loadgen.Latency
+	Caller harness.Latency
 	// UntilComplete is the storm's start until every teardown had
 	// completed: the barrier's return (sim) or the poll that saw them all.
 	UntilComplete time.Duration
@@ -134,10 +136,10 @@ type Counts struct {
 // ReaderResult is what the readers saw during a storm.
 type ReaderResult struct {
 	Readers int
-	Latency loadgen.Latency // one open/read/close of a remaining device's uevent
+	Latency harness.Latency // one open/read/close of a remaining device's uevent
 	// Errors: ENOENT and ENODEV are expected (the device picked was being
 	// removed) and marked so (ErrorCount.Churn).
-	Errors []loadgen.ErrorCount
+	Errors []harness.ErrorCount
 }
 
 // Raced is the reads that found their device being removed.
@@ -151,8 +153,8 @@ func (r ReaderResult) Raced() int64 {
 	return n
 }
 
-// teardownSpec is one storm's lock and policy.
-type teardownSpec struct{ lock, gp string }
+// spec is one storm's lock and policy.
+type spec struct{ lock, gp string }
 
 func (c Config) withDefaults() Config {
 	if len(c.Locks) == 0 {
@@ -165,8 +167,8 @@ func (c Config) withDefaults() Config {
 	if c.CompleteTimeout <= 0 {
 		c.CompleteTimeout = DefaultCompleteTimeout
 	}
-	if c.Target.Kind == loadgen.TargetKernfsim && c.Target.Dir != "" {
-		c.Target.Kind = loadgen.TargetPath
+	if c.Target.Kind == harness.TargetKernfsim && c.Target.Dir != "" {
+		c.Target.Kind = harness.TargetPath
 	}
 	return c
 }
@@ -174,69 +176,69 @@ func (c Config) withDefaults() Config {
 func (c Config) validate() error {
 	switch {
 	case c.Count <= 0 || c.Batch <= 0 || c.Readers < 0:
-		return loadgen.BadConfig("Count", "give a positive count and batch, and 0 or more readers",
+		return harness.NewConfigError("Count", "give a positive count and batch, and 0 or more readers",
 			"count %d, batch %d, readers %d", c.Count, c.Batch, c.Readers)
 	case c.Batch > c.Count:
-		return loadgen.BadConfig("Batch", "give at most --count", "batch %d is more than the %d devices", c.Batch, c.Count)
-	case c.Count > loadgen.MaxSimDevices:
-		return loadgen.BadConfig("Count", "give at most "+strconv.Itoa(loadgen.MaxSimDevices), "%d devices would take more memory than a storm needs", c.Count)
+		return harness.NewConfigError("Batch", "give at most {Count}", "batch %d is more than the %d devices", c.Batch, c.Count)
+	case c.Count > MaxSimDevices:
+		return harness.NewConfigError("Count", "give at most "+strconv.Itoa(MaxSimDevices), "%d devices would take more memory than a storm needs", c.Count)
 	case c.Attrs < 0 || c.Attrs > sysfs.MaxDeviceAttrs:
-		return loadgen.BadConfig("Attrs", "give 0 to "+strconv.Itoa(sysfs.MaxDeviceAttrs), "%d attributes per device", c.Attrs)
-	case c.Target.Kind != loadgen.TargetSim && c.Count > sysfs.DefaultMaxDevices:
-		return loadgen.BadConfig("Count", "give at most "+strconv.Itoa(sysfs.DefaultMaxDevices)+" on a mount, or use --sim",
+		return harness.NewConfigError("Attrs", "give 0 to "+strconv.Itoa(sysfs.MaxDeviceAttrs), "%d attributes per device", c.Attrs)
+	case c.Target.Kind != harness.TargetSim && c.Count > sysfs.DefaultMaxDevices:
+		return harness.NewConfigError("Count", "give at most "+strconv.Itoa(sysfs.DefaultMaxDevices)+" on a mount, or use {TargetSim}",
 			"a kernfsim server makes at most %d devices", sysfs.DefaultMaxDevices)
-	case c.Target.Kind != loadgen.TargetSim && c.Batch*(len(tdName(c.Count-1))+1) > kernfsim.PageSize:
-		return loadgen.BadConfig("Batch", fmt.Sprintf("give at most %d on a mount, or use --sim (no page limit in process)",
-			kernfsim.PageSize/(len(tdName(c.Count-1))+1)), "%d names do not fit one %d-byte write to delete_device",
+	case c.Target.Kind != harness.TargetSim && c.Batch*(len(deviceName(c.Count-1))+1) > kernfsim.PageSize:
+		return harness.NewConfigError("Batch", fmt.Sprintf("give at most %d on a mount, or use {TargetSim} (no page limit in process)",
+			kernfsim.PageSize/(len(deviceName(c.Count-1))+1)), "%d names do not fit one %d-byte write to delete_device",
 			c.Batch, kernfsim.PageSize)
 	}
-	if err := loadgen.CheckThreads("Readers", c.Readers); err != nil {
+	if err := harness.CheckThreads("Readers", c.Readers); err != nil {
 		return err
 	}
 	for _, l := range c.Locks {
-		if !loadgen.LockTraits(l).AcceptsWriters {
-			return loadgen.BadConfig("Lock", "use "+loadgen.WriterLocks(), "lock %q cannot remove devices", l)
+		if !harness.AcceptsWriters(l) {
+			return harness.NewConfigError("Lock", "use "+harness.WriterLocksText(), "lock %q cannot remove devices", l)
 		}
 	}
 	switch c.Target.Kind {
-	case loadgen.TargetSim:
+	case harness.TargetSim:
 		if err := c.Target.Tree.WithDefaults().Validate(); err != nil {
-			return &loadgen.ConfigError{Field: "Tree", Problem: err.Error()}
+			return &harness.ConfigError{Field: "Tree", Problem: err.Error()}
 		}
-	case loadgen.TargetKernfsim:
+	case harness.TargetKernfsim:
 		if c.Server == nil || len(c.Server.Command) == 0 {
-			return loadgen.ErrNoServer
+			return harness.ErrNoServer
 		}
-	case loadgen.TargetPath:
+	case harness.TargetPath:
 		if c.Target.Dir == "" {
-			return loadgen.BadConfig("Dir", "name a kernfsim mount", "a path target needs a directory")
+			return harness.NewConfigError("Dir", "name a kernfsim mount", "a path target needs a directory")
 		}
 	default:
-		return loadgen.BadConfig("Target", "use sim, kernfsim or a path", "unknown target kind %q", c.Target.Kind)
+		return harness.NewConfigError("Target", "use sim, kernfsim or a path", "unknown target kind %q", c.Target.Kind)
 	}
 	return nil
 }
 
 // specs are the storms to run, in order: per lock, per policy under rcu.
-func (c Config) specs() []teardownSpec {
-	if c.Target.Kind == loadgen.TargetPath {
-		return []teardownSpec{{}}
+func (c Config) specs() []spec {
+	if c.Target.Kind == harness.TargetPath {
+		return []spec{{}}
 	}
-	var out []teardownSpec
+	var out []spec
 	for _, l := range c.Locks {
-		if !loadgen.LockTraits(l).GracePeriods {
-			out = append(out, teardownSpec{l, GPNotApplicable})
+		if !harness.GracePeriods(l) {
+			out = append(out, spec{l, GPNotApplicable})
 			continue
 		}
 		for _, gp := range c.GPs {
-			out = append(out, teardownSpec{l, string(gp)})
+			out = append(out, spec{l, string(gp)})
 		}
 	}
 	return out
 }
 
-// tdName is device i's name.
-func tdName(i int) string { return teardownPrefix + strconv.Itoa(i) }
+// deviceName is device i's name.
+func deviceName(i int) string { return devicePrefix + strconv.Itoa(i) }
 
 // Run runs a storm per (lock, gp) and returns them all. A
 // *ConfigError means bad input. When ctx is cancelled it stops the storm
@@ -245,13 +247,13 @@ func tdName(i int) string { return teardownPrefix + strconv.Itoa(i) }
 // it unmounts, so no queued teardown is lost).
 func Run(ctx context.Context, cfg Config) (Result, error) {
 	cfg = cfg.withDefaults()
-	res := Result{Provenance: loadgen.CaptureProvenance(cfg.Args), Target: cfg.Target, Count: cfg.Count, Batch: cfg.Batch, Readers: cfg.Readers,
-		Attrs: cfg.Attrs, Grace: cfg.Grace, CPUs: len(loadgen.AllowedCPUs())}
+	res := Result{Provenance: harness.CaptureProvenance(cfg.Args), Target: cfg.Target, Count: cfg.Count, Batch: cfg.Batch, Readers: cfg.Readers,
+		Attrs: cfg.Attrs, Grace: cfg.Grace, CPUs: len(harness.AllowedCPUs())}
 	if err := cfg.validate(); err != nil {
 		return res, err
 	}
 	var err error
-	res.Interrupted, err = loadgen.RunEach(ctx, cfg.specs(), func(sp teardownSpec) (Storm, error) { return teardownOne(ctx, cfg, sp) },
+	res.Interrupted, err = harness.RunEach(ctx, cfg.specs(), func(sp spec) (Storm, error) { return runStorm(ctx, cfg, sp) },
 		func(run Storm, _ error) {
 			if run.Calls > 0 {
 				res.Runs = append(res.Runs, run)
@@ -260,16 +262,16 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	return res, err
 }
 
-// teardownOne sets up a target, creates the devices, runs the storm and
+// runStorm sets up a target, creates the devices, runs the storm and
 // waits for its teardowns.
-func teardownOne(ctx context.Context, cfg Config, sp teardownSpec) (run Storm, err error) {
-	t, err := openTeardownTarget(ctx, cfg, sp)
+func runStorm(ctx context.Context, cfg Config, sp spec) (run Storm, err error) {
+	t, err := openTarget(ctx, cfg, sp)
 	if err != nil {
 		return run, err
 	}
 	defer func() { err = errors.Join(err, t.close()) }()
 	run = Storm{Lock: sp.lock, GP: sp.gp, Dir: t.dir(), Count: cfg.Count}
-	s := newTDStorm(t, cfg, sp)
+	s := newStormer(t, cfg, sp)
 	if run.Create, err = s.create(ctx); err != nil {
 		return run, err
 	}
@@ -296,7 +298,7 @@ func teardownOne(ctx context.Context, cfg Config, sp teardownSpec) (run Storm, e
 // inferGP is the policy a mount's counters show.
 func inferGP(lock string, c Counts) string {
 	switch {
-	case !loadgen.LockTraits(lock).GracePeriods:
+	case !harness.GracePeriods(lock):
 		return GPNotApplicable
 	case c.Queued > 0:
 		return string(kernfsim.GPDeferred)

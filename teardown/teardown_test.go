@@ -8,16 +8,17 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kernfsim/kernfsim/loadgen"
-	"github.com/kernfsim/kernfsim/locking"
+	"github.com/stretchr/testify/require"
 
 	"github.com/kernfsim/kernfsim/kernfsim"
+	"github.com/kernfsim/kernfsim/loadgen/harness"
+	"github.com/kernfsim/kernfsim/locking"
 	"github.com/kernfsim/kernfsim/sysfs"
 )
 
 // simTeardown is a storm in process on a small tree.
 func simTeardown(count, batch, readers int, locks ...string) Config {
-	return Config{Target: loadgen.Target{Kind: loadgen.TargetSim, Tree: sysfs.SynthConfig{CPUs: 4, Sockets: 1, MemBlocks: 4}},
+	return Config{Target: harness.Target{Kind: harness.TargetSim, Tree: sysfs.SynthConfig{CPUs: 4, Sockets: 1, MemBlocks: 4}},
 		Locks: locks, Count: count, Batch: batch, Readers: readers}
 }
 
@@ -28,9 +29,7 @@ func simTeardown(count, batch, readers int, locks ...string) Config {
 func TestTeardownSimPolicies(t *testing.T) {
 	const n = 40
 	res, err := Run(context.Background(), simTeardown(n, 1, 0, "rcu", "mutex", "rwsem"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	want := []string{"rcu/normal", "rcu/expedited", "rcu/deferred", "mutex/n/a", "rwsem/n/a"}
 	if len(res.Runs) != len(want) {
 		t.Fatalf("got %d runs, want %d", len(res.Runs), len(want))
@@ -48,7 +47,7 @@ func TestTeardownSimPolicies(t *testing.T) {
 		if r.UntilComplete < r.Total || r.Caller.Count != n {
 			t.Errorf("%s/%s: until complete %v before the storm's end %v, or %d latencies", r.Lock, r.GP, r.UntilComplete, r.Total, r.Caller.Count)
 		}
-		if !loadgen.LockTraits(r.Lock).GracePeriods && (r.Counts.GracePeriods != 0 || r.Counts.Queued != 0) {
+		if !harness.GracePeriods(r.Lock) && (r.Counts.GracePeriods != 0 || r.Counts.Queued != 0) {
 			t.Errorf("%s: %+v, want no grace period and nothing queued", r.Lock, r.Counts)
 		}
 	}
@@ -76,9 +75,7 @@ func TestTeardownBatchSharesOneGracePeriod(t *testing.T) {
 		cfg := simTeardown(300, batch, 0)
 		cfg.GPs = []kernfsim.GPPolicy{kernfsim.GPNormal}
 		res, err := Run(context.Background(), cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		r := res.Runs[0]
 		calls := 300 / batch
 		if r.Calls != calls || r.Completed != 300 || r.Counts.GracePeriods > uint64(2*calls) {
@@ -94,9 +91,7 @@ func TestTeardownReaders(t *testing.T) {
 	cfg := simTeardown(60, 1, 2)
 	cfg.GPs = []kernfsim.GPPolicy{kernfsim.GPNormal, kernfsim.GPDeferred}
 	res, err := Run(context.Background(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	for _, r := range res.Runs {
 		rd := r.Reader
 		// A deferred storm may end before a reader is scheduled; a normal
@@ -113,33 +108,33 @@ func TestTeardownReaders(t *testing.T) {
 }
 
 func TestTeardownConfigErrors(t *testing.T) {
-	mount := loadgen.Target{Kind: loadgen.TargetPath, Dir: "/nonexistent"}
+	mount := harness.Target{Kind: harness.TargetPath, Dir: "/nonexistent"}
 	readOnly := locking.NamesWhere(func(t locking.Traits) bool { return !t.AcceptsWriters })
-	tiny := loadgen.Target{Kind: loadgen.TargetSim, Tree: sysfs.SynthConfig{CPUs: 4, Sockets: 1, MemBlocks: 4}}
-	limit, _ := loadgen.ThreadLimit()
+	tiny := harness.Target{Kind: harness.TargetSim, Tree: sysfs.SynthConfig{CPUs: 4, Sockets: 1, MemBlocks: 4}}
+	limit, _ := harness.ThreadLimit()
 	for _, c := range []struct {
 		name  string
 		cfg   Config
 		field string
 	}{
-		{"lock refusing writers", Config{Target: loadgen.Target{Kind: loadgen.TargetSim}, Locks: readOnly}, "Lock"},
-		{"batch over count", Config{Target: loadgen.Target{Kind: loadgen.TargetSim}, Count: 5, Batch: 6}, "Batch"},
-		{"negative readers", Config{Target: loadgen.Target{Kind: loadgen.TargetSim}, Readers: -1}, "Count"},
-		{"too many attrs", Config{Target: loadgen.Target{Kind: loadgen.TargetSim}, Attrs: 1000}, "Attrs"},
+		{"lock refusing writers", Config{Target: harness.Target{Kind: harness.TargetSim}, Locks: readOnly}, "Lock"},
+		{"batch over count", Config{Target: harness.Target{Kind: harness.TargetSim}, Count: 5, Batch: 6}, "Batch"},
+		{"negative readers", Config{Target: harness.Target{Kind: harness.TargetSim}, Readers: -1}, "Count"},
+		{"too many attrs", Config{Target: harness.Target{Kind: harness.TargetSim}, Attrs: 1000}, "Attrs"},
 		{"over a page", Config{Target: mount, Batch: 1000}, "Batch"},
 		{"over the server's limit", Config{Target: mount, Count: sysfs.DefaultMaxDevices + 1}, "Count"},
-		{"bad tree", Config{Target: loadgen.Target{Kind: loadgen.TargetSim, Tree: sysfs.SynthConfig{CPUs: -1}}}, "Tree"},
+		{"bad tree", Config{Target: harness.Target{Kind: harness.TargetSim, Tree: sysfs.SynthConfig{CPUs: -1}}}, "Tree"},
 		{"not a mount", Config{Target: mount}, "Dir"},
 		{"more readers than threads", Config{Target: tiny, Readers: limit + 1}, "Readers"},
-		{"more devices than the sim holds", Config{Target: tiny, Count: loadgen.MaxSimDevices + 1}, "Count"},
+		{"more devices than the sim holds", Config{Target: tiny, Count: MaxSimDevices + 1}, "Count"},
 	} {
 		_, err := Run(context.Background(), c.cfg)
-		var ce *loadgen.ConfigError
+		var ce *harness.ConfigError
 		if !errors.As(err, &ce) || ce.Field != c.field {
 			t.Errorf("%s: got %v, want a ConfigError on %s", c.name, err, c.field)
 		}
 	}
-	if _, err := Run(context.Background(), Config{Target: loadgen.Target{Kind: loadgen.TargetKernfsim}}); !errors.Is(err, loadgen.ErrNoServer) {
+	if _, err := Run(context.Background(), Config{Target: harness.Target{Kind: harness.TargetKernfsim}}); !errors.Is(err, harness.ErrNoServer) {
 		t.Errorf("no server: got %v, want ErrNoServer", err)
 	}
 }
@@ -168,13 +163,9 @@ func TestTeardownInterrupted(t *testing.T) {
 // documented fields; the table and benchmark lines have a row per run.
 func TestTeardownReporters(t *testing.T) {
 	res, err := Run(context.Background(), simTeardown(10, 1, 1, "rcu", "mutex"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	var buf bytes.Buffer
-	if err := WriteJSON(&buf, res); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, WriteJSON(&buf, res))
 	var doc struct {
 		Schema string           `json:"schema"`
 		Runs   []map[string]any `json:"runs"`

@@ -15,6 +15,9 @@ import (
 	"github.com/kernfsim/kernfsim/fusefs"
 	"github.com/kernfsim/kernfsim/internal/cli"
 	"github.com/kernfsim/kernfsim/loadgen"
+	"github.com/kernfsim/kernfsim/loadgen/harness"
+	"github.com/kernfsim/kernfsim/loadgen/plot"
+	"github.com/kernfsim/kernfsim/loadgen/report"
 	"github.com/kernfsim/kernfsim/locking"
 )
 
@@ -98,7 +101,7 @@ add the writers' latency per change beside the lock's use.`,
   loadgen compare --sim-cost auto --locks rwsem --threads 1,2,8,48   # sim rows with the kernel's work outside the lock
   loadgen compare --locks mutex,rwsem --threads 1,16,48 --seed        # beside seed 002's published figures
   loadgen compare --locks all --writers 1 --ops files,cgroup           # every design, with a writer beside the readers`,
-		Args: cobra.NoArgs,
+		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return f.run(cmd, stderr) },
 	}
 	fs := cmd.Flags()
@@ -189,7 +192,7 @@ func (f *compareFlags) config(cmd *cobra.Command) (cc loadgen.CompareConfig, not
 	cc.Ops, cc.Threads, cc.Times, cc.SimTimes, cc.Repeats, cc.NoPin = f.ops, f.threads, f.times, f.simTimes, f.repeats, !f.pin
 	cc.SysTimes, cc.PinSingle = f.sysTimes, f.pinSingle
 	cc.MinDuration, cc.WarmUp = noneIfZero(f.minDur), noneIfZero(f.warmUp)
-	cc.HwlocTimes, cc.Args = f.hwlocTimes, commandLine(cmd)
+	cc.HwlocTimes, cc.Args, cc.FieldNames = f.hwlocTimes, commandLine(cmd), hintFlag
 	if f.writers > 0 {
 		cc.Writers, cc.WriteRate = f.writers, f.writeRate
 	}
@@ -200,7 +203,7 @@ func (f *compareFlags) config(cmd *cobra.Command) (cc loadgen.CompareConfig, not
 	if f.simCost.cost.auto {
 		cc.Calibrate = f.simCost.calibrate
 	}
-	cc.Server = &loadgen.ServerConfig{Command: serverCommand(), Args: append(f.tree.serverArgs(), f.serverArgs...)}
+	cc.Server = &harness.ServerConfig{Command: serverCommand(), Args: append(f.tree.serverArgs(), f.serverArgs...)}
 	return cc, notes, nil
 }
 
@@ -229,7 +232,7 @@ func noneIfZero(d time.Duration) time.Duration {
 
 // hostOps are the field workloads, compared on a mirror of the sys rows'
 // directory by default.
-var hostOps = []string{string(loadgen.OpHwloc), string(loadgen.OpLstopo), string(loadgen.OpColdplug)}
+var hostOps = []string{string(harness.OpHwloc), string(harness.OpLstopo), string(harness.OpColdplug)}
 
 // defaultTree sets --tree host:SYS when every op is a field workload and
 // no flag chooses or sizes the tree, and says so.
@@ -284,8 +287,8 @@ func (f *compareFlags) validateLists() error {
 			return &cli.UsageError{Err: fmt.Errorf("--threads: %d is not a positive thread count", th)}
 		}
 	}
-	if _, ok := loadgen.PlotFormat(f.plot); f.plot != "" && !ok {
-		return &cli.UsageError{Err: fmt.Errorf("--plot %s: the extension names the format: .%s", f.plot, strings.Join(loadgen.PlotFormats, ", ."))}
+	if _, ok := plot.Format(f.plot); f.plot != "" && !ok {
+		return &cli.UsageError{Err: fmt.Errorf("--plot %s: the extension names the format: .%s", f.plot, strings.Join(plot.Formats, ", ."))}
 	}
 	switch f.format {
 	case "table", "json", "bench":
@@ -302,9 +305,9 @@ func (f *compareFlags) rows(kind string, explicit bool) ([]loadgen.Row, string, 
 	case "kernfsim":
 		if serverCommand() == nil {
 			if explicit {
-				return nil, "", loadgen.ErrNoServer
+				return nil, "", harness.ErrNoServer
 			}
-			return nil, "skipping the kernfsim rows: " + loadgen.ErrNoServer.Error(), nil
+			return nil, "skipping the kernfsim rows: " + harness.ErrNoServer.Error(), nil
 		}
 		transports := f.transports
 		if len(transports) == 0 {
@@ -312,7 +315,7 @@ func (f *compareFlags) rows(kind string, explicit bool) ([]loadgen.Row, string, 
 		}
 		for _, tp := range transports {
 			for _, l := range f.locks {
-				rows = append(rows, loadgen.Row{Target: loadgen.Target{Kind: loadgen.TargetKernfsim, Lock: l, ServerTransport: tp}})
+				rows = append(rows, loadgen.Row{Target: harness.Target{Kind: harness.TargetKernfsim, Lock: l, ServerTransport: tp}})
 			}
 		}
 	case "sim":
@@ -326,7 +329,7 @@ func (f *compareFlags) rows(kind string, explicit bool) ([]loadgen.Row, string, 
 			}
 			return nil, fmt.Sprintf("skipping the sys rows: %s/devices/system/cpu is not readable", f.sysDir), nil
 		}
-		rows = append(rows, loadgen.Row{Target: loadgen.Target{Kind: loadgen.TargetPath, Dir: f.sysDir}})
+		rows = append(rows, loadgen.Row{Target: harness.Target{Kind: harness.TargetPath, Dir: f.sysDir}})
 	}
 	return rows, "", nil
 }
@@ -359,13 +362,13 @@ func (f *compareFlags) run(cmd *cobra.Command, stderr io.Writer) error {
 	if len(res.Cells) > 0 {
 		err = errors.Join(err, f.write(w, res))
 		if plotW != nil {
-			err = errors.Join(err, loadgen.WriteComparePlot(plotW, res, plotFormat))
+			err = errors.Join(err, plot.WriteCompare(plotW, res, plotFormat))
 		}
 	}
 	err = errors.Join(err, closePlot(), closeOut())
 	if err == nil && res.Unexpected() > 0 {
 		fmt.Fprintf(stderr, "loadgen compare: %d operations failed unexpectedly\n", res.Unexpected())
-		return &exitError{cli.ExitRuntime}
+		return &cli.ExitError{Code: cli.ExitRuntime}
 	}
 	return err
 }
@@ -380,11 +383,11 @@ func eta(done, total int64, elapsed time.Duration) string {
 }
 
 func (f *compareFlags) write(w io.Writer, res loadgen.CompareResult) error {
-	if err := writerFor(f.format, loadgen.WriteCompareTable, loadgen.WriteCompareJSON, loadgen.WriteCompareBench)(w, res); err != nil {
+	if err := writerFor(f.format, report.WriteCompareTable, report.WriteCompareJSON, report.WriteCompareBench)(w, res); err != nil {
 		return err
 	}
 	if f.seed && f.format == "table" {
-		return loadgen.WriteSeedTable(w, res)
+		return report.WriteSeedTable(w, res)
 	}
 	return nil
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/kernfsim/kernfsim/internal/clitest"
 	"github.com/kernfsim/kernfsim/loadgen"
 	"github.com/kernfsim/kernfsim/sysfs"
+	"github.com/kernfsim/kernfsim/teardown"
 )
 
 // FuzzArgs runs loadgen's command line with fuzzed arguments: it must
@@ -84,7 +85,7 @@ func FuzzArgs(f *testing.F) {
 // not skipped. 10000 is Go's default thread limit.
 var fuzzBounded = map[string]float64{
 	"threads": 10000, "readers": 10000, "per-op": 10000, "bufsize": float64(loadgen.MaxBufSize),
-	"count": loadgen.MaxSimDevices, "batch": loadgen.MaxSimDevices, "storm-size": 256, "attrs": 64, "churn": 100000,
+	"count": teardown.MaxSimDevices, "batch": teardown.MaxSimDevices, "storm-size": 256, "attrs": 64, "churn": 100000,
 	"writers": loadgen.MaxWriters, "write-rate": 100000, "cgroups": sysfs.MaxSynthCgroups,
 }
 

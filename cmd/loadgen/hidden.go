@@ -10,13 +10,14 @@ import (
 	"github.com/kernfsim/kernfsim/internal/cli"
 	"github.com/kernfsim/kernfsim/internal/mountcmd"
 	"github.com/kernfsim/kernfsim/loadgen"
+	"github.com/kernfsim/kernfsim/loadgen/harness"
 )
 
 // serveMain serves a kernfsim mount in the foreground, with the arguments
 // of `kernfsim mount` (MOUNTPOINT --lock L [tree flags] [...]), until ctx
 // is cancelled, then unmounts and returns 0; it prints one line to stdout
 // once the mount serves. Tests replace it; nil means no server is
-// available (loadgen.ErrNoServer).
+// available (harness.ErrNoServer).
 var serveMain func(ctx context.Context, args []string, stdout, stderr io.Writer) int = mountcmd.Main
 
 // serverCommand is the command that starts a kernfsim server, or nil if
@@ -37,10 +38,10 @@ func newServeCmd() *cobra.Command {
 		DisableFlagParsing: true,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if serveMain == nil {
-				return loadgen.ErrNoServer
+				return harness.ErrNoServer
 			}
 			if code := serveMain(cmd.Context(), args, cmd.OutOrStdout(), cmd.ErrOrStderr()); code != cli.ExitOK {
-				return &exitError{code}
+				return &cli.ExitError{Code: code}
 			}
 			return nil
 		},
@@ -54,7 +55,7 @@ func newWorkerCmd() *cobra.Command {
 	return &cobra.Command{
 		Use:    "__worker",
 		Hidden: true,
-		Args:   cobra.NoArgs,
+		Args:   noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			start := os.NewFile(3, "start")
 			defer start.Close()

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/stretchr/testify/require"
+
 	"github.com/kernfsim/kernfsim/internal/cli"
 )
 
@@ -16,9 +18,7 @@ import (
 func TestSimHostABIConflict(t *testing.T) {
 	for _, name := range []string{"bus", "devices", "class"} {
 		dir := t.TempDir()
-		if err := os.WriteFile(filepath.Join(dir, name), []byte("x\n"), 0o644); err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, os.WriteFile(filepath.Join(dir, name), []byte("x\n"), 0o644))
 		for _, args := range [][]string{
 			{"--sim", "--tree", "host:" + dir, "--threads", "1", "--times", "1"},
 			{"compare", "--sim", "--tree", "host:" + dir, "--locks", "rwsem", "--threads", "1", "--repeats", "1", "--ops", "files"},

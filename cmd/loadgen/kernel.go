@@ -11,7 +11,7 @@ import (
 
 	"github.com/kernfsim/kernfsim/internal/cli"
 	"github.com/kernfsim/kernfsim/kernelprobe"
-	"github.com/kernfsim/kernfsim/loadgen"
+	"github.com/kernfsim/kernfsim/loadgen/harness"
 )
 
 // kernelFlags are the flags of umount-storm and unshare.
@@ -38,7 +38,7 @@ seeds' figures. Root only.`,
 		Example: `  sudo loadgen umount-storm
   sudo loadgen umount-storm --count 5000 --lazy
   sudo loadgen umount-storm --format bench`,
-		Args: cobra.NoArgs,
+		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return f.run(cmd) },
 	}
 	fs := cmd.Flags()
@@ -63,7 +63,7 @@ same loop without the flag as a baseline. It prints the kernel release, the
 rcupdate parameters and the seeds' figures. Root only.`,
 		Example: `  sudo loadgen unshare --ns ipc --count 1000
   sudo loadgen unshare --ns net --count 200 --format json`,
-		Args: cobra.NoArgs,
+		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return f.run(cmd) },
 	}
 	fs := cmd.Flags()
@@ -85,7 +85,7 @@ func newKernelChildCmd() *cobra.Command {
 	return &cobra.Command{
 		Use:    "__kernel",
 		Hidden: true,
-		Args:   cobra.NoArgs,
+		Args:   noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return kernelprobe.Serve(cmd.Context(), cmd.InOrStdin(), cmd.OutOrStdout())
 		},
@@ -116,7 +116,7 @@ func (f *kernelFlags) run(cmd *cobra.Command) error {
 		return err
 	}
 	res, err := kernelprobe.Run(cmd.Context(), f.cfg)
-	var ce *loadgen.ConfigError
+	var ce *harness.ConfigError
 	if err != nil && !errors.As(err, &ce) && (res.Mount != nil || res.Unshare != nil) {
 		err = errors.Join(err, f.write(w, res))
 	} else if err == nil {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/kernfsim/kernfsim/internal/cli"
 	"github.com/kernfsim/kernfsim/loadgen"
+	"github.com/kernfsim/kernfsim/loadgen/report"
 )
 
 // --pin and --pin-single: by default the single worker runs unpinned and
@@ -61,7 +62,7 @@ func TestMinDurationFlag(t *testing.T) {
 	if j.MinDurationNs != 30e6 || j.Times != 1 {
 		t.Errorf("min_duration_ns %d, times %d: want 30ms, 1", j.MinDurationNs, j.Times)
 	}
-	for name, ph := range map[string]*loadgen.JSONPhase{"single": j.Single, "concur": j.Concur} {
+	for name, ph := range map[string]*report.JSONPhase{"single": j.Single, "concur": j.Concur} {
 		var ops int64
 		for _, w := range ph.Workers {
 			ops += w.Ops
@@ -95,7 +96,7 @@ func TestCompareLengthFlags(t *testing.T) {
 		args := append([]string{"compare", "--sim", "--locks", "rwsem", "--threads", "1", "--repeats", "1", "--ops", "files",
 			"--times", "50", "--sim-times", "50", "--cpus", "8"}, tc.flags...)
 		code, out, errOut := runArgs(context.Background(), append(args, "--format", "json")...)
-		var j loadgen.JSONCompare
+		var j report.JSONCompare
 		if code != cli.ExitOK || json.Unmarshal([]byte(out), &j) != nil {
 			t.Fatalf("%q: exit %d, stderr %q", tc.flags, code, errOut)
 		}

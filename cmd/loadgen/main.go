@@ -21,14 +21,13 @@ import (
 	"os"
 	"os/signal"
 	"runtime/debug"
-	"strings"
 	"syscall"
 
 	"github.com/spf13/cobra"
 
 	"github.com/kernfsim/kernfsim/internal/buildinfo"
 	"github.com/kernfsim/kernfsim/internal/cli"
-	"github.com/kernfsim/kernfsim/loadgen"
+	"github.com/kernfsim/kernfsim/loadgen/harness"
 )
 
 func main() {
@@ -52,7 +51,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (code int
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	cmd, err := root.ExecuteContextC(context.WithValue(ctx, argsKey{}, append([]string{"loadgen"}, args...)))
-	return report(cmd, err, stderr)
+	return cli.Report("loadgen", cmd, classify(err), stderr)
 }
 
 // argsKey is the context key of the command line, which results record.
@@ -76,51 +75,35 @@ func newRootCmd(stderr io.Writer) *cobra.Command {
 	return root
 }
 
-// exitError carries an exit status already reported.
-type exitError struct{ code int }
-
-func (e *exitError) Error() string { return fmt.Sprintf("exit status %d", e.code) }
-
-// report prints err and returns the exit status for it.
-func report(cmd *cobra.Command, err error, stderr io.Writer) int {
+// classify gives err the type cli.Report maps to loadgen's exit status:
+// a *harness.ConfigError is bad input, said in terms of flags; an error
+// not typed already is a failure at run time.
+func classify(err error) error {
 	var (
+		ce    *harness.ConfigError
+		exit  *cli.ExitError
 		usage *cli.UsageError
-		ce    *loadgen.ConfigError
-		exit  *exitError
+		input *cli.InputError
+		rt    *cli.RuntimeError
 	)
 	switch {
-	case err == nil:
-		return cli.ExitOK
-	case errors.As(err, &exit):
-		return exit.code
-	case errors.Is(err, context.Canceled):
-		fmt.Fprintln(stderr, "loadgen: interrupted")
-		return cli.ExitRuntime
+	case err == nil, errors.As(err, &exit), errors.Is(err, context.Canceled):
+		return err
 	case errors.As(err, &ce):
-		fmt.Fprintf(stderr, "loadgen: %s\n", configMessage(ce))
-		return cli.ExitUsage
-	case errors.As(err, &usage):
-		fmt.Fprintf(stderr, "loadgen: %v\n", err)
-		if cmd != nil {
-			fmt.Fprintf(stderr, "Run '%s --help' for usage.\n", cmd.CommandPath())
-		}
-		return cli.ExitUsage
+		return &cli.InputError{Err: errors.New(configMessage(ce))}
+	case errors.As(err, &usage), errors.As(err, &input), errors.As(err, &rt):
+		return err
 	}
-	fmt.Fprintf(stderr, "loadgen: %v\n", err)
-	if isCobraUsage(err) {
-		return cli.ExitUsage
-	}
-	return cli.ExitRuntime
+	return &cli.RuntimeError{Err: err}
 }
 
-// isCobraUsage reports errors cobra makes itself for a bad command line.
-func isCobraUsage(err error) bool {
-	for _, p := range []string{"unknown command", "unknown flag", "unknown shorthand", "accepts ", "requires at least", "invalid argument"} {
-		if strings.Contains(err.Error(), p) {
-			return true
-		}
+// noArgs refuses positional arguments as bad input (cobra.NoArgs's
+// "unknown command"), reported without the pointer to --help.
+func noArgs(cmd *cobra.Command, args []string) error {
+	if err := cobra.NoArgs(cmd, args); err != nil {
+		return &cli.InputError{Err: err}
 	}
-	return false
+	return nil
 }
 
 // fieldFlags names the flag behind each loadgen.Config field.
@@ -133,15 +116,37 @@ var fieldFlags = map[string]string{
 	"Writers": "--writers", "WriteRate": "--write-rate",
 }
 
-// configMessage is a *loadgen.ConfigError in terms of flags.
-func configMessage(ce *loadgen.ConfigError) string {
+// hintFlags names the flags behind what the engine's text (hints,
+// warnings) names besides fieldFlags' fields: a target kind, a tree's
+// size, a tool's own fields. A message's Field is mapped by fieldFlags
+// alone.
+var hintFlags = map[string]string{
+	"TargetSim": "--sim", "Tree.Cgroups": "--cgroups", "Tree.MemBlocks": "--mem-blocks", "Count": "--count",
+	"MinDuration": "--min-duration", "PinSingle": "--pin-single", "Repeats": "--repeats", "SimTimes": "--sim-times",
+	"Locks": "--locks", "Format": "--format",
+}
+
+// configMessage is a *harness.ConfigError in terms of flags.
+func configMessage(ce *harness.ConfigError) string {
 	field := ce.Field
 	if f, ok := fieldFlags[field]; ok {
 		field = f
 	}
 	s := field + ": " + ce.Problem
-	if ce.Hint != "" {
-		s += "; " + ce.Hint
+	if h := ce.HintFor(hintFlag); h != "" {
+		s += "; " + h
 	}
 	return s
+}
+
+// hintFlag is the flag behind a field the engine's text names
+// (harness.FieldNames).
+func hintFlag(field string) string {
+	if f, ok := fieldFlags[field]; ok {
+		return f
+	}
+	if f, ok := hintFlags[field]; ok {
+		return f
+	}
+	return field
 }

@@ -10,16 +10,18 @@ import (
 	"testing"
 
 	"github.com/spf13/pflag"
+	"github.com/stretchr/testify/require"
 
 	"github.com/kernfsim/kernfsim/internal/cli"
-	"github.com/kernfsim/kernfsim/loadgen"
+	"github.com/kernfsim/kernfsim/loadgen/harness"
+	"github.com/kernfsim/kernfsim/loadgen/report"
 )
 
 // runJSON runs the command line with --format json and decodes the run.
-func runJSON(t *testing.T, args ...string) loadgen.JSONRun {
+func runJSON(t *testing.T, args ...string) report.JSONRun {
 	t.Helper()
 	code, out, errOut := runArgs(context.Background(), append(args, "--format", "json")...)
-	var j loadgen.JSONRun
+	var j report.JSONRun
 	if code != cli.ExitOK || json.Unmarshal([]byte(out), &j) != nil {
 		t.Fatalf("%q: exit %d, stderr %q\n%s", args, code, errOut, out)
 	}
@@ -45,9 +47,7 @@ func TestServerArgs(t *testing.T) {
 		}
 		var f treeFlags
 		addTreeFlags(fs, &f)
-		if err := fs.Parse([]string{"--gp", "expedited", "--cpus", "8", "--tree", "synthetic"}); err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, fs.Parse([]string{"--gp", "expedited", "--cpus", "8", "--tree", "synthetic"}))
 		want := "--cpus=8 --gp=expedited --tree=synthetic"
 		if ownGP {
 			want = "--cpus=8 --tree=synthetic"
@@ -66,11 +66,9 @@ func TestServerArgs(t *testing.T) {
 // processes: MPI ranks); the real lstopo reads the mirror too.
 func TestMirrorMount(t *testing.T) {
 	requireFUSE(t)
-	s, err := loadgen.StartServer(context.Background(), loadgen.ServerConfig{Command: serverCommand(), Lock: "rcu",
+	s, err := harness.StartServer(context.Background(), harness.ServerConfig{Command: serverCommand(), Lock: "rcu",
 		Args: []string{"--tree=host"}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	defer func() {
 		if err := s.Close(); err != nil {
 			t.Error(err)
@@ -118,7 +116,7 @@ func TestCompareHwloc(t *testing.T) {
 	if code != cli.ExitOK || !strings.Contains(errOut, "serve a mirror of /sys") {
 		t.Fatalf("exit %d, stderr %q", code, errOut)
 	}
-	var j loadgen.JSONCompare
+	var j report.JSONCompare
 	if err := json.Unmarshal([]byte(out), &j); err != nil || len(j.Cells) != 3 {
 		t.Fatalf("%v: %d cells, want 3 rows", err, len(j.Cells))
 	}
@@ -224,7 +222,7 @@ func TestCompareWritersMounts(t *testing.T) {
 	code, out, errOut := runArgs(context.Background(), "compare", "--ops", "files,cgroup", "--targets", "kernfsim,sim", "--locks", "rwsem",
 		"--threads", "2", "--repeats", "1", "--writers", "1", "--write-rate", "500", "--min-duration", "100ms", "--warm-up", "0",
 		"--cpus", "8", "--mem-blocks", "4", "--format", "json")
-	var j loadgen.JSONCompare
+	var j report.JSONCompare
 	if code != cli.ExitOK || json.Unmarshal([]byte(out), &j) != nil || len(j.Cells) != 4 || j.Writers != 1 {
 		t.Fatalf("exit %d, stderr %q, %d cells", code, errOut, len(j.Cells))
 	}

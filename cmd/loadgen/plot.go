@@ -10,7 +10,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kernfsim/kernfsim/internal/cli"
-	"github.com/kernfsim/kernfsim/loadgen"
+	"github.com/kernfsim/kernfsim/loadgen/plot"
+	"github.com/kernfsim/kernfsim/loadgen/report"
 )
 
 func newPlotCmd() *cobra.Command {
@@ -30,13 +31,13 @@ format follows the extension of -o: svg, png or pdf.`,
 			}
 			return nil
 		},
-		RunE: func(cmd *cobra.Command, args []string) error { return plot(args[0], out) },
+		RunE: func(cmd *cobra.Command, args []string) error { return redraw(args[0], out) },
 	}
 	cli.PathVarP(cmd.Flags(), &out, "out", "o", "", "the plot `FILE`: .svg, .png or .pdf")
 	return cmd
 }
 
-func plot(in, out string) error {
+func redraw(in, out string) error {
 	if out == "" {
 		return &cli.UsageError{Err: errors.New("-o FILE is missing: name the plot to write, e.g. -o result.svg")}
 	}
@@ -45,7 +46,7 @@ func plot(in, out string) error {
 		return &cli.UsageError{Err: err}
 	}
 	defer f.Close()
-	res, err := loadgen.ReadCompareJSON(f)
+	res, err := report.ReadCompareJSON(f)
 	if err != nil {
 		return &cli.UsageError{Err: fmt.Errorf("%s: %w", in, err)}
 	}
@@ -53,7 +54,7 @@ func plot(in, out string) error {
 	if err != nil {
 		return err
 	}
-	return errors.Join(loadgen.WriteComparePlot(w, res, format), closePlot())
+	return errors.Join(plot.WriteCompare(w, res, format), closePlot())
 }
 
 // openPlot creates the plot file path, whose extension names its format;
@@ -63,10 +64,10 @@ func openPlot(path string) (w io.Writer, format string, close func() error, err 
 	if path == "" {
 		return nil, "", func() error { return nil }, nil
 	}
-	format, ok := loadgen.PlotFormat(path)
+	format, ok := plot.Format(path)
 	if !ok {
 		return nil, "", nil, &cli.UsageError{Err: fmt.Errorf("plot file %s: the extension names the format: .%s", path,
-			strings.Join(loadgen.PlotFormats, ", ."))}
+			strings.Join(plot.Formats, ", ."))}
 	}
 	file, err := os.Create(path)
 	if err != nil {

@@ -9,8 +9,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kernfsim/kernfsim/internal/cli"
 	"golang.org/x/sys/unix"
+
+	"github.com/kernfsim/kernfsim/internal/cli"
 )
 
 // openPTY opens a pseudo-terminal: the controlling side and the terminal.

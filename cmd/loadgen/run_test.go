@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/kernfsim/kernfsim/internal/cli"
-	"github.com/kernfsim/kernfsim/loadgen"
+	"github.com/kernfsim/kernfsim/loadgen/report"
 )
 
 func TestSeedGolden(t *testing.T) {
@@ -30,11 +30,11 @@ func TestJSONGolden(t *testing.T) {
 	if code != cli.ExitOK || errOut != "" {
 		t.Fatalf("exit %d, stderr %q", code, errOut)
 	}
-	var j loadgen.JSONRun
+	var j report.JSONRun
 	if err := json.Unmarshal([]byte(out), &j); err != nil {
 		t.Fatalf("%v:\n%s", err, out)
 	}
-	if j.Schema != loadgen.SchemaRun || j.Target.Lock != "rcu" || j.Threads != 3 || len(j.Concur.Workers) != 3 ||
+	if j.Schema != report.SchemaRun || j.Target.Lock != "rcu" || j.Threads != 3 || len(j.Concur.Workers) != 3 ||
 		j.Concur.Latency.Count != 150 || j.Efficiency <= 0 {
 		t.Errorf("unexpected document: %+v", j)
 	}

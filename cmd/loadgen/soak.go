@@ -11,6 +11,7 @@ import (
 
 	"github.com/kernfsim/kernfsim/internal/cli"
 	"github.com/kernfsim/kernfsim/loadgen"
+	"github.com/kernfsim/kernfsim/loadgen/harness"
 	"github.com/kernfsim/kernfsim/soak"
 )
 
@@ -59,7 +60,7 @@ the message names the failed condition.`,
 		Example: `  loadgen soak                                # 10 minutes: mutex, rwsem, rcu
   loadgen soak --duration 60s --interval 5s --cpus 8 --mem-blocks 16
   loadgen soak --path /mnt/k --server-pid $(pidof kernfsim) --duration 30m   # a mount you started`,
-		Args: cobra.NoArgs,
+		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return f.run(cmd) },
 	}
 	fs := cmd.Flags()
@@ -114,9 +115,9 @@ func (f *soakFlags) config(fs *pflag.FlagSet) (soak.Config, error) {
 		return soak.Config{}, &cli.UsageError{Err: errors.New("--locks and --readers need at least one name each")}
 	}
 	return soak.Config{Duration: f.duration, Interval: f.interval, Warmup: f.warmup, Locks: f.locks,
-		Dir: f.path, ServerPID: f.serverPID, Readers: f.readers, PerOp: f.perOp, Churn: f.churn,
+		Dir: f.path, ServerPID: f.serverPID, Readers: f.readers, Workers: loadgen.Workers, PerOp: f.perOp, Churn: f.churn,
 		StormEvery: f.stormEvery, StormSize: f.stormSize, Tolerance: f.tolerance, RSSSlack: rssSlack(f.rssSlackMiB),
-		Server: &loadgen.ServerConfig{Command: serverCommand(), Args: append(f.tree.serverArgs(), f.serverArgs...)}}, nil
+		Server: &harness.ServerConfig{Command: serverCommand(), Args: append(f.tree.serverArgs(), f.serverArgs...)}}, nil
 }
 
 func (f *soakFlags) run(cmd *cobra.Command) error {
@@ -137,7 +138,7 @@ func (f *soakFlags) run(cmd *cobra.Command) error {
 	}
 	if fails := res.Failures(); len(fails) > 0 {
 		fmt.Fprintf(cmd.ErrOrStderr(), "loadgen: soak failed: %s\n", strings.Join(fails, "; "))
-		return &exitError{cli.ExitRuntime}
+		return &cli.ExitError{Code: cli.ExitRuntime}
 	}
 	return nil
 }

@@ -14,9 +14,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/require"
+
 	"github.com/kernfsim/kernfsim/client"
 	"github.com/kernfsim/kernfsim/internal/cli"
-	"github.com/kernfsim/kernfsim/loadgen"
+	"github.com/kernfsim/kernfsim/loadgen/harness"
+	"github.com/kernfsim/kernfsim/loadgen/report"
 )
 
 // smallTree keeps the server's start-up short.
@@ -58,9 +61,7 @@ var lockLine = regexp.MustCompile(`(?m)^lock:         concur read (\d+) acquisit
 func atoi(t *testing.T, s string) int {
 	t.Helper()
 	n, err := strconv.Atoi(s)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	return n
 }
 
@@ -73,7 +74,7 @@ func TestDefaultTargetChurn(t *testing.T) {
 	requireFUSE(t)
 	code, out, errOut := runArgs(context.Background(), append([]string{"--threads", "2", "--times", "300", "--churn", "1000",
 		"--format", "json"}, smallTree...)...)
-	var j loadgen.JSONRun
+	var j report.JSONRun
 	if code != cli.ExitOK || json.Unmarshal([]byte(out), &j) != nil {
 		t.Fatalf("exit %d, stderr %q\n%s", code, errOut, out)
 	}
@@ -158,8 +159,8 @@ func TestCompareWritersGolden(t *testing.T) {
 
 func TestCompareFormats(t *testing.T) {
 	code, out, errOut := runArgs(context.Background(), append(compareArgs, "--format", "json")...)
-	var j loadgen.JSONCompare
-	if code != cli.ExitOK || json.Unmarshal([]byte(out), &j) != nil || len(j.Cells) != 2*2*2 || j.Schema != loadgen.SchemaCompare {
+	var j report.JSONCompare
+	if code != cli.ExitOK || json.Unmarshal([]byte(out), &j) != nil || len(j.Cells) != 2*2*2 || j.Schema != report.SchemaCompare {
 		t.Errorf("json: exit %d, stderr %q, %d cells", code, errOut, len(j.Cells))
 	}
 	code, out, _ = runArgs(context.Background(), append(compareArgs, "--format", "bench")...)
@@ -189,24 +190,17 @@ func TestCompareAllTargets(t *testing.T) {
 // recover.
 func TestDeadMount(t *testing.T) {
 	requireFUSE(t)
-	s, err := loadgen.StartServer(context.Background(), loadgen.ServerConfig{Command: serverCommand(), Args: smallTree})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, err := harness.StartServer(context.Background(), harness.ServerConfig{Command: serverCommand(), Args: smallTree})
+	require.NoError(t, err)
 	defer s.Close()
 	pid := serverPid(t, s.Mountpoint())
-	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, syscall.Kill(pid, syscall.SIGKILL))
 	// The kernel ends the connection once the process is gone: poll for
 	// that, with a deadline, rather than give up after a fixed wait.
-	gone := pollUntil(10*time.Second, func() bool {
+	require.Eventually(t, func() bool {
 		_, err := os.Stat(s.Mountpoint())
 		return errors.Is(err, syscall.ENOTCONN)
-	})
-	if !gone {
-		t.Fatalf("stat %s: no ENOTCONN 10 s after its server was killed", s.Mountpoint())
-	}
+	}, 10*time.Second, 10*time.Millisecond, "stat %s: no ENOTCONN 10 s after its server was killed", s.Mountpoint())
 	code, _, errOut := runArgs(context.Background(), "--path", s.Mountpoint(), "--threads", "1", "--times", "10")
 	if code != cli.ExitUsage || !strings.Contains(errOut, "transport endpoint is not connected") || !strings.Contains(errOut, "umount -l") {
 		t.Errorf("exit %d, stderr %q: want 2, the dead server and how to recover", code, errOut)

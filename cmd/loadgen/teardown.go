@@ -12,7 +12,7 @@ import (
 
 	"github.com/kernfsim/kernfsim/internal/cli"
 	"github.com/kernfsim/kernfsim/kernfsim"
-	"github.com/kernfsim/kernfsim/loadgen"
+	"github.com/kernfsim/kernfsim/loadgen/harness"
 	"github.com/kernfsim/kernfsim/locking"
 	"github.com/kernfsim/kernfsim/teardown"
 )
@@ -63,7 +63,7 @@ delete_device.`,
   loadgen teardown --sim --gps normal --batch 5000     # 5000 removals sharing one grace period
   loadgen teardown --count 1000 --format json --out teardown.json
   loadgen teardown --path /mnt/k --count 500`,
-		Args: cobra.NoArgs,
+		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return f.run(cmd, stderr) },
 	}
 	fs := cmd.Flags()
@@ -133,7 +133,7 @@ func (f *teardownFlags) config(cmd *cobra.Command) (teardown.Config, error) {
 		if fs.Changed("server-arg") {
 			return c, &cli.UsageError{Err: errors.New("--server-arg applies to the servers loadgen starts; the mount at --path has its own")}
 		}
-		c.Target = loadgen.Target{Kind: loadgen.TargetPath, Dir: f.path}
+		c.Target = harness.Target{Kind: harness.TargetPath, Dir: f.path}
 	case f.sim:
 		if fs.Changed("server-arg") {
 			return c, &cli.UsageError{Err: errors.New("--server-arg applies to the servers loadgen starts; --sim starts none")}
@@ -141,10 +141,10 @@ func (f *teardownFlags) config(cmd *cobra.Command) (teardown.Config, error) {
 		if _, host := f.tree.HostDir(); host {
 			return c, &cli.UsageError{Err: errors.New("--tree host applies to the servers loadgen starts; teardown --sim builds a synthetic tree (its size does not change a removal)")}
 		}
-		c.Target = loadgen.Target{Kind: loadgen.TargetSim, Tree: f.tree.config()}
+		c.Target = harness.Target{Kind: harness.TargetSim, Tree: f.tree.config()}
 	default:
-		c.Target = loadgen.Target{Kind: loadgen.TargetKernfsim}
-		c.Server = &loadgen.ServerConfig{Command: serverCommand(), Args: append(f.tree.serverArgs(), f.serverArgs...)}
+		c.Target = harness.Target{Kind: harness.TargetKernfsim}
+		c.Server = &harness.ServerConfig{Command: serverCommand(), Args: append(f.tree.serverArgs(), f.serverArgs...)}
 	}
 	return c, nil
 }
@@ -180,16 +180,16 @@ func (f *teardownFlags) validateLists() error {
 // tdFlags names the flag behind each teardown.Config field.
 var tdFlags = map[string]string{"Count": "--count", "Batch": "--batch", "Attrs": "--attrs", "Lock": "--locks", "Dir": "--path", "Readers": "--readers"}
 
-// tdUsage rewords a *loadgen.ConfigError of the teardown engine in terms
+// tdUsage rewords a *harness.ConfigError of the teardown engine in terms
 // of flags.
 func tdUsage(err error) error {
-	var ce *loadgen.ConfigError
+	var ce *harness.ConfigError
 	if !errors.As(err, &ce) || tdFlags[ce.Field] == "" {
 		return err
 	}
 	msg := tdFlags[ce.Field] + ": " + ce.Problem
-	if ce.Hint != "" {
-		msg += "; " + ce.Hint
+	if h := ce.HintFor(hintFlag); h != "" {
+		msg += "; " + h
 	}
 	return &cli.UsageError{Err: errors.New(msg)}
 }
@@ -210,7 +210,7 @@ func (f *teardownFlags) run(cmd *cobra.Command, stderr io.Writer) error {
 	if err == nil {
 		if bad := incomplete(res); bad != "" {
 			fmt.Fprintf(stderr, "loadgen teardown: %s\n", bad)
-			return &exitError{cli.ExitRuntime}
+			return &cli.ExitError{Code: cli.ExitRuntime}
 		}
 	}
 	return err

@@ -14,9 +14,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
 	"github.com/kernfsim/kernfsim/internal/cli"
 	"github.com/kernfsim/kernfsim/kernelprobe"
-	"github.com/kernfsim/kernfsim/loadgen"
+	"github.com/kernfsim/kernfsim/loadgen/harness"
 	"github.com/kernfsim/kernfsim/teardown"
 )
 
@@ -96,16 +99,12 @@ func TestTeardownFUSE(t *testing.T) {
 // stats; devices an earlier storm left are removed first.
 func TestTeardownPath(t *testing.T) {
 	requireFUSE(t)
-	srv, err := loadgen.StartServer(context.Background(), loadgen.ServerConfig{Command: serverCommand(), Lock: "rcu",
+	srv, err := harness.StartServer(context.Background(), harness.ServerConfig{Command: serverCommand(), Lock: "rcu",
 		Args: []string{"--gp=deferred", "--cpus=2", "--sockets=1", "--mem-blocks=4"}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	defer srv.Close()
 	ctl := filepath.Join(srv.Mountpoint(), "bus/kernfsim/new_device")
-	if err := os.WriteFile(ctl, []byte("lgtd3\n"), 0); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, os.WriteFile(ctl, []byte("lgtd3\n"), 0))
 	doc := teardownJSON(t, "teardown", "--path", srv.Mountpoint(), "--count", "20")
 	checkTeardownRuns(t, doc.Runs, []string{"rcu/deferred"}, 20)
 	if ents, _ := os.ReadDir(filepath.Join(srv.Mountpoint(), "devices/kernfsim")); len(ents) != 0 {
@@ -145,9 +144,7 @@ func requireRootForKernel(t *testing.T) {
 func hostStorm(t *testing.T) []string {
 	t.Helper()
 	mi, err := os.ReadFile("/proc/self/mountinfo")
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	var out []string
 	for l := range strings.Lines(string(mi)) {
 		if strings.Contains(l, "loadgen-umount-storm") {
@@ -260,16 +257,6 @@ func childPids(pid int) []int {
 	return out
 }
 
-// pollUntil polls cond every 10 ms for up to d.
-func pollUntil(d time.Duration, cond func() bool) bool {
-	for end := time.Now().Add(d); time.Now().Before(end); time.Sleep(10 * time.Millisecond) {
-		if cond() {
-			return true
-		}
-	}
-	return cond()
-}
-
 // stormSIGKILL kills loadgen in the middle of a storm: no mount, and no
 // directory, is left on the host, since the child dies with loadgen, and
 // its mount namespace with it.
@@ -278,20 +265,18 @@ func stormSIGKILL(t *testing.T, bin string) {
 	cmd := exec.Command(bin, "umount-storm", "--count", "90000")
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, cmd.Start())
 	var child int
 	mounts := func() int {
 		mi, _ := os.ReadFile("/proc/" + strconv.Itoa(child) + "/mountinfo")
 		return strings.Count(string(mi), "loadgen-umount-storm")
 	}
-	ok := pollUntil(20*time.Second, func() bool {
+	ok := assert.Eventually(t, func() bool {
 		if c := childPids(cmd.Process.Pid); len(c) == 1 {
 			child = c[0]
 		}
 		return child != 0 && mounts() > 200
-	})
+	}, 20*time.Second, 10*time.Millisecond)
 	if !ok {
 		cmd.Process.Kill()
 		cmd.Wait()
@@ -300,13 +285,10 @@ func stormSIGKILL(t *testing.T, bin string) {
 	t.Logf("killing loadgen (pid %d) with its child %d at %d mounts", cmd.Process.Pid, child, mounts())
 	cmd.Process.Signal(syscall.SIGKILL)
 	cmd.Wait()
-	gone := pollUntil(10*time.Second, func() bool {
+	require.Eventually(t, func() bool {
 		st, err := os.ReadFile("/proc/" + strconv.Itoa(child) + "/stat")
 		return err != nil || regexp.MustCompile(`\) [ZX] `).Match(st)
-	})
-	if !gone {
-		t.Fatalf("the child %d outlived loadgen", child)
-	}
+	}, 10*time.Second, 10*time.Millisecond, "the child %d outlived loadgen", child)
 	if h := hostStorm(t); len(h) > 0 {
 		t.Errorf("storm mounts on the host after SIGKILL: %q", h)
 	}

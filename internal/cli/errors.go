@@ -1,5 +1,7 @@
 package cli
 
+import "fmt"
+
 // Exit statuses shared by the commands.
 const (
 	ExitOK      = 0
@@ -19,3 +21,16 @@ type RuntimeError struct{ Err error }
 
 func (e *RuntimeError) Error() string { return e.Err.Error() }
 func (e *RuntimeError) Unwrap() error { return e.Err }
+
+// InputError is bad input the user can fix, reported in its own words
+// without pointing at --help: exit status 2.
+type InputError struct{ Err error }
+
+func (e *InputError) Error() string { return e.Err.Error() }
+func (e *InputError) Unwrap() error { return e.Err }
+
+// ExitError is an exit status whose cause was reported already: Report
+// prints nothing more.
+type ExitError struct{ Code int }
+
+func (e *ExitError) Error() string { return fmt.Sprintf("exit status %d", e.Code) }

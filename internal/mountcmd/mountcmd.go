@@ -157,8 +157,9 @@ func serve(ctx context.Context, mountpoint string, f *flags, stdout, stderr io.W
 		fmt.Fprintf(stderr, "%s%v\n", client.FallbackNotice, m.FellBack)
 	}
 	neg := m.Server.Negatives()
-	fmt.Fprintf(stdout, "kernfsim: serving %s on %s: lock=%s entry-timeout=%v attr-timeout=%v negative-timeout=%v negatives=%s permissions=%s transport=%s\n",
-		f.tree.Describe(), m.Mountpoint, f.tree.LockDetail(), f.entry, f.attr, neg.Timeout, neg, f.perms, m.Transport)
+	fmt.Fprintln(stdout, client.Status{Tree: f.tree.Describe(), Mountpoint: m.Mountpoint, Lock: f.tree.LockDetail(),
+		EntryTimeout: f.entry, AttrTimeout: f.attr, NegativeTimeout: neg.Timeout, Negatives: fmt.Sprint(neg),
+		Permissions: f.perms, Transport: fmt.Sprint(m.Transport)})
 	select {
 	case <-ctx.Done():
 	case <-m.Done():

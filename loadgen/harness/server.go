@@ -1,4 +1,4 @@
-package loadgen
+package harness
 
 import (
 	"bytes"
@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
-	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -17,6 +16,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/kernfsim/kernfsim/client"
+	"github.com/kernfsim/kernfsim/kernfsim"
 )
 
 // fuseSuperMagic is statfs's f_type of a FUSE mount.
@@ -74,11 +74,7 @@ func StartServer(ctx context.Context, c ServerConfig) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{mnt: mnt, done: make(chan struct{}), said: make(chan struct{})}
-	args := append(append(append([]string{}, c.Command[1:]...), mnt, "--lock", c.Lock), c.Args...)
-	if c.Transport != "" {
-		args = append(args, "--transport", c.Transport)
-	}
-	s.cmd = exec.Command(c.Command[0], args...)
+	s.cmd = exec.Command(c.Command[0], client.MountArgs(c.Command[1:], mnt, c.Lock, c.Transport, c.Args)...)
 	s.cmd.Stdout, s.cmd.Stderr = serverStdout{s}, serverStderr{s}
 	// Own process group, so that a terminal's Ctrl-C does not unmount under
 	// running workers; loadgen stops the server itself. Pdeathsig stops it
@@ -140,7 +136,7 @@ func (s *Server) awaitMount(ctx context.Context, wait time.Duration) error {
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-deadline:
-			return fmt.Errorf("the kernfsim server did not mount %s within %v: %s", s.mnt, wait, s.Stderr())
+			return fmt.Errorf("the kernfsim server did not mount %s within %v: %s", s.mnt, wait, s.Output())
 		case <-tick.C:
 		}
 	}
@@ -151,24 +147,11 @@ func (s *Server) awaitMount(ctx context.Context, wait time.Duration) error {
 // /dev/fuse, not root, a refused mount): a *ConfigError with its words and
 // the way round FUSE.
 func (s *Server) startError() error {
-	var msgs []string
-	for _, line := range strings.Split(s.Stderr(), "\n") {
-		line = strings.TrimSpace(line)
-		if line == "" || strings.HasPrefix(line, "Run '") {
-			continue // cobra's usage pointer names the server's command, not loadgen's
-		}
-		for _, p := range []string{"kernfsim mount: ", "kernfsim: "} {
-			line = strings.TrimPrefix(line, p)
-		}
-		if !slices.Contains(msgs, line) {
-			msgs = append(msgs, line)
-		}
-	}
-	msg := strings.Join(msgs, "; ")
+	msg := strings.Join(client.ServerMessages(s.Output()), "; ")
 	var ee *exec.ExitError
 	if errors.As(s.werr, &ee) && ee.ExitCode() == 2 {
 		return &ConfigError{Field: "kernfsim server", Problem: "it could not mount: " + msg,
-			Hint: "measure in-process with --sim, which needs neither root nor FUSE"}
+			Hint: "measure in-process with {TargetSim}, which needs neither root nor FUSE"}
 	}
 	return fmt.Errorf("the kernfsim server exited before it mounted (%v): %s", s.werr, msg)
 }
@@ -211,8 +194,8 @@ func (s *Server) Mount() *Mount {
 	return m
 }
 
-// Stderr is what the server has printed so far (stdout and stderr).
-func (s *Server) Stderr() string {
+// Output is what the server has printed so far, on stdout and stderr.
+func (s *Server) Output() string {
 	s.outMu.Lock()
 	defer s.outMu.Unlock()
 	return string(bytes.TrimSpace(s.output.Bytes()))
@@ -314,4 +297,19 @@ func (s *Server) keep(p []byte) (int, error) {
 		s.output.Write(p)
 	}
 	return len(p), nil
+}
+
+// NewServerGoneError is the error for a run whose mount lost its server
+// midway, saying how to get the mountpoint back; tally holds the run's
+// failures, of which it counts those the lost connection caused.
+func NewServerGoneError(dir string, tally ErrorTally) error {
+	var n int64
+	for k, c := range tally {
+		if kernfsim.Disconnected(k.errno) {
+			n += c.Count
+		}
+	}
+	return fmt.Errorf("%s: the filesystem server went away during the run (ENOTCONN, ECONNABORTED or ECANCELED: the FUSE connection ended; "+
+		"%d operations failed so): if it was kernfsim, serve the mountpoint again with '%s'; "+
+		"otherwise detach the dead mount with 'umount -l %s' (or 'fusermount3 -uz %s')", dir, n, client.RemountCommand(dir), dir, dir)
 }

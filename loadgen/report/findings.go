@@ -1,4 +1,4 @@
-package loadgen
+package report
 
 import (
 	"fmt"
@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"github.com/kernfsim/kernfsim/internal/textout"
+	"github.com/kernfsim/kernfsim/loadgen"
+	"github.com/kernfsim/kernfsim/loadgen/harness"
 )
 
 // A comparison's findings: what its tables show, said in a few lines per
@@ -18,16 +20,16 @@ import (
 // long one change took under each lock.
 
 // Findings are the summary lines of op: a line per lock of each kind.
-func (r *CompareResult) Findings(op string) []string {
+func Findings(r *loadgen.CompareResult, op string) []string {
 	var out []string
-	for _, kind := range []TargetKind{TargetKernfsim, TargetSim} {
-		out = append(out, r.kindFindings(op, kind)...)
+	for _, kind := range []harness.TargetKind{harness.TargetKernfsim, harness.TargetSim} {
+		out = append(out, kindFindings(r, op, kind)...)
 	}
 	return out
 }
 
 // kindFindings are op's findings for the rows of kind.
-func (r *CompareResult) kindFindings(op string, kind TargetKind) []string {
+func kindFindings(r *loadgen.CompareResult, op string, kind harness.TargetKind) []string {
 	var lines []string
 	anyResolved, rows := false, 0
 	for i, row := range r.Rows {
@@ -65,12 +67,12 @@ func (r *CompareResult) kindFindings(op string, kind TargetKind) []string {
 		lines = append(lines, fmt.Sprintf("%s against mutex: %s", row.Label(), strings.Join(parts, "; ")))
 	}
 	if rows > 0 && !anyResolved {
-		lines = []string{fmt.Sprintf("%s: no lock differs from mutex beyond the runs' spread, at any thread count", TargetLabel(Target{Kind: kind}))}
+		lines = []string{fmt.Sprintf("%s: no lock differs from mutex beyond the runs' spread, at any thread count", harness.Target{Kind: kind}.Label())}
 	}
-	if kind == TargetKernfsim && rows > 0 {
-		lines = append(lines, r.mountBound(op)...)
+	if kind == harness.TargetKernfsim && rows > 0 {
+		lines = append(lines, mountBound(r, op)...)
 	}
-	if line := r.writersLine(op, kind); line != "" {
+	if line := writersLine(r, op, kind); line != "" {
 		lines = append(lines, line)
 	}
 	return lines
@@ -79,23 +81,23 @@ func (r *CompareResult) kindFindings(op string, kind TargetKind) []string {
 // mountBound says what bounds the kernfsim rows of op: the share of a
 // one-thread per-op that the tree's own code takes (the sim mutex row's
 // single per-op), and the lock's busy fraction where it was measured.
-func (r *CompareResult) mountBound(op string) []string {
-	mount, sim := r.rowCell(TargetKernfsim, "mutex", op, 1), r.rowCell(TargetSim, "mutex", op, 1)
+func mountBound(r *loadgen.CompareResult, op string) []string {
+	mount, sim := rowCell(r, harness.TargetKernfsim, "mutex", op, 1), rowCell(r, harness.TargetSim, "mutex", op, 1)
 	var out []string
 	if mount != nil && sim != nil && mount.Median().SinglePerOp > 0 {
 		ms, ss := mount.Median().SinglePerOp, sim.Median().SinglePerOp
 		out = append(out, fmt.Sprintf("kernfsim rows: the tree's own code (sim mutex, %s) is %.1f%% of a one-thread per-op on the mount (%s); the rest is the FUSE transport and the kernel's walk, the same under every lock",
 			textout.Dur(ss), 100*float64(ss)/float64(ms), textout.Dur(ms)))
 	}
-	if line := r.lockBusyLine(op); line != "" {
+	if line := lockBusyLine(r, op); line != "" {
 		out = append(out, line)
 	}
 	return out
 }
 
 // rowCell is the cell of the first row of kind under lock, or nil.
-func (r *CompareResult) rowCell(kind TargetKind, lock, op string, threads int) *Cell {
-	i := slices.IndexFunc(r.Rows, func(row Row) bool { return row.Target.Kind == kind && row.Target.Lock == lock })
+func rowCell(r *loadgen.CompareResult, kind harness.TargetKind, lock, op string, threads int) *loadgen.Cell {
+	i := slices.IndexFunc(r.Rows, func(row loadgen.Row) bool { return row.Target.Kind == kind && row.Target.Lock == lock })
 	if i < 0 {
 		return nil
 	}
@@ -109,7 +111,7 @@ func (r *CompareResult) rowCell(kind TargetKind, lock, op string, threads int) *
 // largest thread count, and whether the lock can be what bounds them:
 // not where mutex, whose read side excludes, was held for under half the
 // phase.
-func (r *CompareResult) lockBusyLine(op string) string {
+func lockBusyLine(r *loadgen.CompareResult, op string) string {
 	if len(r.Threads) == 0 {
 		return ""
 	}
@@ -117,7 +119,7 @@ func (r *CompareResult) lockBusyLine(op string) string {
 	var parts []string
 	mutexBusy := -1.0
 	for i, row := range r.Rows {
-		if row.Target.Kind != TargetKernfsim {
+		if row.Target.Kind != harness.TargetKernfsim {
 			continue
 		}
 		c := r.Cell(i, op, th)
@@ -150,7 +152,7 @@ func (r *CompareResult) lockBusyLine(op string) string {
 // lockCellText is c's lock figures: each side's utilization (where
 // writers ran, the write side's acquisitions after it) and the fraction
 // of acquisitions that waited; "-" without counters.
-func lockCellText(c *Cell) string {
+func lockCellText(c *loadgen.Cell) string {
 	if c == nil || len(c.Runs) == 0 {
 		return "-"
 	}
@@ -167,7 +169,7 @@ func lockCellText(c *Cell) string {
 
 // readUse is m's read side's utilization, rR, or r- where its readers
 // take nothing (none).
-func readUse(m CellRun) string {
+func readUse(m loadgen.CellRun) string {
 	if m.LockReadUncounted {
 		return "r-"
 	}
@@ -214,16 +216,16 @@ var explanation = map[why]string{
 	whyTransport: "on the FUSE rows: a lone client waits at every request for the server's thread to wake on an idle vCPU, " +
 		"while concurrent clients keep the CPUs awake, so the single per-op that efficiency divides by is inflated (the transport, not noise: more runs would not change it)",
 	whyUnpinned: "at one thread: the single worker runs unpinned, as the seed's did, and the scheduler moves it between CPUs, " +
-		"while the one concurrent worker is pinned; --pin-single pins both",
+		"while the one concurrent worker is pinned; {PinSingle} pins both",
 }
 
 // explained is why a warning of kind k in c of r is explained, or
 // unexplained.
-func explained(r CompareResult, c Cell, k warnKind) why {
+func explained(r loadgen.CompareResult, c loadgen.Cell, k warnKind) why {
 	switch {
 	case k != warnEfficiency:
 		return unexplained
-	case c.Row.Target.Kind == TargetKernfsim:
+	case c.Row.Target.Kind == harness.TargetKernfsim:
 		return whyTransport
 	case c.Threads == 1 && r.Pinned && !r.SinglePinned:
 		return whyUnpinned
@@ -233,7 +235,7 @@ func explained(r CompareResult, c Cell, k warnKind) why {
 
 // flagged reports whether a run of c has a warning that is not explained:
 // the cell's figure may mislead (the ! in tables).
-func flagged(r CompareResult, c Cell) bool {
+func flagged(r loadgen.CompareResult, c loadgen.Cell) bool {
 	for _, run := range c.Runs {
 		for _, w := range run.Warnings {
 			if explained(r, c, kindOf(w)) == unexplained {
@@ -246,7 +248,7 @@ func flagged(r CompareResult, c Cell) bool {
 
 // warnedCells lists the cells of r where a warning of kind k came that
 // reason explains (or does not): "sim rcu files threads=8 (1/3)".
-func warnedCells(r CompareResult, k warnKind, reason why) []string {
+func warnedCells(r loadgen.CompareResult, k warnKind, reason why) []string {
 	var out []string
 	for _, c := range r.Cells {
 		if explained(r, c, k) != reason {
@@ -267,10 +269,10 @@ func warnedCells(r CompareResult, k warnKind, reason why) []string {
 
 // writeGroupedWarnings writes a line per kind of warning with the cells
 // it affects, then what is explained.
-func writeGroupedWarnings(ew *textout.Writer, r CompareResult) {
+func writeGroupedWarnings(ew *textout.Writer, r loadgen.CompareResult) {
 	what := [warnKinds]string{
-		warnShort:      fmt.Sprintf("worker loops under %s (raise --times, or --sim-times for the sim rows)", textout.Dur(MinWorkerLoop)),
-		warnEfficiency: fmt.Sprintf("efficiency above %.2f (raise --repeats; --times, or --sim-times for the sim rows)", MaxEfficiency),
+		warnShort:      fmt.Sprintf("worker loops under %s (raise {Times}, or {SimTimes} for the sim rows)", textout.Dur(loadgen.MinWorkerLoop)),
+		warnEfficiency: fmt.Sprintf("efficiency above %.2f (raise {Repeats}; {Times}, or {SimTimes} for the sim rows)", loadgen.MaxEfficiency),
 	}
 	first := true
 	for k := range warnKinds {
@@ -279,10 +281,10 @@ func writeGroupedWarnings(ew *textout.Writer, r CompareResult) {
 			continue
 		}
 		if first {
-			ew.Printf("\nwarnings (runs that may mislead, the cells marked !; each run's own in --format json):\n")
+			ew.Printf("\nwarnings (runs that may mislead, the cells marked !; each run's own in %s json):\n", r.FieldNames.Name("Format"))
 			first = false
 		}
-		ew.Printf("  %s: %s\n", what[k], strings.Join(cells, ", "))
+		ew.Printf("  %s: %s\n", r.FieldNames.Put(what[k]), strings.Join(cells, ", "))
 	}
 	first = true
 	for _, reason := range []why{whyTransport, whyUnpinned} {
@@ -294,15 +296,15 @@ func writeGroupedWarnings(ew *textout.Writer, r CompareResult) {
 			ew.Printf("\nexplained, not faults:\n")
 			first = false
 		}
-		ew.Printf("  efficiency above %.2f %s; %d cells\n", MaxEfficiency, explanation[reason], len(cells))
+		ew.Printf("  efficiency above %.2f %s; %d cells\n", loadgen.MaxEfficiency, r.FieldNames.Put(explanation[reason]), len(cells))
 	}
 }
 
 // writeFindings writes the summary: op's findings, per op.
-func writeFindings(ew *textout.Writer, r CompareResult) {
+func writeFindings(ew *textout.Writer, r loadgen.CompareResult) {
 	first := true
 	for _, op := range r.Ops {
-		lines := r.Findings(op)
+		lines := Findings(&r, op)
 		if len(lines) == 0 {
 			continue
 		}
@@ -318,17 +320,17 @@ func writeFindings(ew *textout.Writer, r CompareResult) {
 }
 
 // hasLockCounts reports whether any run of r measured its lock.
-func hasLockCounts(r CompareResult) bool {
-	return slices.ContainsFunc(r.Cells, func(c Cell) bool {
-		return slices.ContainsFunc(c.Runs, func(run CellRun) bool { return run.LockCounted })
+func hasLockCounts(r loadgen.CompareResult) bool {
+	return slices.ContainsFunc(r.Cells, func(c loadgen.Cell) bool {
+		return slices.ContainsFunc(c.Runs, func(run loadgen.CellRun) bool { return run.LockCounted })
 	})
 }
 
 // uringFallback is why the kernfsim rows whose server chose its transport
 // serve over /dev/fuse, with what would enable io_uring; "" if none did.
-func uringFallback(r CompareResult) string {
+func uringFallback(r loadgen.CompareResult) string {
 	for _, row := range r.Rows {
-		if m := row.Target.Mount; row.Target.Kind == TargetKernfsim && m != nil && m.FellBack != "" {
+		if m := row.Target.Mount; row.Target.Kind == harness.TargetKernfsim && m != nil && m.FellBack != "" {
 			return m.FellBack
 		}
 	}

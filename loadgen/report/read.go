@@ -1,10 +1,12 @@
-package loadgen
+package report
 
 import (
 	"encoding/json"
 	"fmt"
 	"io"
 	"time"
+
+	"github.com/kernfsim/kernfsim/loadgen"
 )
 
 // ReadCompareJSON reads a document WriteCompareJSON wrote back into a
@@ -12,10 +14,10 @@ import (
 // figures, provenance, notes, the sim rows' costs; not how those were
 // calibrated), so that a saved comparison can be drawn or printed again.
 // Rows come in the order of their first cell.
-func ReadCompareJSON(r io.Reader) (CompareResult, error) {
+func ReadCompareJSON(r io.Reader) (loadgen.CompareResult, error) {
 	var raw json.RawMessage
 	if err := json.NewDecoder(r).Decode(&raw); err != nil {
-		return CompareResult{}, fmt.Errorf("not a JSON document: %w", err)
+		return loadgen.CompareResult{}, fmt.Errorf("not a JSON document: %w", err)
 	}
 	var head struct {
 		Schema       string
@@ -25,15 +27,15 @@ func ReadCompareJSON(r io.Reader) (CompareResult, error) {
 	switch head.Schema {
 	case SchemaCompare:
 	case SchemaRun:
-		return CompareResult{}, fmt.Errorf("a single run (%s), not a comparison: write one with loadgen compare --format json", head.Schema)
+		return loadgen.CompareResult{}, fmt.Errorf("a single run (%s), not a comparison: write one with loadgen compare --format json", head.Schema)
 	default:
-		return CompareResult{}, fmt.Errorf("schema %q, not %s: write one with loadgen compare --format json", head.Schema, SchemaCompare)
+		return loadgen.CompareResult{}, fmt.Errorf("schema %q, not %s: write one with loadgen compare --format json", head.Schema, SchemaCompare)
 	}
 	var j JSONCompare
 	if err := json.Unmarshal(raw, &j); err != nil {
-		return CompareResult{}, fmt.Errorf("a %s document that does not parse: %w", SchemaCompare, err)
+		return loadgen.CompareResult{}, fmt.Errorf("a %s document that does not parse: %w", SchemaCompare, err)
 	}
-	res := CompareResult{Provenance: j.Provenance.ToProvenance(), Ops: j.Ops, Threads: j.Threads, Times: j.Times,
+	res := loadgen.CompareResult{Provenance: j.Provenance.Provenance(), Ops: j.Ops, Threads: j.Threads, Times: j.Times,
 		SimTimes: j.SimTimes, SysTimes: j.SysTimes, HwlocTimes: j.HwlocTimes, Repeats: j.Repeats, CPUs: j.CPUs, Pinned: j.Pinned,
 		Elapsed: time.Duration(j.ElapsedNs), Interrupted: j.Interrupted, Notes: j.Notes,
 		SinglePinned: j.SinglePinned, MinDuration: time.Duration(j.MinDurationNs), WarmUp: time.Duration(j.WarmUpNs),
@@ -47,39 +49,27 @@ func ReadCompareJSON(r io.Reader) (CompareResult, error) {
 		}
 		res.SimCosts[op] = time.Duration(ns)
 	}
-	rows := map[string]Row{}
+	rows := map[string]loadgen.Row{}
 	for _, jc := range j.Cells {
 		key := jc.Target.Kind + "|" + jc.Target.Dir + "|" + jc.Target.Lock + "|" + jc.Target.Tree
 		row, ok := rows[key]
 		if !ok {
-			row = Row{Target: jc.Target.toTarget()}
+			row = loadgen.Row{Target: jc.Target.Target()}
 			rows[key] = row
 			res.Rows = append(res.Rows, row)
 		}
-		c := Cell{Row: row, Op: jc.Op, Threads: jc.Threads}
+		c := loadgen.Cell{Row: row, Op: jc.Op, Threads: jc.Threads}
 		for _, run := range jc.Runs {
-			c.Runs = append(c.Runs, run.toCellRun())
+			c.Runs = append(c.Runs, run.cellRun())
 		}
 		res.Cells = append(res.Cells, c)
 	}
 	return res, nil
 }
 
-// toTarget is JSONTarget's inverse, as far as reports need.
-func (j JSONTarget) toTarget() Target {
-	t := Target{Kind: TargetKind(j.Kind), Dir: j.Dir, Lock: j.Lock}
-	t.Tree.CPUs = j.CPUs
-	if m := j.Mount; m != nil {
-		t.Mount = &Mount{Lock: m.Lock, Transport: m.Transport, Permissions: m.Permissions,
-			EntryTimeout: time.Duration(m.EntryTimeoutNs), AttrTimeout: time.Duration(m.AttrTimeoutNs),
-			NegativeTimeout: time.Duration(m.NegativeTimeoutNs), Negatives: m.Negatives, FellBack: m.FellBack}
-	}
-	return t
-}
-
-// toCellRun is jsonCellRun's inverse.
-func (j JSONCellRun) toCellRun() CellRun {
-	c := CellRun{SinglePerOp: time.Duration(j.SinglePerOpNs), PerOp: time.Duration(j.PerOpNs),
+// cellRun is newJSONCellRun's inverse.
+func (j JSONCellRun) cellRun() loadgen.CellRun {
+	c := loadgen.CellRun{SinglePerOp: time.Duration(j.SinglePerOpNs), PerOp: time.Duration(j.PerOpNs),
 		WorkerPerOp: time.Duration(j.WorkerPerOpNs), NsPerOp: j.NsPerOp, Ops: j.Ops, P50: time.Duration(j.P50Ns),
 		P99: time.Duration(j.P99Ns), P999: time.Duration(j.P999Ns), OpsPerSec: j.OpsPerSec, Ratio: j.Ratio,
 		Efficiency: j.Efficiency, Unexpected: j.Unexpected, Done: time.Duration(j.DoneNs),

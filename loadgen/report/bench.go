@@ -1,19 +1,17 @@
-package loadgen
+package report
 
 import (
 	"fmt"
 	"io"
 	"math"
-	"runtime"
 
 	"github.com/kernfsim/kernfsim/internal/textout"
+	"github.com/kernfsim/kernfsim/loadgen"
+	"github.com/kernfsim/kernfsim/loadgen/harness"
 )
 
 // BenchName is the benchmark name prefix of WriteBench's lines.
 const BenchName = "BenchmarkSysfs"
-
-// benchPkg is the pkg: line of the header.
-const benchPkg = "github.com/kernfsim/kernfsim/loadgen"
 
 // WriteBench writes r as one Go benchmark line, after the header go test
 // prints (goos, goarch, pkg, cpu) and comment lines benchstat ignores: the
@@ -37,44 +35,27 @@ const benchPkg = "github.com/kernfsim/kernfsim/loadgen"
 // write-p99-ns) and the changes a second (writes/s).
 // loadgen compare writes the same metrics, a line per repeat. Figures are
 // printed as go test prints them.
-func WriteBench(w io.Writer, r Result) error {
+func WriteBench(w io.Writer, r loadgen.Result) error {
 	ew := textout.NewWriter(w)
-	WriteBenchProvenance(ew, r.Provenance)
+	harness.WriteBenchProvenance(ew, r.Provenance)
 	ew.Printf("# setup: %s\n", r.Target.Describe())
 	for _, warn := range r.Warnings() {
 		ew.Printf("# warning: %s\n", warn)
 	}
 	if r.Concur.Ran && len(r.Concur.Workers) > 0 {
-		writeBenchLine(ew, r.Provenance, benchName(r.Target, r.Op, r.Missing, r.Threads), r.Op, cellRunOf(r))
+		writeBenchLine(ew, r.Provenance, benchName(r.Target, r.Op, r.Missing, r.Threads), r.Op, loadgen.CellRunOf(r))
 	}
 	return ew.Err()
 }
 
-// WriteBenchProvenance writes go test's header, then the provenance as
-// comment lines.
-func WriteBenchProvenance(ew *textout.Writer, p Provenance) {
-	ew.Printf("goos: %s\ngoarch: %s\npkg: %s\ncpu: %s\n", runtime.GOOS, runtime.GOARCH, benchPkg, p.CPUModel)
-	ew.Printf("# %s %s\n# machine: %s\n", p.Program, p.Build(), p.Machine())
-	if len(p.Args) > 0 {
-		ew.Printf("# command: %s\n", p.CommandLine())
-	}
-}
-
-// WriteBenchHeader is go test's header alone, for reports without a
-// Provenance (the kernel probes).
-func WriteBenchHeader(w io.Writer) error {
-	_, err := fmt.Fprintf(w, "goos: %s\ngoarch: %s\npkg: %s\ncpu: %s\n", runtime.GOOS, runtime.GOARCH, benchPkg, cpuModel())
-	return err
-}
-
 // writeBenchLine writes one benchmark line: name with the -N GOMAXPROCS
 // suffix, every worker's operations, then the metrics.
-func writeBenchLine(ew *textout.Writer, p Provenance, name string, op Op, c CellRun) {
+func writeBenchLine(ew *textout.Writer, p harness.Provenance, name string, op harness.Op, c loadgen.CellRun) {
 	ew.Printf("%s-%d\t%8d", name, max(1, p.GOMAXPROCS), c.Ops)
 	m := [][2]any{{c.NsPerOp, "ns/op"}, {float64(c.WorkerPerOp), "worker-ns/op"}, {float64(c.SinglePerOp), "single-ns/op"},
 		{float64(c.P50), "p50-ns"}, {float64(c.P99), "p99-ns"}, {float64(c.P999), "p99.9-ns"},
 		{c.OpsPerSec, "ops/s"}, {c.Ratio, "ratio"}, {c.Efficiency, "efficiency"}}
-	if op == OpHwloc || op == OpLstopo {
+	if op == harness.OpHwloc || op == harness.OpLstopo {
 		m = append(m, [2]any{float64(c.Done), "done-ns"}, [2]any{float64(c.DoneMax), "done-max-ns"})
 	}
 	if c.LockCounted {
@@ -113,43 +94,17 @@ func benchFormat(x float64) string {
 // simcost=NANOSECONDSns after the lock, and one that makes the kernel's
 // shared writes (every sim with a cost, and a calibration's of 0)
 // shared=on; a bare sim adds nothing.
-func benchName(t Target, op Op, missing bool, threads int) string {
+func benchName(t harness.Target, op harness.Op, missing bool, threads int) string {
 	lock := t.Lock
-	if t.Kind == TargetPath {
+	if t.Kind == harness.TargetPath {
 		lock = "host"
 	}
 	cost := ""
 	if t.SimCost > 0 {
 		cost = fmt.Sprintf("/simcost=%dns", t.SimCost.Nanoseconds())
 	}
-	if t.sharedWrites() {
+	if t.SimSharedWrites() {
 		cost += "/shared=on"
 	}
-	return fmt.Sprintf("%s/target=%s/lock=%s%s/op=%s/threads=%d", BenchName, TargetLabel(t), lock, cost, opLabel(op, missing), threads)
-}
-
-// TargetLabel is the target's name in benchmark keys and tables: sim,
-// kernfsim, sys for /sys, path for another directory.
-func TargetLabel(t Target) string {
-	if t.Kind == TargetPath && (t.Dir == "/sys" || t.Dir == "/sys/") {
-		return "sys"
-	}
-	if t.Kind == TargetKernfsim && t.ServerTransport != "" {
-		return string(t.Kind) + "-" + t.ServerTransport
-	}
-	return string(t.Kind)
-}
-
-// opLabel is the operation's name in benchmark keys: files for the
-// original open-read-close, missing for it on a missing path.
-func opLabel(op Op, missing bool) string {
-	switch {
-	case missing && op == OpStat:
-		return "stat-missing"
-	case missing:
-		return "missing"
-	case op == OpOpenReadClose:
-		return "files"
-	}
-	return string(op)
+	return fmt.Sprintf("%s/target=%s/lock=%s%s/op=%s/threads=%d", BenchName, t.Label(), lock, cost, loadgen.OpLabel(op, missing), threads)
 }

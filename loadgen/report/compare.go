@@ -1,4 +1,4 @@
-package loadgen
+package report
 
 import (
 	"encoding/json"
@@ -9,6 +9,8 @@ import (
 	"text/tabwriter"
 
 	"github.com/kernfsim/kernfsim/internal/textout"
+	"github.com/kernfsim/kernfsim/loadgen"
+	"github.com/kernfsim/kernfsim/loadgen/harness"
 )
 
 // WriteCompareTable writes one table per op in the spirit of the seed's
@@ -16,11 +18,11 @@ import (
 // count, each cell the median per-op (the concur phase's wall time per
 // operation of a worker), its ratio to mutex's (x1.00) and the scaling
 // efficiency (e1.00 ideal).
-func WriteCompareTable(w io.Writer, r CompareResult) error {
+func WriteCompareTable(w io.Writer, r loadgen.CompareResult) error {
 	ew := textout.NewWriter(w)
 	ew.Printf("loadgen compare: median per-op of %d runs x %s, %d CPUs, %s, %s\n",
 		r.Repeats, runLength(r), r.CPUs, PinText(r.SinglePinned, r.Pinned), r.Elapsed.Round(1e8))
-	WriteProvenance(ew, r.Provenance, 8)
+	harness.WriteProvenance(ew, r.Provenance, 8)
 	for _, s := range compareSetups(r) {
 		ew.Printf("%-8s %s\n", "setup:", s)
 	}
@@ -36,7 +38,7 @@ func WriteCompareTable(w io.Writer, r CompareResult) error {
 	}
 	for _, op := range r.Ops {
 		ew.Printf("\nop=%s\n", op)
-		if fieldOp(op) {
+		if loadgen.TimeToDoneOp(op) {
 			ew.Printf("cell: median/last time to done per worker (start barrier to its end: an MPI rank's wait for its topology), " +
 				"xR on the median\n")
 		}
@@ -74,7 +76,7 @@ func WriteCompareTable(w io.Writer, r CompareResult) error {
 }
 
 // writeLegend says what the cells of the tables mean.
-func writeLegend(ew *textout.Writer, r CompareResult) {
+func writeLegend(ew *textout.Writer, r loadgen.CompareResult) {
 	ew.Printf("\ncell: per-op ±S  xR eE\n")
 	ew.Printf("  ±S  the runs' spread: the farther of min and max from the median, in %% of it\n")
 	ew.Printf("  xR  R times mutex's per-op (lower is better); x1.20~ when the two cells' min-max ranges overlap: not resolved\n")
@@ -92,7 +94,7 @@ func writeLegend(ew *textout.Writer, r CompareResult) {
 
 // simRowsMode says which sim mode the sim rows ran in, and with what
 // work outside the lock.
-func simRowsMode(r CompareResult) string {
+func simRowsMode(r loadgen.CompareResult) string {
 	switch r.SimMode() {
 	case "bare":
 		return "bare (the tree's code alone, no work outside the lock)"
@@ -110,61 +112,49 @@ func simRowsMode(r CompareResult) string {
 		strings.Join(parts, ", "), c.Dir, c.Lock)
 }
 
-// cellTarget is c's target as its runs had it: a sim row's with the op's
-// SimCost, and the kernel's shared writes wherever the op has a cost,
-// fixed or calibrated, even one of 0.
-func (r CompareResult) cellTarget(c Cell) Target {
-	t := c.Row.Target
-	if t.Kind == TargetSim {
-		cost, ok := r.SimCosts[c.Op]
-		t.SimCost, t.SimShared = cost, ok
-	}
-	return t
-}
-
 // workPerRun says how many operations each worker of a run does.
-func workPerRun(r CompareResult) string {
-	cc := CompareConfig{Times: r.Times, SimTimes: r.SimTimes, SysTimes: r.SysTimes, HwlocTimes: r.HwlocTimes}
-	if !slices.ContainsFunc(r.Ops, func(op string) bool { return !fieldOp(op) }) {
-		return fmt.Sprintf("%d discoveries per worker (sim: %d)", r.HwlocTimes, cc.simHwlocTimes())
+func workPerRun(r loadgen.CompareResult) string {
+	cc := loadgen.CompareConfig{Times: r.Times, SimTimes: r.SimTimes, SysTimes: r.SysTimes, HwlocTimes: r.HwlocTimes}
+	if !slices.ContainsFunc(r.Ops, func(op string) bool { return !loadgen.TimeToDoneOp(op) }) {
+		return fmt.Sprintf("%d discoveries per worker (sim: %d)", r.HwlocTimes, cc.SimHwlocTimes())
 	}
 	s := fmt.Sprintf("%d ops per worker (sim: %d", r.Times, r.SimTimes)
-	if r.SysTimes > 0 && slices.ContainsFunc(r.Rows, func(row Row) bool { return row.Target.Kind == TargetPath }) {
+	if r.SysTimes > 0 && slices.ContainsFunc(r.Rows, func(row loadgen.Row) bool { return row.Target.Kind == harness.TargetPath }) {
 		s += fmt.Sprintf(", sys: %d", r.SysTimes)
 	}
-	if slices.Contains(r.Ops, string(OpColdplug)) {
-		s += fmt.Sprintf("; coldplug: a %dth of that", coldplugFiles)
+	if slices.Contains(r.Ops, string(harness.OpColdplug)) {
+		s += fmt.Sprintf("; coldplug: a %dth of that", loadgen.ColdplugFiles)
 	}
-	if slices.Contains(r.Ops, string(OpCgroup)) {
-		s += fmt.Sprintf("; cgroup: a %dth of that", cgroupFiles)
+	if slices.Contains(r.Ops, string(harness.OpCgroup)) {
+		s += fmt.Sprintf("; cgroup: a %dth of that", loadgen.CgroupFiles)
 	}
-	if slices.ContainsFunc(r.Ops, fieldOp) {
-		s += fmt.Sprintf("; hwloc: %d discoveries, sim: %d", r.HwlocTimes, cc.simHwlocTimes())
+	if slices.ContainsFunc(r.Ops, loadgen.TimeToDoneOp) {
+		s += fmt.Sprintf("; hwloc: %d discoveries, sim: %d", r.HwlocTimes, cc.SimHwlocTimes())
 	}
 	return s + ")"
 }
 
 // writeOpTable writes op's per-op table: a line per row, a column per
 // thread count.
-func writeOpTable(w io.Writer, r CompareResult, op string) error {
-	return writeCellTable(w, r, op, "target", true, func(c *Cell) string { return cellText(r, c) })
+func writeOpTable(w io.Writer, r loadgen.CompareResult, op string) error {
+	return writeCellTable(w, r, op, "target", true, func(c *loadgen.Cell) string { return cellText(r, c) })
 }
 
 // writeLockTable writes op's lock figures, a line per row with a lock.
-func writeLockTable(w io.Writer, r CompareResult, op string) error {
+func writeLockTable(w io.Writer, r loadgen.CompareResult, op string) error {
 	return writeCellTable(w, r, op, "lock use", false, lockCellText)
 }
 
 // writeWritersTable writes op's writer figures, a line per row with a
 // lock (a row that can have writers).
-func writeWritersTable(w io.Writer, r CompareResult, op string) error {
+func writeWritersTable(w io.Writer, r loadgen.CompareResult, op string) error {
 	return writeCellTable(w, r, op, "writers", false, writersCellText)
 }
 
 // writeCellTable writes one of op's tables: a head naming the thread
 // counts under corner, then per row (the path rows, lock "host", only if
 // paths) its label, lock and cell(c) for each thread count.
-func writeCellTable(w io.Writer, r CompareResult, op, corner string, paths bool, cell func(*Cell) string) error {
+func writeCellTable(w io.Writer, r loadgen.CompareResult, op, corner string, paths bool, cell func(*loadgen.Cell) string) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 3, ' ', 0)
 	head := []string{corner, "lock"}
 	for _, th := range r.Threads {
@@ -173,13 +163,13 @@ func writeCellTable(w io.Writer, r CompareResult, op, corner string, paths bool,
 	fmt.Fprintln(tw, strings.Join(head, "\t"))
 	for i, row := range r.Rows {
 		lock := row.Target.Lock
-		if row.Target.Kind == TargetPath {
+		if row.Target.Kind == harness.TargetPath {
 			if !paths {
 				continue
 			}
 			lock = "host"
 		}
-		line := []string{TargetLabel(row.Target), lock}
+		line := []string{row.Target.Label(), lock}
 		for _, th := range r.Threads {
 			line = append(line, cell(r.Cell(i, op, th)))
 		}
@@ -188,13 +178,13 @@ func writeCellTable(w io.Writer, r CompareResult, op, corner string, paths bool,
 	return tw.Flush()
 }
 
-func cellText(r CompareResult, c *Cell) string {
+func cellText(r loadgen.CompareResult, c *loadgen.Cell) string {
 	if c == nil || len(c.Runs) == 0 {
 		return "-"
 	}
 	m, sp := c.Median(), c.Spread()
 	fig := textout.Dur(m.PerOp)
-	if fieldOp(c.Op) {
+	if loadgen.TimeToDoneOp(c.Op) {
 		fig = textout.Dur(m.Done) + "/" + textout.Dur(m.DoneMax)
 	}
 	fig += " ±" + spreadPct(sp)
@@ -214,7 +204,7 @@ func cellText(r CompareResult, c *Cell) string {
 
 // spreadPct is the farther of min and max from the median, in percent of
 // the median.
-func spreadPct(s Spread) string {
+func spreadPct(s loadgen.Spread) string {
 	if s.Median == 0 {
 		return "0%"
 	}
@@ -223,11 +213,11 @@ func spreadPct(s Spread) string {
 }
 
 // compareSetups says how each kind of row was served, once per kind.
-func compareSetups(r CompareResult) []string {
+func compareSetups(r loadgen.CompareResult) []string {
 	var out []string
 	for _, row := range r.Rows {
-		s := TargetLabel(row.Target) + " rows: " + row.Target.Setup()
-		if row.Target.Kind == TargetSim {
+		s := row.Target.Label() + " rows: " + row.Target.Setup()
+		if row.Target.Kind == harness.TargetSim {
 			s += " sim=" + simRowsMode(r)
 		}
 		if !slices.Contains(out, s) {
@@ -242,20 +232,20 @@ const SchemaCompare = "kernfsim-loadgen-compare/1"
 
 // JSONCompare is the JSON form of a CompareResult.
 type JSONCompare struct {
-	Schema      string         `json:"schema"`
-	Provenance  JSONProvenance `json:"provenance"`
-	Ops         []string       `json:"ops"`
-	Threads     []int          `json:"threads"`
-	Times       int            `json:"times"`
-	SimTimes    int            `json:"sim_times"`
-	SysTimes    int            `json:"sys_times,omitempty"`   // per worker in the path rows' plain ops
-	HwlocTimes  int            `json:"hwloc_times,omitempty"` // per worker in hwloc and lstopo cells
-	Repeats     int            `json:"repeats"`
-	CPUs        int            `json:"cpus"`
-	Pinned      bool           `json:"pinned"` // the concur workers
-	ElapsedNs   int64          `json:"elapsed_ns"`
-	Interrupted bool           `json:"interrupted"`
-	Notes       []string       `json:"notes,omitempty"`
+	Schema      string                 `json:"schema"`
+	Provenance  harness.JSONProvenance `json:"provenance"`
+	Ops         []string               `json:"ops"`
+	Threads     []int                  `json:"threads"`
+	Times       int                    `json:"times"`
+	SimTimes    int                    `json:"sim_times"`
+	SysTimes    int                    `json:"sys_times,omitempty"`   // per worker in the path rows' plain ops
+	HwlocTimes  int                    `json:"hwloc_times,omitempty"` // per worker in hwloc and lstopo cells
+	Repeats     int                    `json:"repeats"`
+	CPUs        int                    `json:"cpus"`
+	Pinned      bool                   `json:"pinned"` // the concur workers
+	ElapsedNs   int64                  `json:"elapsed_ns"`
+	Interrupted bool                   `json:"interrupted"`
+	Notes       []string               `json:"notes,omitempty"`
 	// SinglePinned is CompareResult.SinglePinned: the single worker was
 	// pinned. (Documents from before the key pinned it as the concur
 	// workers.)
@@ -280,11 +270,11 @@ type JSONCompare struct {
 
 // JSONCell is a Cell: its medians, and each run's figures.
 type JSONCell struct {
-	Target       JSONTarget  `json:"target"`
-	Op           string      `json:"op"`
-	Threads      int         `json:"threads"`
-	Median       JSONCellRun `json:"median"`
-	RatioToMutex *float64    `json:"ratio_to_mutex"` // null without a mutex row
+	Target       harness.JSONTarget `json:"target"`
+	Op           string             `json:"op"`
+	Threads      int                `json:"threads"`
+	Median       JSONCellRun        `json:"median"`
+	RatioToMutex *float64           `json:"ratio_to_mutex"` // null without a mutex row
 	// Unresolved is set when the cell's runs overlap the mutex cell's
 	// (min to max): the ratio is not resolved.
 	Unresolved bool          `json:"unresolved,omitempty"`
@@ -346,8 +336,8 @@ type JSONCellLock struct {
 }
 
 // WriteCompareJSON writes r as one indented JSON document (JSONCompare).
-func WriteCompareJSON(w io.Writer, r CompareResult) error {
-	j := JSONCompare{Schema: SchemaCompare, Provenance: JSONProvenanceOf(r.Provenance), Ops: r.Ops, Threads: r.Threads, Times: r.Times, SimTimes: r.SimTimes, SysTimes: r.SysTimes,
+func WriteCompareJSON(w io.Writer, r loadgen.CompareResult) error {
+	j := JSONCompare{Schema: SchemaCompare, Provenance: harness.NewJSONProvenance(r.Provenance), Ops: r.Ops, Threads: r.Threads, Times: r.Times, SimTimes: r.SimTimes, SysTimes: r.SysTimes,
 		HwlocTimes: r.HwlocTimes, Repeats: r.Repeats, CPUs: r.CPUs, Pinned: r.Pinned, SinglePinned: r.SinglePinned,
 		MinDurationNs: int64(r.MinDuration), WarmUpNs: int64(r.WarmUp), ElapsedNs: int64(r.Elapsed),
 		Interrupted: r.Interrupted, Notes: r.Notes, SimMode: r.SimMode(), Writers: r.Writers, WriteRate: r.WriteRate, Cells: []JSONCell{}}
@@ -358,17 +348,17 @@ func WriteCompareJSON(w io.Writer, r CompareResult) error {
 		j.SimCostsNs[op] = cost.Nanoseconds()
 	}
 	for i := range r.SimCalibrations {
-		j.SimCalibrations = append(j.SimCalibrations, *jsonSimCalibration(&r.SimCalibrations[i]))
+		j.SimCalibrations = append(j.SimCalibrations, *newJSONSimCalibration(&r.SimCalibrations[i]))
 	}
 	for _, c := range r.Cells {
-		jc := JSONCell{Target: JSONTargetOf(r.cellTarget(c)), Op: c.Op, Threads: c.Threads,
-			Median: jsonCellRun(c.Median()), Runs: []JSONCellRun{}}
+		jc := JSONCell{Target: harness.NewJSONTarget(r.CellTarget(c)), Op: c.Op, Threads: c.Threads,
+			Median: newJSONCellRun(c.Median()), Runs: []JSONCellRun{}}
 		if v, ok := r.RatioToMutex(c); ok {
 			jc.RatioToMutex = &v
 		}
-		jc.Unresolved, jc.Spread = r.Unresolved(c), jsonSpread(c.Spread())
+		jc.Unresolved, jc.Spread = r.Unresolved(c), newJSONSpread(c.Spread())
 		for _, run := range c.Runs {
-			jc.Runs = append(jc.Runs, jsonCellRun(run))
+			jc.Runs = append(jc.Runs, newJSONCellRun(run))
 		}
 		j.Cells = append(j.Cells, jc)
 	}
@@ -377,11 +367,11 @@ func WriteCompareJSON(w io.Writer, r CompareResult) error {
 	return enc.Encode(j)
 }
 
-func jsonCellRun(c CellRun) JSONCellRun {
+func newJSONCellRun(c loadgen.CellRun) JSONCellRun {
 	j := JSONCellRun{SinglePerOpNs: int64(c.SinglePerOp), PerOpNs: int64(c.PerOp), WorkerPerOpNs: int64(c.WorkerPerOp), P50Ns: int64(c.P50),
 		P99Ns: int64(c.P99), OpsPerSec: c.OpsPerSec, Efficiency: c.Efficiency, Unexpected: c.Unexpected,
 		DoneNs: int64(c.Done), DoneMaxNs: int64(c.DoneMax), NsPerOp: c.NsPerOp, Ops: c.Ops, P999Ns: int64(c.P999),
-		Ratio: c.Ratio, Warnings: c.Warnings, OpsPerWorker: c.OpsPerWorker, SingleOps: c.SingleOps, Writers: jsonCellWriters(c)}
+		Ratio: c.Ratio, Warnings: c.Warnings, OpsPerWorker: c.OpsPerWorker, SingleOps: c.SingleOps, Writers: newJSONCellWriters(c)}
 	if c.LockCounted {
 		j.Lock = &JSONCellLock{ReadUtilization: c.LockRead, WriteUtilization: c.LockWrite, Contended: c.LockContended,
 			WriteAcquisitions: c.LockWrites, ReadUncounted: c.LockReadUncounted}
@@ -389,7 +379,7 @@ func jsonCellRun(c CellRun) JSONCellRun {
 	return j
 }
 
-func jsonSpread(s Spread) JSONSpread {
+func newJSONSpread(s loadgen.Spread) JSONSpread {
 	j := JSONSpread{MinNs: int64(s.Min), MedianNs: int64(s.Median), MaxNs: int64(s.Max)}
 	if s.CI {
 		lo, hi := int64(s.Lo), int64(s.Hi)
@@ -402,9 +392,9 @@ func jsonSpread(s Spread) JSONSpread {
 // with WriteBench's header and metrics, so that benchstat computes medians
 // and confidence intervals itself: `benchstat -col /lock` puts the
 // strategies side by side.
-func WriteCompareBench(w io.Writer, r CompareResult) error {
+func WriteCompareBench(w io.Writer, r loadgen.CompareResult) error {
 	ew := textout.NewWriter(w)
-	WriteBenchProvenance(ew, r.Provenance)
+	harness.WriteBenchProvenance(ew, r.Provenance)
 	for _, s := range compareSetups(r) {
 		ew.Printf("# setup: %s\n", s)
 	}
@@ -412,8 +402,8 @@ func WriteCompareBench(w io.Writer, r CompareResult) error {
 		ew.Printf("# note: %s\n", n)
 	}
 	for _, c := range r.Cells {
-		op, missing, _ := parseOpLabel(c.Op)
-		name := benchName(r.cellTarget(c), op, missing, c.Threads)
+		op, missing, _ := loadgen.ParseOpLabel(c.Op)
+		name := benchName(r.CellTarget(c), op, missing, c.Threads)
 		for _, run := range c.Runs {
 			for _, warn := range run.Warnings {
 				ew.Printf("# warning: %s op=%s threads=%d: %s\n", c.Row.Label(), c.Op, c.Threads, warn)
@@ -422,4 +412,21 @@ func WriteCompareBench(w io.Writer, r CompareResult) error {
 		}
 	}
 	return ew.Err()
+}
+
+// runLength says what each run of r did, for the table's header: the
+// operations per worker (workPerRun) and, where a MinDuration extended
+// the phases, "at least" those and how long; then the rows' warm-up.
+func runLength(r loadgen.CompareResult) string {
+	s := workPerRun(r)
+	if r.MinDuration > 0 && slices.ContainsFunc(r.Ops, func(op string) bool { return !loadgen.TimeToDoneOp(op) }) {
+		s = "at least " + s + " and " + textout.Dur(r.MinDuration) + " a phase"
+		if slices.ContainsFunc(r.Ops, loadgen.TimeToDoneOp) {
+			s += " (hwloc and lstopo: the count alone)"
+		}
+	}
+	if r.WarmUp > 0 {
+		s += fmt.Sprintf(", each row warmed up %s first", textout.Dur(r.WarmUp))
+	}
+	return s
 }

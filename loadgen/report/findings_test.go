@@ -1,4 +1,4 @@
-package loadgen
+package report
 
 import (
 	"bytes"
@@ -7,40 +7,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/require"
+
 	"github.com/kernfsim/kernfsim/internal/textout"
+	"github.com/kernfsim/kernfsim/loadgen/harness"
 )
-
-// syntheticCompare is a comparison of kernfsim and sim rows under mutex
-// and rwsem, op missing at 1 and 48 threads on 2 CPUs, whose runs have
-// the per-ops given (µs, one per repeat) by perOp[row][threads].
-func syntheticCompare(perOp map[string]map[int][]float64) CompareResult {
-	r := CompareResult{Ops: []string{"missing"}, Threads: []int{1, 48}, CPUs: 2, Repeats: 3}
-	for _, label := range []string{"kernfsim mutex", "kernfsim rwsem", "sim mutex", "sim rwsem"} {
-		kind, lock, _ := strings.Cut(label, " ")
-		row := Row{Target: Target{Kind: map[string]TargetKind{"kernfsim": TargetKernfsim, "sim": TargetSim}[kind], Lock: lock}}
-		r.Rows = append(r.Rows, row)
-		for _, th := range r.Threads {
-			c := Cell{Row: row, Op: "missing", Threads: th}
-			for _, us := range perOp[label][th] {
-				d := time.Duration(us * float64(time.Microsecond))
-				c.Runs = append(c.Runs, CellRun{PerOp: d, SinglePerOp: d})
-			}
-			r.Cells = append(r.Cells, c)
-		}
-	}
-	return r
-}
-
-var seedLike = map[string]map[int][]float64{
-	"kernfsim mutex": {1: {46, 47, 48}, 48: {6300, 6400, 6500}},
-	"kernfsim rwsem": {1: {45, 47, 49}, 48: {1100, 1170, 1200}},
-	"sim mutex":      {1: {0.79, 0.80, 0.81}, 48: {47, 48, 49}},
-	"sim rwsem":      {1: {0.60, 0.61, 0.62}, 48: {25, 26, 27}},
-}
 
 func TestFindings(t *testing.T) {
 	r := syntheticCompare(seedLike)
-	got := strings.Join(r.Findings("missing"), "\n")
+	got := strings.Join(Findings(&r, "missing"), "\n")
 	for _, want := range []string{
 		"kernfsim rwsem against mutex: x0.18 at 48 threads; within noise at 1",
 		"sim rwsem against mutex: x0.76 at 1, x0.54 at 48 threads",
@@ -58,7 +33,7 @@ func TestFindingsNothingResolved(t *testing.T) {
 		"kernfsim rwsem": {1: {45, 47, 49}, 48: {6350, 6420, 6600}},
 	}
 	r := syntheticCompare(flat)
-	got := r.Findings("missing")
+	got := Findings(&r, "missing")
 	if len(got) == 0 || got[0] != "kernfsim: no lock differs from mutex beyond the runs' spread, at any thread count" {
 		t.Errorf("findings: %q", got)
 	}
@@ -67,9 +42,7 @@ func TestFindingsNothingResolved(t *testing.T) {
 func TestSeedTable(t *testing.T) {
 	r := syntheticCompare(seedLike)
 	var b bytes.Buffer
-	if err := WriteSeedTable(&b, r); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, WriteSeedTable(&b, r))
 	out := strings.Join(strings.Fields(b.String()), " ")
 	for _, want := range []string{
 		"seed 002 (Ian Kent, 2021",
@@ -84,11 +57,11 @@ func TestSeedTable(t *testing.T) {
 	}
 	// x0.03 against the seed's x0.08: the same direction, and an effect
 	// larger than the seed's by more than 1.5x.
-	c := r.rowCell(TargetKernfsim, "rwsem", "missing", 48)
+	c := rowCell(&r, harness.TargetKernfsim, "rwsem", "missing", 48)
 	for i := range c.Runs {
 		c.Runs[i].PerOp = c.Runs[i].PerOp / 1170 * 200
 	}
-	if _, v := seedVerdict(&r, TargetKernfsim, seedFigure{"missing", 48, 48, 2139048 * time.Nanosecond, 160549 * time.Nanosecond}); v != "same direction, larger (seed: 48 CPUs, here 2)" {
+	if _, v := seedVerdict(&r, harness.TargetKernfsim, seedFigure{"missing", 48, 48, 2139048 * time.Nanosecond, 160549 * time.Nanosecond}); v != "same direction, larger (seed: 48 CPUs, here 2)" {
 		t.Errorf("verdict of x0.03 against x0.08: %q", v)
 	}
 	r.Ops = []string{"stat"}
@@ -136,7 +109,27 @@ func TestGroupedWarnings(t *testing.T) {
 		}
 	}
 	r.SinglePinned = true // both pinned: nothing explains sim mutex's efficiency at one thread
-	if c := r.rowCell(TargetSim, "mutex", "missing", 1); !flagged(r, *c) {
+	if c := rowCell(&r, harness.TargetSim, "mutex", "missing", 1); !flagged(r, *c) {
 		t.Error("sim mutex threads=1 with --pin-single: not flagged")
+	}
+}
+
+// The compare table lists each kind of warning once, with the cells it
+// came in and in how many of their runs.
+func TestCompareWarningsSummary(t *testing.T) {
+	r := compareFixture()
+	r.SinglePinned = true // else efficiency at one thread is explained by the unpinned single worker
+	c := &r.Cells[0]
+	c.Runs[0].Warnings = []string{"efficiency 1.50 is above 1.05, ...: ...", "a worker's loop took 1ms, ...: ..."}
+	c.Runs[2].Warnings = []string{"efficiency 1.20 is above 1.05, ...: ..."}
+	var b bytes.Buffer
+	require.NoError(t, WriteCompareTable(&b, r))
+	for _, want := range []string{
+		"  efficiency above 1.05 (raise --repeats; --times, or --sim-times for the sim rows): sim mutex files threads=1 (2/3)\n",
+		"  worker loops under 20.0ms (raise --times, or --sim-times for the sim rows): sim mutex files threads=1 (1/3)\n",
+	} {
+		if !strings.Contains(b.String(), want) || strings.Count(b.String(), "sim mutex files threads=1 (") != 2 || !strings.Contains(b.String(), "e0.67!") {
+			t.Errorf("want a line %q and a flagged cell:\n%s", want, b.String())
+		}
 	}
 }

@@ -1,4 +1,4 @@
-package loadgen
+package report
 
 import (
 	"fmt"
@@ -10,6 +10,8 @@ import (
 
 	"github.com/kernfsim/kernfsim/client"
 	"github.com/kernfsim/kernfsim/internal/textout"
+	"github.com/kernfsim/kernfsim/loadgen"
+	"github.com/kernfsim/kernfsim/loadgen/harness"
 )
 
 // WriteSeed writes r in the original benchmark's format, line for line:
@@ -20,7 +22,7 @@ import (
 //
 // then a blank line and a summary block (see WriteSummary). A worker that
 // was not pinned shows CPU -1.
-func WriteSeed(w io.Writer, r Result) error {
+func WriteSeed(w io.Writer, r loadgen.Result) error {
 	ew := textout.NewWriter(w)
 	if r.Single.Ran {
 		s := r.Single.Workers
@@ -47,7 +49,7 @@ func ms(d time.Duration) float64 { return float64(d) / 1e6 }
 // WriteSummary writes the summary block: what was measured, latency
 // percentiles of every operation (HdrHistogram), throughput, the
 // concur/single ratio and scaling efficiency, churn and errors.
-func WriteSummary(w io.Writer, r Result) error {
+func WriteSummary(w io.Writer, r loadgen.Result) error {
 	ew := textout.NewWriter(w)
 	if r.Interrupted {
 		ew.Printf("interrupted:  partial results, measured until the run was stopped\n")
@@ -57,10 +59,10 @@ func WriteSummary(w io.Writer, r Result) error {
 	ew.Printf("files:        %s\n", describeFiles(r))
 	for _, ph := range []struct {
 		name string
-		p    Phase
+		p    loadgen.Phase
 	}{{"single", r.Single}, {"concur", r.Concur}} {
 		if ph.p.Ran {
-			ew.Printf("%-13s %s\n", ph.name+":", DescribeLatency(ph.p.Latency))
+			ew.Printf("%-13s %s\n", ph.name+":", ph.p.Latency.Describe())
 		}
 	}
 	if r.MinDuration > 0 {
@@ -72,19 +74,19 @@ func WriteSummary(w io.Writer, r Result) error {
 		ew.Printf("scaling:      concur/single %.2f (each worker's own per-op, as the seed's lines)\n", r.Ratio())
 		ew.Printf("efficiency:   %.2f (wall per-op %s; 1.00 = ideal = single x threads / min(threads, cpus))\n",
 			r.Efficiency(), textout.Dur(r.WallPerOp()))
-		if r.Op == OpHwloc || r.Op == OpLstopo {
+		if r.Op == harness.OpHwloc || r.Op == harness.OpLstopo {
 			med, last := r.TimeToDone()
 			ew.Printf("time-to-done: median %s, last %s (per worker, from the start barrier to its end: an MPI rank's wait)\n",
 				textout.Dur(med), textout.Dur(last))
 		}
 		if u := r.Concur.Lock; u != nil {
-			ew.Printf("lock:         concur %s\n", u.describe())
+			ew.Printf("lock:         concur %s\n", lockUseText(*u))
 		}
 	}
 	switch c := r.Churn; {
-	case c != nil && r.Op == OpColdplug:
+	case c != nil && r.Op == harness.OpColdplug:
 		ew.Printf("hot-add:      %s\n", describeHotAdd(*c, r.Concur.Writes))
-	case c != nil && r.Op == OpCgroup:
+	case c != nil && r.Op == harness.OpCgroup:
 		ew.Printf("cgroups:      %s\n", describeCgroupChurn(*c, r.Concur.Writes))
 	case c != nil:
 		ew.Printf("churn:        %s\n", describeChurn(*c, r.Concur.Writes))
@@ -100,16 +102,16 @@ func WriteSummary(w io.Writer, r Result) error {
 		ew.Printf("warning:      %s\n", w)
 	}
 	ew.Printf("setup:        %s\n", r.Target.Describe())
-	WriteProvenance(ew, r.Provenance, 13)
+	harness.WriteProvenance(ew, r.Provenance, 13)
 	return ew.Err()
 }
 
-func describeTarget(r Result) string {
+func describeTarget(r loadgen.Result) string {
 	t := r.Target
 	switch t.Kind {
-	case TargetSim:
-		return fmt.Sprintf("sim: in-process kernfsim walker, lock %s, %s, %s", t.Lock, describeTree(t), describeSimWork(t))
-	case TargetKernfsim:
+	case harness.TargetSim:
+		return fmt.Sprintf("sim: in-process kernfsim walker, lock %s, %s, %s", t.Lock, t.TreeName(), describeSimWork(t))
+	case harness.TargetKernfsim:
 		return fmt.Sprintf("kernfsim: FUSE mount at %s, lock %s", t.Dir, t.Lock)
 	}
 	return "path: " + t.Dir
@@ -125,22 +127,14 @@ func describeSimCost(cost time.Duration) string {
 
 // describeSimWork is describeSimCost of t, which may make the kernel's
 // shared writes without a cost.
-func describeSimWork(t Target) string {
-	if t.SimCost == 0 && t.sharedWrites() {
+func describeSimWork(t harness.Target) string {
+	if t.SimCost == 0 && t.SimSharedWrites() {
 		return "the kernel's shared writes, no other work outside the lock"
 	}
 	return describeSimCost(t.SimCost)
 }
 
-// describeTree names a sim target's tree.
-func describeTree(t Target) string {
-	if t.Build != nil {
-		return t.Build.String()
-	}
-	return fmt.Sprintf("synthetic tree of %d CPUs", t.Tree.WithDefaults().CPUs)
-}
-
-func describeOp(r Result) string {
+func describeOp(r loadgen.Result) string {
 	var b strings.Builder
 	b.WriteString(string(r.Op))
 	if r.Missing {
@@ -151,9 +145,9 @@ func describeOp(r Result) string {
 		workers = "processes"
 	}
 	switch r.Op {
-	case OpLstopo:
-	case OpCgroup:
-		fmt.Fprintf(&b, ", each file read whole (%d-byte reads)", max(r.BufSize, cgroupPage))
+	case harness.OpLstopo:
+	case harness.OpCgroup:
+		fmt.Fprintf(&b, ", each file read whole (%d-byte reads)", max(r.BufSize, loadgen.CgroupPage))
 	default:
 		fmt.Fprintf(&b, ", %d-byte reads", r.BufSize)
 	}
@@ -163,7 +157,7 @@ func describeOp(r Result) string {
 
 // describePin says which workers were pinned: the concur phase's to CPU
 // i mod ncpus (Pinned), the single phase's (SinglePinned).
-func describePin(r Result) string {
+func describePin(r loadgen.Result) string {
 	single := "the single worker not pinned (as the seed's)"
 	if r.SinglePinned {
 		single = "the single worker pinned"
@@ -191,19 +185,23 @@ func PinText(single, workers bool) string {
 	return "single worker and workers not pinned"
 }
 
-func describeFiles(r Result) string {
+func describeFiles(r loadgen.Result) string {
 	switch r.Op {
-	case OpHwloc:
+	case harness.OpHwloc:
 		return fmt.Sprintf("%d per discovery (lists cpu/ and node/; reads every cpuN/topology/*, cpuN/cache/index*/*, "+
 			"nodeN/{cpulist,cpumap,distance,meminfo}; looks up the missing names hwloc tries)", r.FilesPerOp)
-	case OpLstopo:
+	case harness.OpLstopo:
 		return strings.Join(r.Files, " ")
-	case OpColdplug:
+	case harness.OpColdplug:
 		return fmt.Sprintf("%d per block (%s), worker i's iteration j on block (i + j x threads) mod N",
 			r.FilesPerOp, strings.Join(r.Files, " "))
-	case OpCgroup:
+	case harness.OpCgroup:
+		base := make([]string, len(r.Files))
+		for i, f := range r.Files {
+			base[i] = path.Base(f)
+		}
 		return fmt.Sprintf("%d per cgroup (%s), worker i's iteration j on cgroup (i + j x threads) mod N of the N = %d below %s",
-			r.FilesPerOp, strings.Join(mapSlice(r.Files, path.Base), " "), r.Cgroups, cgroupDir)
+			r.FilesPerOp, strings.Join(base, " "), r.Cgroups, client.CgroupDir)
 	}
 	const show = 6
 	names := r.Files[:min(len(r.Files), show)]
@@ -214,30 +212,25 @@ func describeFiles(r Result) string {
 	return s
 }
 
-func DescribeLatency(l Latency) string {
-	return fmt.Sprintf("mean %s  p50 %s  p99 %s  p99.9 %s  max %s  (%d ops)",
-		textout.Dur(l.Mean), textout.Dur(l.P50), textout.Dur(l.P99), textout.Dur(l.P999), textout.Dur(l.Max), l.Count)
-}
-
 // describeChurn is the device writers' line; concur is their changes in
 // the concur phase (Phase.Writes).
-func describeChurn(c ChurnResult, concur *Latency) string {
+func describeChurn(c loadgen.ChurnResult, concur *harness.Latency) string {
 	return describeWrites(c, fmt.Sprintf("%s changes/s asked, %.1f/s done (%d adds, %d removes)",
 		askedRate(c), c.Achieved(), c.Adds, c.Removes), concur)
 }
 
-func describeHotAdd(c ChurnResult, concur *Latency) string {
+func describeHotAdd(c loadgen.ChurnResult, concur *harness.Latency) string {
 	return describeWrites(c, fmt.Sprintf("%s memory blocks/s asked through %s, %.1f/s done (%d added)",
-		askedRate(c), memProbeFile, c.Achieved(), c.Adds), concur)
+		askedRate(c), loadgen.MemProbeFile, c.Achieved(), c.Adds), concur)
 }
 
-func describeCgroupChurn(c ChurnResult, concur *Latency) string {
+func describeCgroupChurn(c loadgen.ChurnResult, concur *harness.Latency) string {
 	return describeWrites(c, fmt.Sprintf("%s cgroups/s asked through %s and %s (containers started and stopped), %.1f/s done (%d made, %d removed)",
 		askedRate(c), path.Base(client.NewCgroupPath), path.Base(client.DeleteCgroupPath), c.Achieved(), c.Adds, c.Removes), concur)
 }
 
 // askedRate is the rate asked for: "100", or "2 writers x 100" (each).
-func askedRate(c ChurnResult) string {
+func askedRate(c loadgen.ChurnResult) string {
 	if c.Writers > 1 {
 		return fmt.Sprintf("%d writers x %g", c.Writers, c.Rate)
 	}
@@ -246,7 +239,7 @@ func askedRate(c ChurnResult) string {
 
 // describeWrites is s, a writers' line, with how long their changes took
 // (over the run, and in the concur phase) and their errors.
-func describeWrites(c ChurnResult, s string, concur *Latency) string {
+func describeWrites(c loadgen.ChurnResult, s string, concur *harness.Latency) string {
 	if l := c.Latency; l.Count > 0 {
 		s += fmt.Sprintf("; per change p50 %s p99 %s max %s", textout.Dur(l.P50), textout.Dur(l.P99), textout.Dur(l.Max))
 		if concur != nil && concur.Count > 0 {
@@ -259,7 +252,7 @@ func describeWrites(c ChurnResult, s string, concur *Latency) string {
 	return s
 }
 
-func describeErrors(r Result) string {
+func describeErrors(r loadgen.Result) string {
 	if len(r.Errors) == 0 {
 		return "none"
 	}
@@ -279,7 +272,7 @@ func describeErrors(r Result) string {
 
 // describeLength says how MinDuration extended the phases: the
 // operations each worker did.
-func describeLength(r Result) string {
+func describeLength(r loadgen.Result) string {
 	s := fmt.Sprintf("each phase at least %d ops per worker and %s from its start", r.Times, textout.Dur(r.MinDuration))
 	if w := r.Single.Workers; r.Single.Ran && len(w) > 0 {
 		s += fmt.Sprintf("; the single worker did %d ops", w[0].Ops)
@@ -291,7 +284,7 @@ func describeLength(r Result) string {
 }
 
 // opsRange is the workers' operations: "2345", or "2001-2300 (mean 2150)".
-func opsRange(ws []WorkerResult) string {
+func opsRange(ws []loadgen.WorkerResult) string {
 	lo, hi, sum := ws[0].Ops, ws[0].Ops, int64(0)
 	for _, w := range ws {
 		lo, hi, sum = min(lo, w.Ops), max(hi, w.Ops), sum+w.Ops
@@ -300,4 +293,22 @@ func opsRange(ws []WorkerResult) string {
 		return strconv.FormatInt(lo, 10)
 	}
 	return fmt.Sprintf("%d-%d (mean %d)", lo, hi, sum/int64(len(ws)))
+}
+
+// lockUseText is u in one line, for the seed format's summary.
+func lockUseText(u loadgen.LockUse) string {
+	read, write := u.Utilization()
+	side := func(name string, acq, cont int64, wait, held time.Duration, util float64) string {
+		s := fmt.Sprintf("%s %d acquisitions", name, acq)
+		if acq > 0 {
+			s += fmt.Sprintf(" (%.1f%% contended, waited %s)", 100*float64(cont)/float64(acq), textout.Dur(wait))
+		}
+		return s + fmt.Sprintf(", held %s (%.3f of the wall time)", textout.Dur(held), util)
+	}
+	s := ""
+	if u.ReadSideCounted {
+		s = side("read", u.ReadAcquisitions, u.ReadContended, u.ReadWait, u.ReadHeld, read) + "; "
+	}
+	s += side("write", u.WriteAcquisitions, u.WriteContended, u.WriteWait, u.WriteHeld, write)
+	return s + fmt.Sprintf("; hold times sampled 1 in %d", u.HoldSampleEvery)
 }

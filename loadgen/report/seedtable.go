@@ -1,4 +1,4 @@
-package loadgen
+package report
 
 import (
 	"fmt"
@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/kernfsim/kernfsim/internal/textout"
+	"github.com/kernfsim/kernfsim/loadgen"
+	"github.com/kernfsim/kernfsim/loadgen/harness"
 )
 
 // seedFigure is one pair of seed 002's published figures: the per-op of
@@ -39,17 +41,17 @@ var seed002 = []seedFigure{
 }
 
 // Seed002Reference says where WriteSeedTable's figures come from.
-var Seed002Reference = Reference{"002", "Ian Kent, 2021, Fox Chen's benchmark on 16 and 48 CPUs, base 5.8.18 against 5.12.2 with the kernfs rwsem and negative-dentry series",
-	"files at 16 threads 93.4 us -> 21.1 us, at 48 578 us -> 161 us; missing at 16 81.7 us -> 23.7 us, at 48 2.14 ms -> 161 us"}
+var Seed002Reference = harness.Reference{Seed: "002", Source: "Ian Kent, 2021, Fox Chen's benchmark on 16 and 48 CPUs, base 5.8.18 against 5.12.2 with the kernfs rwsem and negative-dentry series",
+	Figure: "files at 16 threads 93.4 us -> 21.1 us, at 48 578 us -> 161 us; missing at 16 81.7 us -> 23.7 us, at 48 2.14 ms -> 161 us"}
 
 // seedVerdict says what a measured ratio of rwsem to mutex shows beside
 // the seed's: reproduced where it is resolved and within a factor of 1.5
 // of the seed's, else the direction, and whether the effect is larger or
 // smaller than the seed's.
-func seedVerdict(r *CompareResult, kind TargetKind, f seedFigure) (cells string, verdict string) {
-	mutex, rwsem := r.rowCell(kind, "mutex", f.op, f.threads), r.rowCell(kind, "rwsem", f.op, f.threads)
+func seedVerdict(r *loadgen.CompareResult, kind harness.TargetKind, f seedFigure) (cells string, verdict string) {
+	mutex, rwsem := rowCell(r, kind, "mutex", f.op, f.threads), rowCell(r, kind, "rwsem", f.op, f.threads)
 	if mutex == nil || rwsem == nil {
-		return "-", fmt.Sprintf("not measured (give --threads %d and --locks mutex,rwsem)", f.threads)
+		return "-", r.FieldNames.Put(fmt.Sprintf("not measured (give {Threads} %d and {Locks} mutex,rwsem)", f.threads))
 	}
 	v, _ := r.RatioToMutex(*rwsem)
 	mark := ""
@@ -82,7 +84,7 @@ func seedVerdict(r *CompareResult, kind TargetKind, f seedFigure) (cells string,
 // seed's figures beside this comparison's at the same thread counts:
 // mutex and rwsem per-op and the ratio of rwsem to mutex, for the kernfsim
 // and the sim rows, and a verdict for each.
-func WriteSeedTable(w io.Writer, r CompareResult) error {
+func WriteSeedTable(w io.Writer, r loadgen.CompareResult) error {
 	ew := textout.NewWriter(w)
 	ew.Printf("\n%s\n", Seed002Reference)
 	ew.Printf("beside this run (%d CPUs); each cell: mutex rwsem x(rwsem/mutex), ~ not resolved:\n", r.CPUs)
@@ -99,14 +101,14 @@ func WriteSeedTable(w io.Writer, r CompareResult) error {
 		any = true
 		seed := fmt.Sprintf("%s %s x%.2f (%d)", textout.Dur(f.mutex), textout.Dur(f.rwsem), float64(f.rwsem)/float64(f.mutex), f.cpus)
 		line := []string{f.op, fmt.Sprint(f.threads), seed}
-		for _, kind := range []TargetKind{TargetKernfsim, TargetSim} {
+		for _, kind := range []harness.TargetKind{harness.TargetKernfsim, harness.TargetSim} {
 			cells, verdict := seedVerdict(&r, kind, f)
 			line = append(line, cells, verdict)
 		}
 		fmt.Fprintln(tw, strings.Join(line, "\t"))
 	}
 	if !any {
-		fmt.Fprintln(tw, "(none of this run's ops: seed 002 measured --ops files,missing)")
+		fmt.Fprintln(tw, r.FieldNames.Put("(none of this run's ops: seed 002 measured {Ops} files,missing)"))
 	}
 	return tw.Flush()
 }

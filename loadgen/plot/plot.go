@@ -1,4 +1,7 @@
-package loadgen
+// Package plot draws a comparison (loadgen.CompareResult) as a figure:
+// a panel per op, per-op latency against threads, a line per row. It is
+// the only package that imports gonum.
+package plot
 
 import (
 	"fmt"
@@ -15,16 +18,18 @@ import (
 	"gonum.org/v1/plot/vg/vgimg"
 	"gonum.org/v1/plot/vg/vgpdf"
 	"gonum.org/v1/plot/vg/vgsvg"
+
+	"github.com/kernfsim/kernfsim/loadgen"
 )
 
-// PlotFormats are the formats WriteComparePlot draws, by file extension.
-var PlotFormats = []string{"svg", "png", "pdf"}
+// Formats are the formats WriteCompare draws, by file extension.
+var Formats = []string{"svg", "png", "pdf"}
 
-// PlotFormat is the format of a plot file, from its extension: svg, png
-// or pdf; ok is false for any other.
-func PlotFormat(path string) (format string, ok bool) {
+// Format is the format of a plot file, from its extension: svg, png or
+// pdf; ok is false for any other.
+func Format(path string) (format string, ok bool) {
 	f := strings.ToLower(strings.TrimPrefix(filepath.Ext(path), "."))
-	for _, p := range PlotFormats {
+	for _, p := range Formats {
 		if f == p {
 			return f, true
 		}
@@ -32,11 +37,11 @@ func PlotFormat(path string) (format string, ok bool) {
 	return "", false
 }
 
-// WriteComparePlot draws r in format (one of PlotFormats): a panel per
-// op, the median per-op latency (time to done for hwloc and lstopo; log
-// scale) against threads (log scale), a line per row, and each point's
-// spread over the runs (min to max) as an error bar.
-func WriteComparePlot(w io.Writer, r CompareResult, format string) error {
+// WriteCompare draws r in format (one of Formats): a panel per op, the
+// median per-op latency (time to done for hwloc and lstopo; log scale)
+// against threads (log scale), a line per row, and each point's spread
+// over the runs (min to max) as an error bar.
+func WriteCompare(w io.Writer, r loadgen.CompareResult, format string) error {
 	var panels [][]*plot.Plot
 	for _, op := range r.Ops {
 		p, err := opPlot(r, op)
@@ -73,7 +78,7 @@ func plotCanvas(format string, w, h vg.Length) (vg.CanvasWriterTo, error) {
 	case "pdf":
 		return vgpdf.New(w, h), nil
 	}
-	return nil, fmt.Errorf("plot format %q: use one of %s", format, strings.Join(PlotFormats, ", "))
+	return nil, fmt.Errorf("plot format %q: use one of %s", format, strings.Join(Formats, ", "))
 }
 
 // spreadPoints are a line's points with their spread, for error bars.
@@ -82,10 +87,10 @@ type spreadPoints struct {
 	plotter.YErrors
 }
 
-func opPlot(r CompareResult, op string) (*plot.Plot, error) {
+func opPlot(r loadgen.CompareResult, op string) (*plot.Plot, error) {
 	p := plot.New()
 	what := "median per-op latency"
-	if fieldOp(op) {
+	if loadgen.TimeToDoneOp(op) {
 		what = "median time to done"
 	}
 	p.Title.Text = fmt.Sprintf("op=%s: %s (bars: min-max of %d runs), %d CPUs", op, what, r.Repeats, r.CPUs)

@@ -1,0 +1,31 @@
+package harness
+
+import "fmt"
+
+// ConfigError is a configuration that cannot run: bad input, not a
+// failure. It names configuration fields, never flags: Field is the one
+// at fault, and Hint names others as {Field} (or {Tree.Cgroups}, or a
+// target kind's constant such as {TargetSim}); a command maps each to its
+// flag with HintFor.
+type ConfigError struct {
+	Field   string // the Config field (or the path) at fault
+	Problem string // what is wrong
+	Hint    string // what to do about it, naming fields as {Field}
+}
+
+func (e *ConfigError) Error() string {
+	s := e.Field + ": " + e.Problem
+	if h := e.HintFor(nil); h != "" {
+		s += " (" + h + ")"
+	}
+	return s
+}
+
+// HintFor is Hint with each field it names put as name puts it.
+func (e *ConfigError) HintFor(name FieldNames) string { return name.Put(e.Hint) }
+
+// NewConfigError is a *ConfigError for field, its problem formatted from
+// format and args.
+func NewConfigError(field, hint, format string, args ...any) *ConfigError {
+	return &ConfigError{Field: field, Problem: fmt.Sprintf(format, args...), Hint: hint}
+}

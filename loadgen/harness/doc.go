@@ -1,0 +1,13 @@
+// Package harness is what loadgen's engine and the tools beside it
+// (soak, teardown, kernelprobe) share: a directory read with the
+// benchmark's system calls (Dir), the kernfsim server they start and the
+// line it prints once it serves (Server, Mount), the targets they
+// measure (Target), the benchmark's operations by name (Op), latency
+// histograms (Latency), failures by errno (ErrorTally), provenance, the
+// limits of this process, and the JSON forms of these, which every
+// tool's report embeds. It knows nothing of phases, comparisons or
+// flags: the engine is package loadgen, the flags are cmd/loadgen's.
+//
+// Lock ordering: Server.outMu guards a server's captured output and is
+// the only lock here; it is taken alone, never around another.
+package harness
