@@ -158,7 +158,7 @@ func TestNoLeaksAfterUnmount(t *testing.T) {
 	forEachTransport(t, testNoLeaksAfterUnmount)
 }
 
-func testNoLeaksAfterUnmount(t *testing.T, tp Transport) {
+func testNoLeaksAfterUnmount(t *testing.T, tp TransportKind) {
 	tr, _ := newServedTree(t, "rcu")
 	cycle := func() {
 		m, err := MountTree(tr, t.TempDir(), MountOptions{Transport: tp})

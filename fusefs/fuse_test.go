@@ -40,10 +40,10 @@ func newServedTree(t testing.TB, lock string) (*kernfsim.Tree, *StatsFile) {
 }
 
 func TestMountConformance(t *testing.T) {
-	forEachTransport(t, func(t *testing.T, tp Transport) { testMountConformance(t, tp) })
+	forEachTransport(t, func(t *testing.T, tp TransportKind) { testMountConformance(t, tp) })
 }
 
-func testMountConformance(t *testing.T, tp Transport) {
+func testMountConformance(t *testing.T, tp TransportKind) {
 	testkit.ForEachLock(t, locking.Names, func(t *testing.T, lock string) {
 		tr, sf := newServedTree(t, lock)
 		m := mountTest(t, tr, MountOptions{Transport: tp})
@@ -130,10 +130,10 @@ func compareContents(t *testing.T, tfs fs.FS, mnt, path string, info fs.FileInfo
 }
 
 func TestCachesStayTruthful(t *testing.T) {
-	forEachTransport(t, func(t *testing.T, tp Transport) { testCachesStayTruthful(t, tp) })
+	forEachTransport(t, func(t *testing.T, tp TransportKind) { testCachesStayTruthful(t, tp) })
 }
 
-func testCachesStayTruthful(t *testing.T, tp Transport) {
+func testCachesStayTruthful(t *testing.T, tp TransportKind) {
 	testkit.ForEachLock(t, testtree.Writers, func(t *testing.T, lock string) {
 		tr, _ := newServedTree(t, lock)
 		long := 30 * time.Second
@@ -177,10 +177,10 @@ func (b *blockingShow) Show(_ context.Context, buf *bytes.Buffer) error {
 }
 
 func TestRemovalAndOpenFiles(t *testing.T) {
-	forEachTransport(t, func(t *testing.T, tp Transport) { testRemovalAndOpenFiles(t, tp) })
+	forEachTransport(t, func(t *testing.T, tp TransportKind) { testRemovalAndOpenFiles(t, tp) })
 }
 
-func testRemovalAndOpenFiles(t *testing.T, tp Transport) {
+func testRemovalAndOpenFiles(t *testing.T, tp TransportKind) {
 	testkit.ForEachLock(t, testtree.Writers, func(t *testing.T, lock string) {
 		tr, _ := newServedTree(t, lock)
 		m := mountTest(t, tr, MountOptions{Transport: tp})
@@ -230,7 +230,7 @@ func TestForgetReturnsTableToBaseline(t *testing.T) {
 	forEachTransport(t, testForgetReturnsTableToBaseline)
 }
 
-func testForgetReturnsTableToBaseline(t *testing.T, tp Transport) {
+func testForgetReturnsTableToBaseline(t *testing.T, tp TransportKind) {
 	tr, _ := newServedTree(t, "rcu")
 	m := mountTest(t, tr, MountOptions{Transport: tp})
 	const baseline = 1 // the root, pinned; whatever the mount itself looked up is forgotten too
@@ -267,7 +267,7 @@ func TestDeferredTeardownOverFUSE(t *testing.T) {
 	forEachTransport(t, testDeferredTeardownOverFUSE)
 }
 
-func testDeferredTeardownOverFUSE(t *testing.T, tp Transport) {
+func testDeferredTeardownOverFUSE(t *testing.T, tp TransportKind) {
 	s, err := locking.New("rcu", locking.Options{})
 	require.NoError(t, err)
 	tr := kernfsim.New(s, kernfsim.Options{GP: kernfsim.GPDeferred})
@@ -323,7 +323,7 @@ func TestInterruptReleasesHangingShow(t *testing.T) {
 	forEachTransport(t, testInterruptReleasesHangingShow)
 }
 
-func testInterruptReleasesHangingShow(t *testing.T, tp Transport) {
+func testInterruptReleasesHangingShow(t *testing.T, tp TransportKind) {
 	tr, _ := newServedTree(t, "rcu")
 	m := mountTest(t, tr, MountOptions{Transport: tp})
 	src := &hangingShow{entered: make(chan struct{}), canceled: make(chan struct{})}

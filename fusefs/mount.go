@@ -27,7 +27,7 @@ type MountOptions struct {
 	MaxBackground int  // kernel's limit of background requests; 0 means 64
 	Debug         bool // log every request (go-fuse's debug output)
 	// Transport is how requests reach the server; "" means TransportAuto.
-	Transport Transport
+	Transport TransportKind
 }
 
 // UsageError is a problem with what the user asked for (a bad mountpoint,
@@ -46,7 +46,7 @@ type Mount struct {
 	Mountpoint string
 	// Transport is the transport serving requests: TransportDevFuse or
 	// TransportURing, never TransportAuto.
-	Transport Transport
+	Transport TransportKind
 	// FellBack says why io_uring was asked for (auto) but not used; nil
 	// if it was used or not asked for.
 	FellBack error
@@ -138,7 +138,7 @@ func (m *Mount) mount(opts MountOptions) error {
 	case err != nil:
 		return mountRefused(m.Mountpoint, err)
 	}
-	m.srv, m.Transport, m.FellBack = srv, Transport(srv.Transport()), why
+	m.srv, m.Transport, m.FellBack = srv, TransportKind(srv.Transport()), why
 	if why == nil {
 		m.FellBack = srv.FellBack()
 	}

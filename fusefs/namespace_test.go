@@ -89,7 +89,7 @@ func TestNamespaceOpsMatchSysfs(t *testing.T) {
 	testkit.RequireFUSE(t)
 	helper := helperBinary(t)
 	rootWant, userWant := sysfsAnswers(t, helper)
-	forEachTransport(t, func(t *testing.T, tp Transport) {
+	forEachTransport(t, func(t *testing.T, tp TransportKind) {
 		for _, perms := range []Permissions{PermServer, PermKernel} {
 			t.Run("permissions="+string(perms), func(t *testing.T) {
 				tr := nsTree(t)

@@ -38,7 +38,7 @@ func missingCost(t *testing.T, m *Mount, dir, name string) uint64 {
 // kernel exactly when the strategy CachesNegatives (kernfs from 5.15),
 // and a cached one never survives the name's creation.
 func TestNegativesFollowTheLock(t *testing.T) {
-	forEachTransport(t, func(t *testing.T, tp Transport) {
+	forEachTransport(t, func(t *testing.T, tp TransportKind) {
 		testkit.ForEachLock(t, testtree.Writers, func(t *testing.T, lock string) {
 			tr, _ := newServedTree(t, lock)
 			m := mountTest(t, tr, MountOptions{Transport: tp})

@@ -32,7 +32,7 @@ func TestPrimeNeedsNoAttribute(t *testing.T) {
 		"deep":      func(t *testing.T) (*kernfsim.Tree, string) { return attrTree(t, "a/b/c/d", 0o444) },
 		"root-only": func(t *testing.T) (*kernfsim.Tree, string) { return attrTree(t, "", 0o400) },
 	}
-	forEachTransport(t, func(t *testing.T, tp Transport) {
+	forEachTransport(t, func(t *testing.T, tp TransportKind) {
 		for name, build := range trees {
 			t.Run("tree="+name, func(t *testing.T) {
 				tr, file := build(t)
@@ -96,7 +96,7 @@ func requireNoPolls(t *testing.T, m *Mount) {
 // request_wait_answer under fuse_file_poll.
 func TestNoPollUnderSignals(t *testing.T) {
 	testkit.RequireFUSE(t)
-	forEachTransport(t, func(t *testing.T, tp Transport) {
+	forEachTransport(t, func(t *testing.T, tp TransportKind) {
 		tr, _ := newServedTree(t, "rcu")
 		for range 8 {
 			stop, showered := make(chan struct{}), make(chan struct{})

@@ -43,7 +43,7 @@ func TestNotifyNoDeadlock(t *testing.T) {
 // removes; on the old code the writers hung at the second write.
 const notifyDevices = 500
 
-func testNotifyNoDeadlock(t *testing.T, tp Transport) {
+func testNotifyNoDeadlock(t *testing.T, tp TransportKind) {
 	tr, _ := newServedTree(t, "rcu")
 	cached := Options{EntryTimeout: time.Hour, AttrTimeout: time.Hour, NegativeTimeout: new(time.Hour)}
 	m := mountTest(t, tr, MountOptions{Transport: tp, Options: cached})
@@ -430,7 +430,7 @@ func TestNotifierCloseWhileHeld(t *testing.T) {
 // TestNotifierStopsWithMount checks that a mount with a kernel cache
 // starts its notifier on the first change and that unmounting ends it.
 func TestNotifierStopsWithMount(t *testing.T) {
-	forEachTransport(t, func(t *testing.T, tp Transport) {
+	forEachTransport(t, func(t *testing.T, tp TransportKind) {
 		tr, _ := newServedTree(t, "rcu")
 		m, err := MountTree(tr, t.TempDir(), MountOptions{Transport: tp, Options: Options{EntryTimeout: time.Hour}})
 		require.NoError(t, err)
@@ -452,7 +452,7 @@ func TestNotifierStopsWithMount(t *testing.T) {
 // relies on: a delete notification invalidates the name's cached dentry
 // even when it points to another node than the one named removed.
 func TestDeleteNotifyInvalidatesAnyNode(t *testing.T) {
-	forEachTransport(t, func(t *testing.T, tp Transport) {
+	forEachTransport(t, func(t *testing.T, tp TransportKind) {
 		tr, _ := newServedTree(t, "rcu")
 		m := mountTest(t, tr, MountOptions{Transport: tp, Options: Options{EntryTimeout: time.Hour, AttrTimeout: time.Hour}})
 		ctl(t, m.Mountpoint, "new_device", "d0")

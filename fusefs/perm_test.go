@@ -195,14 +195,14 @@ func who(c *syscall.Credential) string {
 func TestSupplementaryGroupsOverFUSE(t *testing.T) {
 	testkit.RequireFUSE(t)
 	helper := helperBinary(t)
-	forEachTransport(t, func(t *testing.T, tp Transport) {
+	forEachTransport(t, func(t *testing.T, tp TransportKind) {
 		for _, perms := range []Permissions{PermServer, PermKernel} {
 			t.Run("permissions="+string(perms), func(t *testing.T) { testSupplementaryGroups(t, helper, tp, perms) })
 		}
 	})
 }
 
-func testSupplementaryGroups(t *testing.T, helper string, tp Transport, perms Permissions) {
+func testSupplementaryGroups(t *testing.T, helper string, tp TransportKind, perms Permissions) {
 	tr := groupTree(t)
 	m := mountTest(t, tr, MountOptions{Transport: tp, AllowOther: true, Options: Options{Permissions: perms}})
 	mnt := reachable(t, m.Mountpoint)
@@ -274,14 +274,14 @@ func groupTree(t *testing.T) *kernfsim.Tree {
 func TestChmodKeepsSpecialBits(t *testing.T) {
 	testkit.RequireFUSE(t)
 	helper := helperBinary(t)
-	forEachTransport(t, func(t *testing.T, tp Transport) {
+	forEachTransport(t, func(t *testing.T, tp TransportKind) {
 		for _, perms := range []Permissions{PermServer, PermKernel} {
 			t.Run("permissions="+string(perms), func(t *testing.T) { testChmodKeepsSpecialBits(t, helper, tp, perms) })
 		}
 	})
 }
 
-func testChmodKeepsSpecialBits(t *testing.T, helper string, tp Transport, perms Permissions) {
+func testChmodKeepsSpecialBits(t *testing.T, helper string, tp TransportKind, perms Permissions) {
 	tr := groupTree(t)
 	m := mountTest(t, tr, MountOptions{Transport: tp, AllowOther: true, Options: Options{Permissions: perms}})
 	mnt := reachable(t, m.Mountpoint)

@@ -151,12 +151,12 @@ type Server struct {
 
 // transportInfo is what the stats file says of the transport.
 type transportInfo struct {
-	name        Transport
+	name        TransportKind
 	ring        *uring.Server // nil on /dev/fuse
 	primedPolls atomic.Uint64 // ring.Polls() once the POLL prime was answered
 }
 
-func (s *Server) setTransport(name Transport, ring *uring.Server) {
+func (s *Server) setTransport(name TransportKind, ring *uring.Server) {
 	s.transport.Store(&transportInfo{name: name, ring: ring})
 }
 

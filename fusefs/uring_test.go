@@ -53,7 +53,7 @@ func (panicShow) Show(context.Context, *bytes.Buffer) error { panic("broken attr
 // often than there are queues and ring entries: each read fails with EIO
 // and the mount keeps serving.
 func TestHandlerPanicAnswersEIO(t *testing.T) {
-	forEachTransport(t, func(t *testing.T, tp Transport) {
+	forEachTransport(t, func(t *testing.T, tp TransportKind) {
 		tr, _ := newServedTree(t, "rcu")
 		m := mountTest(t, tr, MountOptions{Transport: tp})
 		testkit.Must(tr.AddAttr(tr.Root(), "broken", 0o444, panicShow{}))(t)
@@ -71,7 +71,7 @@ func TestHandlerPanicAnswersEIO(t *testing.T) {
 // TestStatsShowTransport checks the stats file names the transport and,
 // over io_uring, counts requests per queue.
 func TestStatsShowTransport(t *testing.T) {
-	forEachTransport(t, func(t *testing.T, tp Transport) {
+	forEachTransport(t, func(t *testing.T, tp TransportKind) {
 		tr, sf := newServedTree(t, "rcu")
 		m := mountTest(t, tr, MountOptions{Transport: tp})
 		sf.Bind(m.Server)
@@ -104,7 +104,7 @@ func (b *blockingStore) Store(context.Context, []byte) error {
 // stats a file from the same CPU: over io_uring both requests are the
 // same queue's, and the stat must not wait for the store.
 func TestBlockingStoreDoesNotHoldItsQueue(t *testing.T) {
-	forEachTransport(t, func(t *testing.T, tp Transport) {
+	forEachTransport(t, func(t *testing.T, tp TransportKind) {
 		tr, _ := newServedTree(t, "rcu")
 		m := mountTest(t, tr, MountOptions{Transport: tp})
 		bs := &blockingStore{started: make(chan struct{}), release: make(chan struct{})}

@@ -299,9 +299,9 @@ type heldRef struct {
 
 type heldRefKey struct{}
 
-// StoreNode is the node whose Store was given ctx, or nil if ctx is not a
+// StoringNode is the node whose Store was given ctx, or nil if ctx is not a
 // Store's: a store handler that adds beside its own node finds it so.
-func StoreNode(ctx context.Context) *Node {
+func StoringNode(ctx context.Context) *Node {
 	h, _ := ctx.Value(heldRefKey{}).(*heldRef)
 	if h == nil {
 		return nil
