@@ -19,7 +19,7 @@ import (
 	"github.com/kernfsim/kernfsim/kernfsim"
 )
 
-// MountOptions configure Mount.
+// MountOptions configure MountTree.
 type MountOptions struct {
 	Options
 	AllowOther    bool // let other users in (needs user_allow_other for non-root)
@@ -30,15 +30,60 @@ type MountOptions struct {
 	Transport TransportKind
 }
 
+// Setting is a MountOptions setting that an error names: the field, and
+// the value where it matters ("Transport", "devfuse"). A command names
+// it as its user sets it, a flag for kernfsim mount.
+type Setting struct{ Field, Value string }
+
+func (s Setting) String() string {
+	if s.Value == "" {
+		return s.Field
+	}
+	return s.Field + "=" + s.Value
+}
+
 // UsageError is a problem with what the user asked for (a bad mountpoint,
 // no /dev/fuse): the command should say so and exit 2.
-type UsageError struct{ Msg string }
-
-func (e *UsageError) Error() string { return e.Msg }
-
-func usage(format string, args ...any) error {
-	return &UsageError{Msg: fmt.Sprintf(format, args...)}
+type UsageError struct {
+	format string
+	args   []any // a Setting among them is written by Text's name
 }
+
+func (e *UsageError) Error() string { return e.Text(Setting.String) }
+
+// Text is the message, with each setting it names written by name.
+func (e *UsageError) Text(name func(Setting) string) string {
+	args := make([]any, len(e.args))
+	for i, a := range e.args {
+		if s, ok := a.(Setting); ok {
+			a = name(s)
+		}
+		args[i] = a
+	}
+	return fmt.Sprintf(e.format, args...)
+}
+
+// usage is a *UsageError; a Setting among args is written with %s.
+func usage(format string, args ...any) error {
+	return &UsageError{format: format, args: args}
+}
+
+// SettingError is a setting that could not be served, though the input
+// was valid: Transport=uring where the kernel refused the rings.
+type SettingError struct {
+	Setting Setting
+	Err     error
+}
+
+func (e *SettingError) Error() string { return e.Setting.String() + ": " + e.Err.Error() }
+func (e *SettingError) Unwrap() error { return e.Err }
+
+// The settings that errors name.
+var (
+	settingForce          = Setting{Field: "Force"}
+	settingTransportURing = Setting{Field: "Transport", Value: string(TransportURing)}
+	settingTransportDev   = Setting{Field: "Transport", Value: string(TransportDevFuse)}
+)
 
 // Mount is a mounted tree.
 type Mount struct {
@@ -122,7 +167,7 @@ func (m *Mount) mount(opts MountOptions) error {
 		why = uringCheck()
 	}
 	if want == TransportURing && why != nil {
-		return usage("--transport uring: %v; or use --transport devfuse", why)
+		return usage("%s: %v; or use %s", settingTransportURing, why, settingTransportDev)
 	}
 	cfg := uring.Config{}
 	switch {
@@ -134,7 +179,7 @@ func (m *Mount) mount(opts MountOptions) error {
 	srv, err := uring.NewServer(m.Server, m.Mountpoint, fuseOptions(opts), cfg)
 	switch {
 	case err != nil && cfg.Only == uring.URing && errors.Is(err, uring.ErrUnavailable):
-		return fmt.Errorf("--transport uring: %w", err)
+		return &SettingError{Setting: settingTransportURing, Err: err}
 	case err != nil:
 		return mountRefused(m.Mountpoint, err)
 	}
@@ -286,17 +331,17 @@ func checkMounted(mnt string, top mountinfo.Entry, force bool) error {
 	case !hung && !kernfsim.Disconnected(err):
 		return live
 	case !force && hung:
-		return usage("mountpoint %s is a FUSE mount whose server does not answer (statfs waited %v; stopped or hung): add --force to abort its connection and recover it, or run umount -f %s", mnt, probeWait, mnt)
+		return usage("mountpoint %s is a FUSE mount whose server does not answer (statfs waited %v; stopped or hung): add %s to abort its connection and recover it, or run umount -f %s", mnt, probeWait, settingForce, mnt)
 	case !force:
-		return usage("mountpoint %s is a dead FUSE mount (transport endpoint is not connected, its server was killed): add --force to recover it, or run umount -l %s", mnt, mnt)
+		return usage("mountpoint %s is a dead FUSE mount (transport endpoint is not connected, its server was killed): add %s to recover it, or run umount -l %s", mnt, settingForce, mnt)
 	}
 	if hung {
 		if err := fusectl.Abort(top.Minor); err != nil {
-			return usage("mountpoint %s is a FUSE mount whose server does not answer, and --force could not abort its connection: %v", mnt, err)
+			return usage("mountpoint %s is a FUSE mount whose server does not answer, and %s could not abort its connection: %v", mnt, settingForce, err)
 		}
 	}
 	if err := unix.Unmount(mnt, unix.MNT_DETACH); err != nil {
-		return usage("mountpoint %s is a dead FUSE mount and --force could not detach it: %v", mnt, err)
+		return usage("mountpoint %s is a dead FUSE mount and %s could not detach it: %v", mnt, settingForce, err)
 	}
 	return CheckMountpoint(mnt, false)
 }

@@ -26,14 +26,14 @@ const (
 // Transports lists the valid values of MountOptions.Transport.
 var Transports = []TransportKind{TransportAuto, TransportDevFuse, TransportURing}
 
-// ParseTransport checks a --transport value.
+// ParseTransport returns the transport kind named s, one of Transports.
 func ParseTransport(s string) (TransportKind, error) {
 	for _, t := range Transports {
 		if string(t) == s {
 			return t, nil
 		}
 	}
-	return "", fmt.Errorf("invalid value %q for --transport: valid values are auto, devfuse, uring", s)
+	return "", fmt.Errorf("invalid transport %q: valid values are auto, devfuse, uring", s)
 }
 
 // uringCheck is uringUnavailable; tests replace it to play a kernel

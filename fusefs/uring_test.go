@@ -23,7 +23,7 @@ import (
 	"github.com/kernfsim/kernfsim/internal/testkit"
 )
 
-// TestURingUnavailable plays a kernel without io_uring: --transport uring
+// TestURingUnavailable plays a kernel without io_uring: Transport uring
 // is refused as a usage error naming what to do, and auto serves over
 // /dev/fuse, saying why.
 func TestURingUnavailable(t *testing.T) {
@@ -35,8 +35,12 @@ func TestURingUnavailable(t *testing.T) {
 	defer func() { uringCheck = saved }()
 	_, err := MountTree(tr, t.TempDir(), MountOptions{Transport: TransportURing})
 	var ue *UsageError
-	if !errors.As(err, &ue) || !strings.Contains(err.Error(), "enable_uring") || !strings.Contains(err.Error(), "--transport devfuse") {
-		t.Fatalf("--transport uring without io_uring: got %v, want a usage error naming enable_uring and --transport devfuse", err)
+	if !errors.As(err, &ue) || !strings.Contains(err.Error(), "enable_uring") || !strings.Contains(err.Error(), "Transport=devfuse") {
+		t.Fatalf("Transport uring without io_uring: got %v, want a usage error naming enable_uring and Transport=devfuse", err)
+	}
+	flags := func(s Setting) string { return "--" + strings.ToLower(s.Field) + " " + s.Value }
+	if got := ue.Text(flags); !strings.HasPrefix(got, "--transport uring: ") || !strings.HasSuffix(got, "; or use --transport devfuse") {
+		t.Errorf("Text with flags: got %q, want it to name --transport uring and --transport devfuse", got)
 	}
 	m := mountTest(t, tr, MountOptions{Transport: TransportAuto})
 	if m.Transport != TransportDevFuse || !errors.Is(m.FellBack, uring.ErrUnavailable) {
