@@ -46,8 +46,7 @@ func TestMountConformance(t *testing.T) {
 func testMountConformance(t *testing.T, tp TransportKind) {
 	testkit.ForEachLock(t, locking.Names, func(t *testing.T, lock string) {
 		tr, sf := newServedTree(t, lock)
-		m := mountTest(t, tr, MountOptions{Transport: tp})
-		sf.Bind(m.Server)
+		m := mountTest(t, tr, MountOptions{Transport: tp, Stats: sf})
 		tr.Freeze(true)
 		defer tr.Freeze(false)
 		for sub, want := range map[string]string{

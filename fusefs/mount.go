@@ -28,6 +28,9 @@ type MountOptions struct {
 	Debug         bool // log every request (go-fuse's debug output)
 	// Transport is how requests reach the server; "" means TransportAuto.
 	Transport TransportKind
+	// Stats, if set, is the tree's stats file (kernel/kernfsim/stats):
+	// MountTree binds it to the new server before the mount serves.
+	Stats *StatsFile
 }
 
 // Setting is a MountOptions setting that an error names: the field, and
@@ -128,6 +131,9 @@ func MountTree(tree *kernfsim.Tree, mountpoint string, opts MountOptions) (*Moun
 		ring = m.srv
 	}
 	fs.setTransport(m.Transport, ring)
+	if opts.Stats != nil {
+		opts.Stats.bind(fs)
+	}
 	go func() {
 		m.srv.Serve()
 		close(m.done)

@@ -96,8 +96,8 @@ func (s *Server) Stats() *Stats { return s.stats }
 // StatsFile is the contents of kernel/kernfsim/stats: the server's request
 // counters, the tree's lock counters (showLock) and grace-period engine,
 // and the nodeid table size, one "key value" line each. It is created
-// before the server (the file must exist before a none tree is sealed)
-// and bound to it with Bind.
+// before the server (the file must exist before a none tree is sealed),
+// and MountTree binds it to the server it names in MountOptions.Stats.
 type StatsFile struct {
 	tree *kernfsim.Tree
 	srv  atomic.Pointer[Server]
@@ -110,8 +110,8 @@ func NewStatsFile(tree *kernfsim.Tree) *StatsFile { return &StatsFile{tree: tree
 // whose stats file no server reads yet (it shows the tree's counters).
 func StatsSource(tree *kernfsim.Tree) kernfsim.Source { return NewStatsFile(tree) }
 
-// Bind makes the file show s's counters.
-func (f *StatsFile) Bind(s *Server) { f.srv.Store(s) }
+// bind makes the file show s's counters.
+func (f *StatsFile) bind(s *Server) { f.srv.Store(s) }
 
 func (f *StatsFile) Show(_ context.Context, buf *bytes.Buffer) error {
 	st := f.tree.Strategy()

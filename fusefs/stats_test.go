@@ -27,7 +27,7 @@ func TestStatsFileParses(t *testing.T) {
 	}
 	srv := NewServer(tr, Options{})
 	defer srv.Close()
-	sf.Bind(srv)
+	sf.bind(srv)
 	buf.Reset()
 	require.NoError(t, sf.Show(context.Background(), &buf))
 	s, err := client.ParseStats(buf.Bytes())

@@ -77,8 +77,7 @@ func TestHandlerPanicAnswersEIO(t *testing.T) {
 func TestStatsShowTransport(t *testing.T) {
 	forEachTransport(t, func(t *testing.T, tp TransportKind) {
 		tr, sf := newServedTree(t, "rcu")
-		m := mountTest(t, tr, MountOptions{Transport: tp})
-		sf.Bind(m.Server)
+		m := mountTest(t, tr, MountOptions{Transport: tp, Stats: sf})
 		testkit.Must(os.ReadFile(filepath.Join(m.Mountpoint, "devices/system/cpu/cpu0/topology/core_id")))(t)
 		b := testkit.Must(os.ReadFile(filepath.Join(m.Mountpoint, "kernel/kernfsim/stats")))(t)
 		st := testkit.Must(client.ParseStats(b))(t)

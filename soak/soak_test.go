@@ -132,12 +132,11 @@ func TestSoakMount(t *testing.T) {
 	stats := fusefs.NewStatsFile(tr)
 	soakMust(sysfs.AddABI(tr, stats))
 	tr.Seal()
-	m, err := fusefs.MountTree(tr, t.TempDir(), fusefs.MountOptions{})
+	m, err := fusefs.MountTree(tr, t.TempDir(), fusefs.MountOptions{Stats: stats})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer m.Unmount()
-	stats.Bind(m.Server)
 	var samples []Sample
 	c := Config{Dir: m.Mountpoint, ServerPID: os.Getpid(), Duration: 3 * time.Second, Interval: 500 * time.Millisecond,
 		StormEvery: 200 * time.Millisecond, StormSize: 8, Churn: 200, Tolerance: 10,

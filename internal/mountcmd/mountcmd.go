@@ -177,11 +177,11 @@ func serve(ctx context.Context, mountpoint string, f *flags, stdout, stderr io.W
 	if built.Report != "" {
 		fmt.Fprintln(stderr, "kernfsim: "+built.Report)
 	}
+	opts.Stats = stats
 	m, err := fusefs.MountTree(built.Tree, mountpoint, opts)
 	if err != nil {
 		return mountError(err)
 	}
-	stats.Bind(m.Server)
 	if m.FellBack != nil && opts.Transport == fusefs.TransportAuto {
 		fmt.Fprintf(stderr, "%s%v\n", client.FallbackNotice, m.FellBack)
 	}
