@@ -14,6 +14,8 @@
 //	table.grow (only when a chunk of nodeids or handles is added, or an
 //	emptied chunk of nodeids is released)
 //	notifier.mu (the notification queue; nothing is called under it)
+//	groupCache.mu (callers' supplementary groups; nothing is called under
+//	it, and /proc is read without it)
 //
 // No lock is held while calling the tree's writers or go-fuse's notify
 // functions. Kernel notifications are sent by the Server's notifier

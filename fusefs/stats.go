@@ -50,10 +50,10 @@ type statShard struct {
 // Stats counts requests by opcode. A request adds to its P's shard
 // (pshard), so requests on different CPUs write different cache lines.
 //
-// The shards are a slice, not an array inside Stats: with the same shards
-// and the same per-P choice as an array, two CPUs' adds took 14-18 ns
-// each against 12.7 ns for one CPU's (BenchmarkStatsCount), and as a
-// slice 6.4 ns; why the array form shares a line was not found.
+// The shards are a slice, not an array inside Stats. As an array, with
+// the same shards and the same per-P choice, two CPUs' adds were slower
+// than one CPU's, as if they shared a line; why was not found
+// (BenchmarkStatsCount).
 type Stats struct {
 	shards []statShard // immutable slice of statShards shards
 }
