@@ -5,6 +5,8 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/require"
 )
 
 func TestControlWritesParse(t *testing.T) {
@@ -33,9 +35,7 @@ func TestControlWritesParse(t *testing.T) {
 
 func TestParseStats(t *testing.T) {
 	s, err := ParseStats([]byte("server.lock rcu\nserver.nodeids 5\nrequests.LOOKUP 9\ntree.nodes 40\nlock.read.wait_ns 1500\nnew.key x\n"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	if s.Lock != "rcu" || !s.Served || s.Nodeids != 5 || s.Requests["LOOKUP"] != 9 || s.Nodes != 40 ||
 		s.ReadWait != 1500*time.Nanosecond || s.Values["new.key"] != "x" || len(s.Keys) != 6 {
 		t.Fatalf("got %+v", s)

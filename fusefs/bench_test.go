@@ -15,13 +15,12 @@ import (
 
 	gofs "github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
+	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
 
 	"github.com/kernfsim/kernfsim/fusefs/uring"
+	"github.com/kernfsim/kernfsim/internal/testkit"
 	"github.com/kernfsim/kernfsim/kernfsim"
-
-	"github.com/kernfsim/kernfsim/internal/fusetest"
-
 	"github.com/kernfsim/kernfsim/locking"
 )
 
@@ -83,7 +82,7 @@ func (n *fsNode) Readlink(context.Context) ([]byte, syscall.Errno) { return []by
 // mountGoFuseFS mounts tr through go-fuse's fs package with zero timeouts,
 // as kernfsim is mounted.
 func mountGoFuseFS(b *testing.B, tr *kernfsim.Tree) string {
-	fusetest.RequireFUSE(b)
+	testkit.RequireFUSE(b)
 	mnt := b.TempDir()
 	zero := time.Duration(0)
 	srv, err := gofs.Mount(mnt, &fsNode{tr: tr, kn: tr.Root()}, &gofs.Options{
@@ -91,15 +90,11 @@ func mountGoFuseFS(b *testing.B, tr *kernfsim.Tree) string {
 			MaxBackground: 64, Options: []string{"default_permissions"}},
 		EntryTimeout: &zero, AttrTimeout: &zero, NegativeTimeout: &zero,
 	})
-	if err != nil {
-		b.Fatal(err)
-	}
+	require.NoError(b, err)
 	b.Cleanup(func() { srv.Unmount() })
 	// go-fuse's own prime runs with signals unblocked; a signal can lose
 	// its POLL. Ours checks, as every kernfsim mount's does.
-	if err := uring.PrimeNoPoll(mnt); err != nil {
-		b.Fatal(err)
-	}
+	require.NoError(b, uring.PrimeNoPoll(mnt))
 	return mnt
 }
 
@@ -130,7 +125,7 @@ var clientOps = []struct {
 //
 //	taskset -c 0 go test -run x -bench Mount -count 6 ./fusefs/ | benchstat -col /server -
 func BenchmarkMount(b *testing.B) {
-	fusetest.RequireFUSE(b)
+	testkit.RequireFUSE(b)
 	var servers []struct{ name, lock string }
 	for _, l := range locking.Names {
 		servers = append(servers, struct{ name, lock string }{"kernfsim", l})
@@ -159,23 +154,19 @@ func BenchmarkMount(b *testing.B) {
 }
 
 func TestNoLeaksAfterUnmount(t *testing.T) {
-	fusetest.RequireFUSE(t)
+	testkit.RequireFUSE(t)
 	forEachTransport(t, testNoLeaksAfterUnmount)
 }
 
-func testNoLeaksAfterUnmount(t *testing.T, tp Transport) {
+func testNoLeaksAfterUnmount(t *testing.T, tp TransportKind) {
 	tr, _ := newServedTree(t, "rcu")
 	cycle := func() {
 		m, err := MountTree(tr, t.TempDir(), MountOptions{Transport: tp})
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		for i := range 50 {
 			os.ReadFile(filepath.Join(m.Mountpoint, fmt.Sprintf("devices/system/cpu/cpu%d/topology/core_id", i%4)))
 		}
-		if err := m.Unmount(); err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, m.Unmount())
 	}
 	// go-fuse keeps a process-wide pool of splice pipes, filled by the
 	// first mount's reads: take the baseline after one cycle.
@@ -188,26 +179,24 @@ func testNoLeaksAfterUnmount(t *testing.T, tp Transport) {
 	for range cycles {
 		cycle()
 	}
-	leaked := func() string {
+	// Polled for exits, not synchronising; on this goroutine, which
+	// require.EventuallyWithT's own would add to the count.
+	testkit.WaitFor(t, 5*time.Second, 10*time.Millisecond, func() error {
+		leak := ""
 		switch {
 		case runtime.NumGoroutine() > goroutines:
-			return fmt.Sprintf("%d goroutines (was %d)", runtime.NumGoroutine(), goroutines)
+			leak = fmt.Sprintf("%d goroutines (was %d)", runtime.NumGoroutine(), goroutines)
 		case openFDs(t) > fds:
-			return fmt.Sprintf("%d fds (was %d)", openFDs(t), fds)
+			leak = fmt.Sprintf("%d fds (was %d)", openFDs(t), fds)
 		case pinnedThreads(t) > threads:
-			return fmt.Sprintf("%d threads pinned to one CPU, as queue threads are (was %d)", pinnedThreads(t), threads)
+			leak = fmt.Sprintf("%d threads pinned to one CPU, as queue threads are (was %d)", pinnedThreads(t), threads)
 		case ringMappings(t) > 0:
-			return fmt.Sprintf("%d io_uring mappings", ringMappings(t))
+			leak = fmt.Sprintf("%d io_uring mappings", ringMappings(t))
+		default:
+			return nil
 		}
-		return ""
-	}
-	deadline := time.Now().Add(5 * time.Second)
-	for leak := leaked(); leak != ""; leak = leaked() {
-		if time.Now().After(deadline) {
-			t.Fatalf("after %d mount/unmount cycles: %s", cycles, leak)
-		}
-		time.Sleep(10 * time.Millisecond) // polling for exits, not synchronising
-	}
+		return fmt.Errorf("after %d mount/unmount cycles: %s", cycles, leak)
+	})
 }
 
 // pinnedThreads is the number of the process's threads allowed on one
@@ -219,9 +208,7 @@ func testNoLeaksAfterUnmount(t *testing.T, tp Transport) {
 // mounts. On a one-CPU machine every other thread counts.
 func pinnedThreads(t *testing.T) int {
 	tasks, err := os.ReadDir("/proc/self/task")
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	n := 0
 	for _, task := range tasks {
 		if task.Name() == strconv.Itoa(os.Getpid()) {
@@ -243,16 +230,12 @@ func pinnedThreads(t *testing.T) int {
 // ringMappings counts the process's mappings of io_uring rings.
 func ringMappings(t *testing.T) int {
 	b, err := os.ReadFile("/proc/self/maps")
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	return strings.Count(string(b), "io_uring")
 }
 
 func openFDs(t *testing.T) int {
 	ents, err := os.ReadDir("/proc/self/fd")
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	return len(ents)
 }

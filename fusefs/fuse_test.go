@@ -14,6 +14,11 @@ import (
 	"testing/fstest"
 	"time"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/kernfsim/kernfsim/internal/testkit"
+	"github.com/kernfsim/kernfsim/internal/testkit/testtree"
 	"github.com/kernfsim/kernfsim/kernfsim"
 	"github.com/kernfsim/kernfsim/locking"
 	"github.com/kernfsim/kernfsim/sysfs"
@@ -26,37 +31,22 @@ var smallSynth = sysfs.SynthConfig{CPUs: 4, Sockets: 1, ThreadsPerCore: 2, MemBl
 // lock; the tree is sealed (under none, writers are then refused).
 func newServedTree(t testing.TB, lock string) (*kernfsim.Tree, *StatsFile) {
 	t.Helper()
-	s, err := locking.New(lock, locking.Options{Grace: locking.GraceConfig{Tick: 100 * time.Microsecond}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	tr := kernfsim.New(s, kernfsim.Options{})
-	if err := sysfs.BuildSynthetic(tr, smallSynth); err != nil {
-		t.Fatal(err)
-	}
+	tr := testtree.New(t, lock)
+	require.NoError(t, sysfs.BuildSynthetic(tr, smallSynth))
 	sf := NewStatsFile(tr)
-	if _, err := sysfs.AddABI(tr, sf); err != nil {
-		t.Fatal(err)
-	}
+	testkit.Must(sysfs.AddABI(tr, sf))(t)
 	tr.Seal()
 	return tr, sf
 }
 
-func forEachLock(t *testing.T, locks []string, f func(t *testing.T, lock string)) {
-	for _, l := range locks {
-		t.Run("lock="+l, func(t *testing.T) { f(t, l) })
-	}
-}
-
 func TestMountConformance(t *testing.T) {
-	forEachTransport(t, func(t *testing.T, tp Transport) { testMountConformance(t, tp) })
+	forEachTransport(t, func(t *testing.T, tp TransportKind) { testMountConformance(t, tp) })
 }
 
-func testMountConformance(t *testing.T, tp Transport) {
-	forEachLock(t, locking.Names, func(t *testing.T, lock string) {
+func testMountConformance(t *testing.T, tp TransportKind) {
+	testkit.ForEachLock(t, locking.Names, func(t *testing.T, lock string) {
 		tr, sf := newServedTree(t, lock)
-		m := mountTest(t, tr, MountOptions{Transport: tp})
-		sf.Bind(m.Server)
+		m := mountTest(t, tr, MountOptions{Transport: tp, Stats: sf})
 		tr.Freeze(true)
 		defer tr.Freeze(false)
 		for sub, want := range map[string]string{
@@ -64,9 +54,7 @@ func testMountConformance(t *testing.T, tp Transport) {
 			"devices/virtual/net": "lo/mtu",
 			"class":               "net/lo",
 		} {
-			if err := fstest.TestFS(noSeekFS{os.DirFS(filepath.Join(m.Mountpoint, sub))}, want); err != nil {
-				t.Errorf("%s: %v", sub, err)
-			}
+			assert.NoError(t, fstest.TestFS(noSeekFS{os.DirFS(filepath.Join(m.Mountpoint, sub))}, want), "%s", sub)
 		}
 		compareWithTree(t, tr, m.Mountpoint)
 	})
@@ -114,9 +102,7 @@ func compareWithTree(t *testing.T, tr *kernfsim.Tree, mnt string) {
 		}
 		return compareContents(t, tfs, mnt, path, want)
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	if n < 100 {
 		t.Fatalf("walked %d paths: the tree is too small to mean anything", n)
 	}
@@ -143,11 +129,11 @@ func compareContents(t *testing.T, tfs fs.FS, mnt, path string, info fs.FileInfo
 }
 
 func TestCachesStayTruthful(t *testing.T) {
-	forEachTransport(t, func(t *testing.T, tp Transport) { testCachesStayTruthful(t, tp) })
+	forEachTransport(t, func(t *testing.T, tp TransportKind) { testCachesStayTruthful(t, tp) })
 }
 
-func testCachesStayTruthful(t *testing.T, tp Transport) {
-	forEachLock(t, writers, func(t *testing.T, lock string) {
+func testCachesStayTruthful(t *testing.T, tp TransportKind) {
+	testkit.ForEachLock(t, testtree.Writers, func(t *testing.T, lock string) {
 		tr, _ := newServedTree(t, lock)
 		long := 30 * time.Second
 		m := mountTest(t, tr, MountOptions{Transport: tp, Options: Options{EntryTimeout: long, AttrTimeout: long, NegativeTimeout: new(long)}})
@@ -160,11 +146,9 @@ func testCachesStayTruthful(t *testing.T, tp Transport) {
 		if _, err := os.Stat(filepath.Join(dev, "value")); err != nil {
 			t.Fatalf("created device after a cached negative lookup: %v", err)
 		}
-		value := must(tr.FS(kernfsim.RootCred).(fs.StatFS).Stat("devices/kernfsim/d0/value"))(t)
-		node := must(kernfsim.NewWalker(tr, kernfsim.WalkerOptions{}).Resolve(kernfsim.RootCred, "devices/kernfsim/d0/value"))(t)
-		if err := tr.Setattr(node, kernfsim.SetattrArgs{Valid: kernfsim.SetMode, Mode: 0o600}, kernfsim.RootCred); err != nil {
-			t.Fatal(err)
-		}
+		value := testkit.Must(tr.FS(kernfsim.RootCred).(fs.StatFS).Stat("devices/kernfsim/d0/value"))(t)
+		node := testkit.Must(kernfsim.NewWalker(tr, kernfsim.WalkerOptions{}).Resolve(kernfsim.RootCred, "devices/kernfsim/d0/value"))(t)
+		require.NoError(t, tr.Setattr(node, kernfsim.SetattrArgs{Valid: kernfsim.SetMode, Mode: 0o600}, kernfsim.RootCred))
 		if fi, err := os.Stat(filepath.Join(dev, "value")); err != nil || fi.Mode().Perm() != 0o600 {
 			t.Fatalf("after chmod in the tree (was %v): got %v, %v; want mode 0600", value.Mode(), fi.Mode(), err)
 		}
@@ -178,19 +162,7 @@ func testCachesStayTruthful(t *testing.T, tp Transport) {
 // ctl writes data to bus/kernfsim/<file> through the mount.
 func ctl(t *testing.T, mnt, file, data string) {
 	t.Helper()
-	if err := os.WriteFile(filepath.Join(mnt, "bus/kernfsim", file), []byte(data), 0); err != nil {
-		t.Fatalf("write %q to %s: %v", data, file, err)
-	}
-}
-
-func must[T any](v T, err error) func(testing.TB) T {
-	return func(t testing.TB) T {
-		t.Helper()
-		if err != nil {
-			t.Fatal(err)
-		}
-		return v
-	}
+	require.NoError(t, os.WriteFile(filepath.Join(mnt, "bus/kernfsim", file), []byte(data), 0), "write %q to %s", data, file)
 }
 
 // blockingShow blocks each Show until released.
@@ -204,15 +176,15 @@ func (b *blockingShow) Show(_ context.Context, buf *bytes.Buffer) error {
 }
 
 func TestRemovalAndOpenFiles(t *testing.T) {
-	forEachTransport(t, func(t *testing.T, tp Transport) { testRemovalAndOpenFiles(t, tp) })
+	forEachTransport(t, func(t *testing.T, tp TransportKind) { testRemovalAndOpenFiles(t, tp) })
 }
 
-func testRemovalAndOpenFiles(t *testing.T, tp Transport) {
-	forEachLock(t, writers, func(t *testing.T, lock string) {
+func testRemovalAndOpenFiles(t *testing.T, tp TransportKind) {
+	testkit.ForEachLock(t, testtree.Writers, func(t *testing.T, lock string) {
 		tr, _ := newServedTree(t, lock)
 		m := mountTest(t, tr, MountOptions{Transport: tp})
 		ctl(t, m.Mountpoint, "new_device", "d1")
-		f := must(os.Open(filepath.Join(m.Mountpoint, "devices/kernfsim/d1/value")))(t)
+		f := testkit.Must(os.Open(filepath.Join(m.Mountpoint, "devices/kernfsim/d1/value")))(t)
 		defer f.Close()
 		ctl(t, m.Mountpoint, "delete_device", "d1")
 		if _, err := f.Read(make([]byte, 8)); !errors.Is(err, syscall.ENODEV) {
@@ -220,8 +192,8 @@ func testRemovalAndOpenFiles(t *testing.T, tp Transport) {
 		}
 
 		src := &blockingShow{entered: make(chan struct{}), release: make(chan struct{})}
-		slow := must(tr.AddAttr(tr.Root(), "slow", 0o444, src))(t)
-		sf := must(os.Open(filepath.Join(m.Mountpoint, "slow")))(t)
+		slow := testkit.Must(tr.AddAttr(tr.Root(), "slow", 0o444, src))(t)
+		sf := testkit.Must(os.Open(filepath.Join(m.Mountpoint, "slow")))(t)
 		defer sf.Close()
 		readDone := make(chan error, 1)
 		go func() {
@@ -248,12 +220,8 @@ func testRemovalAndOpenFiles(t *testing.T, tp Transport) {
 		}
 		close(src.release)
 		released = true
-		if err := <-readDone; err != nil {
-			t.Fatalf("in-flight read: %v", err)
-		}
-		if err := <-removed; err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, <-readDone, "in-flight read")
+		require.NoError(t, <-removed)
 	})
 }
 
@@ -261,7 +229,7 @@ func TestForgetReturnsTableToBaseline(t *testing.T) {
 	forEachTransport(t, testForgetReturnsTableToBaseline)
 }
 
-func testForgetReturnsTableToBaseline(t *testing.T, tp Transport) {
+func testForgetReturnsTableToBaseline(t *testing.T, tp TransportKind) {
 	tr, _ := newServedTree(t, "rcu")
 	m := mountTest(t, tr, MountOptions{Transport: tp})
 	const baseline = 1 // the root, pinned; whatever the mount itself looked up is forgotten too
@@ -277,39 +245,34 @@ func testForgetReturnsTableToBaseline(t *testing.T, tp Transport) {
 	}
 	// FORGETs arrive asynchronously: drop caches until the table is back,
 	// with a deadline as the failure detector.
-	deadline := time.Now().Add(10 * time.Second)
-	for dropCaches(t); m.Server.Nodeids() != baseline; dropCaches(t) {
-		if time.Now().After(deadline) {
-			t.Fatalf("after drop_caches: nodeid table %d, want baseline %d", m.Server.Nodeids(), baseline)
+	// Polled on this goroutine, which dropCaches may fail.
+	testkit.WaitFor(t, 10*time.Second, 20*time.Millisecond, func() error {
+		dropCaches(t)
+		if got := m.Server.Nodeids(); got != baseline {
+			return fmt.Errorf("after drop_caches: nodeid table %d, want baseline %d", got, baseline)
 		}
-		time.Sleep(20 * time.Millisecond) // let the kernel's FORGETs arrive; polled, not relied on
-	}
+		return nil
+	})
 }
 
 // dropCaches asks the kernel to forget every unused dentry and inode, which
 // sends FORGETs for our nodes.
 func dropCaches(t *testing.T) {
 	t.Helper()
-	if err := os.WriteFile("/proc/sys/vm/drop_caches", []byte("2"), 0); err != nil {
-		t.Fatalf("drop_caches: %v", err)
-	}
+	require.NoError(t, os.WriteFile("/proc/sys/vm/drop_caches", []byte("2"), 0), "drop_caches")
 }
 
 func TestDeferredTeardownOverFUSE(t *testing.T) {
 	forEachTransport(t, testDeferredTeardownOverFUSE)
 }
 
-func testDeferredTeardownOverFUSE(t *testing.T, tp Transport) {
+func testDeferredTeardownOverFUSE(t *testing.T, tp TransportKind) {
 	s, err := locking.New("rcu", locking.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	tr := kernfsim.New(s, kernfsim.Options{GP: kernfsim.GPDeferred})
-	if _, err := sysfs.AddABI(tr, nil); err != nil {
-		t.Fatal(err)
-	}
+	testkit.Must(sysfs.AddABI(tr, nil))(t)
 	long := 30 * time.Second
-	m := must(MountTree(tr, t.TempDir(), MountOptions{Transport: tp, Options: Options{EntryTimeout: long, AttrTimeout: long}}))(t)
+	m := testkit.Must(MountTree(tr, t.TempDir(), MountOptions{Transport: tp, Options: Options{EntryTimeout: long, AttrTimeout: long}}))(t)
 	unmounted := false
 	defer func() {
 		if !unmounted {
@@ -318,7 +281,7 @@ func testDeferredTeardownOverFUSE(t *testing.T, tp Transport) {
 	}()
 	dev := filepath.Join(m.Mountpoint, "devices/kernfsim/d0")
 	ctl(t, m.Mountpoint, "new_device", "d0")
-	must(os.Stat(dev))(t) // the kernel now caches a positive entry for 30 s
+	testkit.Must(os.Stat(dev))(t) // the kernel now caches a positive entry for 30 s
 	ctl(t, m.Mountpoint, "delete_device", "d0")
 	tr.Barrier()
 	if _, err := os.Stat(dev); !errors.Is(err, fs.ErrNotExist) {
@@ -331,9 +294,7 @@ func testDeferredTeardownOverFUSE(t *testing.T, tp Transport) {
 	for i := range n {
 		ctl(t, m.Mountpoint, "delete_device", fmt.Sprintf("e%d", i))
 	}
-	if err := m.Unmount(); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, m.Unmount())
 	unmounted = true
 	// each delete_device tears down two nodes: the device and its class link
 	if st := tr.Teardowns(); st.Queued != 2*(n+1) || st.Completed != st.Queued {
@@ -361,15 +322,13 @@ func TestInterruptReleasesHangingShow(t *testing.T) {
 	forEachTransport(t, testInterruptReleasesHangingShow)
 }
 
-func testInterruptReleasesHangingShow(t *testing.T, tp Transport) {
+func testInterruptReleasesHangingShow(t *testing.T, tp TransportKind) {
 	tr, _ := newServedTree(t, "rcu")
 	m := mountTest(t, tr, MountOptions{Transport: tp})
 	src := &hangingShow{entered: make(chan struct{}), canceled: make(chan struct{})}
-	n := must(tr.AddAttr(tr.Root(), "hang", 0o444, src))(t)
+	n := testkit.Must(tr.AddAttr(tr.Root(), "hang", 0o444, src))(t)
 	cat := exec.Command("cat", filepath.Join(m.Mountpoint, "hang"))
-	if err := cat.Start(); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, cat.Start())
 	<-src.entered
 	cat.Process.Kill()
 	cat.Wait()
@@ -382,9 +341,7 @@ func testInterruptReleasesHangingShow(t *testing.T, tp Transport) {
 	go func() { removed <- tr.Remove(context.Background(), n) }()
 	select {
 	case err := <-removed:
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 	case <-time.After(10 * time.Second):
 		t.Fatal("removal of the node stayed blocked after the interrupted read")
 	}
@@ -394,11 +351,9 @@ func testInterruptReleasesHangingShow(t *testing.T, tp Transport) {
 // for their users.
 func waitDraining(t *testing.T, tr *kernfsim.Tree, want int64) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for tr.Teardowns().Draining != want {
-		if time.Now().After(deadline) {
-			t.Fatalf("teardowns draining: got %d, want %d", tr.Teardowns().Draining, want)
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		if got := tr.Teardowns().Draining; got != want {
+			c.Errorf("teardowns draining: got %d, want %d", got, want)
 		}
-		time.Sleep(100 * time.Microsecond) // polled, with a deadline
-	}
+	}, 10*time.Second, 100*time.Microsecond)
 }

@@ -35,9 +35,9 @@ import (
 
 // groupTTL is how long a caller's groups are trusted. Thread ids are
 // reused and a privileged thread may change its groups (setgroups), so an
-// entry must not live long; 100 ms keeps a client that keeps hitting a
-// group-granted node at ten /proc reads a second per thread at most (one
-// took ~50 us here, against a ~10 us round trip per request: 0.05%).
+// entry must not live long. 100 ms keeps a client that keeps hitting a
+// group-granted node at ten /proc reads a second per thread at most, a
+// small share of the round trips it makes.
 const groupTTL = 100 * time.Millisecond
 
 // groupCacheCap bounds the cache: the threads that needed their groups in

@@ -7,6 +7,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/kernfsim/kernfsim/internal/testkit"
 )
 
 // fakeProc is a /proc for the group cache: threads' credentials, and a
@@ -71,9 +73,9 @@ func TestGroupCache(t *testing.T) {
 // TestParseProcCred parses this process's /proc/self/status and a
 // sample, and refuses one without the credential lines.
 func TestParseProcCred(t *testing.T) {
-	b := must(os.ReadFile("/proc/self/status"))(t)
-	pc := must(parseProcCred(b))(t)
-	groups := must(os.Getgroups())(t)
+	b := testkit.Must(os.ReadFile("/proc/self/status"))(t)
+	pc := testkit.Must(parseProcCred(b))(t)
+	groups := testkit.Must(os.Getgroups())(t)
 	var want []uint32
 	for _, g := range groups {
 		want = append(want, uint32(g))
@@ -84,7 +86,7 @@ func TestParseProcCred(t *testing.T) {
 		t.Errorf("/proc/self/status: got %+v, want fsuid %d fsgid %d groups %v", pc, os.Geteuid(), os.Getegid(), want)
 	}
 	sample := "Name:\tcat\nUmask:\t0022\nPid:\t42\nUid:\t65534\t65534\t65534\t65533\nGid:\t65534\t65534\t65534\t65532\nFDSize:\t64\nGroups:\t100 4 \nNStgid:\t42\n"
-	pc = must(parseProcCred([]byte(sample)))(t)
+	pc = testkit.Must(parseProcCred([]byte(sample)))(t)
 	if pc.fsuid != 65533 || pc.fsgid != 65532 || !slices.Equal(pc.groups, []uint32{100, 4}) {
 		t.Errorf("sample: got %+v, want fsuid 65533 fsgid 65532 groups [100 4]", pc)
 	}

@@ -3,24 +3,20 @@ package fusefs
 import (
 	"testing"
 
-	"github.com/kernfsim/kernfsim/internal/fusetest"
-	"github.com/kernfsim/kernfsim/kernfsim"
-	"github.com/kernfsim/kernfsim/locking"
-)
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
-// writers lists the strategies that accept writers once the tree is
-// sealed and served.
-var writers = locking.NamesWhere(func(t locking.Traits) bool { return t.AcceptsWriters })
+	"github.com/kernfsim/kernfsim/internal/testkit"
+	"github.com/kernfsim/kernfsim/kernfsim"
+)
 
 // mountTest mounts tr on a fresh temporary directory and unmounts it when
 // the test ends, failing it if any FUSE POLL reached the server.
 func mountTest(t testing.TB, tr *kernfsim.Tree, opts MountOptions) *Mount {
 	t.Helper()
-	fusetest.RequireFUSE(t)
+	testkit.RequireFUSE(t)
 	m, err := MountTree(tr, t.TempDir(), opts)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	if opts.Transport != "" && opts.Transport != TransportAuto && m.Transport != opts.Transport {
 		m.Unmount()
 		t.Fatalf("mounted over %s, want %s (fell back: %v)", m.Transport, opts.Transport, m.FellBack)
@@ -30,9 +26,7 @@ func mountTest(t testing.TB, tr *kernfsim.Tree, opts MountOptions) *Mount {
 		if n := m.Server.PollsAfterPrime(); n != 0 {
 			t.Errorf("%d FUSE POLL requests reached the server after the mount's prime", n)
 		}
-		if err := m.Unmount(); err != nil {
-			t.Error(err)
-		}
+		assert.NoError(t, m.Unmount())
 	})
 	return m
 }

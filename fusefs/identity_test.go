@@ -14,7 +14,7 @@ import (
 // mounted. The second must find itself on top of the first, unmount
 // itself and fail, and the first must still serve.
 func TestSecondServerRefusesToStack(t *testing.T) {
-	forEachTransport(t, func(t *testing.T, tp Transport) {
+	forEachTransport(t, func(t *testing.T, tp TransportKind) {
 		tr, _ := newServedTree(t, "rwsem")
 		first := mountTest(t, tr, MountOptions{Transport: tp})
 		checkMountpoint = func(string, bool) error { return nil }

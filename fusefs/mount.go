@@ -19,7 +19,7 @@ import (
 	"github.com/kernfsim/kernfsim/kernfsim"
 )
 
-// MountOptions configure Mount.
+// MountOptions configure MountTree.
 type MountOptions struct {
 	Options
 	AllowOther    bool // let other users in (needs user_allow_other for non-root)
@@ -27,18 +27,66 @@ type MountOptions struct {
 	MaxBackground int  // kernel's limit of background requests; 0 means 64
 	Debug         bool // log every request (go-fuse's debug output)
 	// Transport is how requests reach the server; "" means TransportAuto.
-	Transport Transport
+	Transport TransportKind
+	// Stats, if set, is the tree's stats file (kernel/kernfsim/stats):
+	// MountTree binds it to the new server before the mount serves.
+	Stats *StatsFile
+}
+
+// Setting is a MountOptions setting that an error names: the field, and
+// the value where it matters ("Transport", "devfuse"). A command names
+// it as its user sets it, a flag for kernfsim mount.
+type Setting struct{ Field, Value string }
+
+func (s Setting) String() string {
+	if s.Value == "" {
+		return s.Field
+	}
+	return s.Field + "=" + s.Value
 }
 
 // UsageError is a problem with what the user asked for (a bad mountpoint,
 // no /dev/fuse): the command should say so and exit 2.
-type UsageError struct{ Msg string }
-
-func (e *UsageError) Error() string { return e.Msg }
-
-func usage(format string, args ...any) error {
-	return &UsageError{Msg: fmt.Sprintf(format, args...)}
+type UsageError struct {
+	format string
+	args   []any // a Setting among them is written by Text's name
 }
+
+func (e *UsageError) Error() string { return e.Text(Setting.String) }
+
+// Text is the message, with each setting it names written by name.
+func (e *UsageError) Text(name func(Setting) string) string {
+	args := make([]any, len(e.args))
+	for i, a := range e.args {
+		if s, ok := a.(Setting); ok {
+			a = name(s)
+		}
+		args[i] = a
+	}
+	return fmt.Sprintf(e.format, args...)
+}
+
+// usage is a *UsageError; a Setting among args is written with %s.
+func usage(format string, args ...any) error {
+	return &UsageError{format: format, args: args}
+}
+
+// SettingError is a setting that could not be served, though the input
+// was valid: Transport=uring where the kernel refused the rings.
+type SettingError struct {
+	Setting Setting
+	Err     error
+}
+
+func (e *SettingError) Error() string { return e.Setting.String() + ": " + e.Err.Error() }
+func (e *SettingError) Unwrap() error { return e.Err }
+
+// The settings that errors name.
+var (
+	settingForce          = Setting{Field: "Force"}
+	settingTransportURing = Setting{Field: "Transport", Value: string(TransportURing)}
+	settingTransportDev   = Setting{Field: "Transport", Value: string(TransportDevFuse)}
+)
 
 // Mount is a mounted tree.
 type Mount struct {
@@ -46,7 +94,7 @@ type Mount struct {
 	Mountpoint string
 	// Transport is the transport serving requests: TransportDevFuse or
 	// TransportURing, never TransportAuto.
-	Transport Transport
+	Transport TransportKind
 	// FellBack says why io_uring was asked for (auto) but not used; nil
 	// if it was used or not asked for.
 	FellBack error
@@ -83,6 +131,9 @@ func MountTree(tree *kernfsim.Tree, mountpoint string, opts MountOptions) (*Moun
 		ring = m.srv
 	}
 	fs.setTransport(m.Transport, ring)
+	if opts.Stats != nil {
+		opts.Stats.bind(fs)
+	}
 	go func() {
 		m.srv.Serve()
 		close(m.done)
@@ -122,7 +173,7 @@ func (m *Mount) mount(opts MountOptions) error {
 		why = uringCheck()
 	}
 	if want == TransportURing && why != nil {
-		return usage("--transport uring: %v; or use --transport devfuse", why)
+		return usage("%s: %v; or use %s", settingTransportURing, why, settingTransportDev)
 	}
 	cfg := uring.Config{}
 	switch {
@@ -134,11 +185,11 @@ func (m *Mount) mount(opts MountOptions) error {
 	srv, err := uring.NewServer(m.Server, m.Mountpoint, fuseOptions(opts), cfg)
 	switch {
 	case err != nil && cfg.Only == uring.URing && errors.Is(err, uring.ErrUnavailable):
-		return fmt.Errorf("--transport uring: %w", err)
+		return &SettingError{Setting: settingTransportURing, Err: err}
 	case err != nil:
 		return mountRefused(m.Mountpoint, err)
 	}
-	m.srv, m.Transport, m.FellBack = srv, Transport(srv.Transport()), why
+	m.srv, m.Transport, m.FellBack = srv, TransportKind(srv.Transport()), why
 	if why == nil {
 		m.FellBack = srv.FellBack()
 	}
@@ -286,17 +337,17 @@ func checkMounted(mnt string, top mountinfo.Entry, force bool) error {
 	case !hung && !kernfsim.Disconnected(err):
 		return live
 	case !force && hung:
-		return usage("mountpoint %s is a FUSE mount whose server does not answer (statfs waited %v; stopped or hung): add --force to abort its connection and recover it, or run umount -f %s", mnt, probeWait, mnt)
+		return usage("mountpoint %s is a FUSE mount whose server does not answer (statfs waited %v; stopped or hung): add %s to abort its connection and recover it, or run umount -f %s", mnt, probeWait, settingForce, mnt)
 	case !force:
-		return usage("mountpoint %s is a dead FUSE mount (transport endpoint is not connected, its server was killed): add --force to recover it, or run umount -l %s", mnt, mnt)
+		return usage("mountpoint %s is a dead FUSE mount (transport endpoint is not connected, its server was killed): add %s to recover it, or run umount -l %s", mnt, settingForce, mnt)
 	}
 	if hung {
 		if err := fusectl.Abort(top.Minor); err != nil {
-			return usage("mountpoint %s is a FUSE mount whose server does not answer, and --force could not abort its connection: %v", mnt, err)
+			return usage("mountpoint %s is a FUSE mount whose server does not answer, and %s could not abort its connection: %v", mnt, settingForce, err)
 		}
 	}
 	if err := unix.Unmount(mnt, unix.MNT_DETACH); err != nil {
-		return usage("mountpoint %s is a dead FUSE mount and --force could not detach it: %v", mnt, err)
+		return usage("mountpoint %s is a dead FUSE mount and %s could not detach it: %v", mnt, settingForce, err)
 	}
 	return CheckMountpoint(mnt, false)
 }

@@ -10,7 +10,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/kernfsim/kernfsim/internal/fusetest"
+	"github.com/kernfsim/kernfsim/internal/testkit"
 	"github.com/kernfsim/kernfsim/kernfsim"
 )
 
@@ -86,10 +86,10 @@ func (p nsPlace) ops(rows []nsRow) []string {
 // sysfs does (they answered ENOSYS, or what the kernel makes of it), for root and for a user, under both
 // --permissions modes and on both transports; the tree is unchanged.
 func TestNamespaceOpsMatchSysfs(t *testing.T) {
-	fusetest.RequireFUSE(t)
+	testkit.RequireFUSE(t)
 	helper := helperBinary(t)
 	rootWant, userWant := sysfsAnswers(t, helper)
-	forEachTransport(t, func(t *testing.T, tp Transport) {
+	forEachTransport(t, func(t *testing.T, tp TransportKind) {
 		for _, perms := range []Permissions{PermServer, PermKernel} {
 			t.Run("permissions="+string(perms), func(t *testing.T) {
 				tr := nsTree(t)
@@ -124,10 +124,10 @@ func TestNamespaceOpsMatchSysfs(t *testing.T) {
 func nsTree(t *testing.T) *kernfsim.Tree {
 	t.Helper()
 	tr := groupTree(t)
-	k := must(tr.Mkdir(tr.Root(), "kernel", 0o755))(t)
-	must(tr.AddAttr(k, "seqnum", 0o444, kernfsim.Static("1\n")))(t)
-	mm := must(tr.Mkdir(k, "mm", 0o755))(t)
-	must(tr.AddAttr(mm, "x", 0o444, kernfsim.Static("x\n")))(t)
+	k := testkit.Must(tr.Mkdir(tr.Root(), "kernel", 0o755))(t)
+	testkit.Must(tr.AddAttr(k, "seqnum", 0o444, kernfsim.Static("1\n")))(t)
+	mm := testkit.Must(tr.Mkdir(k, "mm", 0o755))(t)
+	testkit.Must(tr.AddAttr(mm, "x", 0o444, kernfsim.Static("x\n")))(t)
 	return tr
 }
 

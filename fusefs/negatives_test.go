@@ -7,6 +7,9 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/kernfsim/kernfsim/internal/testkit"
+	"github.com/kernfsim/kernfsim/internal/testkit/testtree"
 )
 
 // lookups is how many LOOKUPs have reached m's server.
@@ -22,9 +25,7 @@ func missingCost(t *testing.T, m *Mount, dir, name string) uint64 {
 		t.Fatalf("stat %s: got %v, want ENOENT", missing, err)
 	}
 	n0 := lookups(m)
-	if _, err := os.Stat(filepath.Join(m.Mountpoint, dir)); err != nil {
-		t.Fatal(err)
-	}
+	testkit.Must(os.Stat(filepath.Join(m.Mountpoint, dir)))(t)
 	n1 := lookups(m)
 	if _, err := os.Stat(missing); !errors.Is(err, fs.ErrNotExist) {
 		t.Fatalf("stat %s again: got %v, want ENOENT", missing, err)
@@ -37,8 +38,8 @@ func missingCost(t *testing.T, m *Mount, dir, name string) uint64 {
 // kernel exactly when the strategy CachesNegatives (kernfs from 5.15),
 // and a cached one never survives the name's creation.
 func TestNegativesFollowTheLock(t *testing.T) {
-	forEachTransport(t, func(t *testing.T, tp Transport) {
-		forEachLock(t, writers, func(t *testing.T, lock string) {
+	forEachTransport(t, func(t *testing.T, tp TransportKind) {
+		testkit.ForEachLock(t, testtree.Writers, func(t *testing.T, lock string) {
 			tr, _ := newServedTree(t, lock)
 			m := mountTest(t, tr, MountOptions{Transport: tp})
 			caches := tr.Strategy().Traits().CachesNegatives

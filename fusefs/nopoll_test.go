@@ -11,7 +11,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/require"
+
 	"github.com/kernfsim/kernfsim/internal/fusetest"
+	"github.com/kernfsim/kernfsim/internal/testkit"
 	"github.com/kernfsim/kernfsim/kernfsim"
 	"github.com/kernfsim/kernfsim/locking"
 )
@@ -24,12 +27,12 @@ import (
 // tree skipped itself on such trees, and the first os.Open deadlocked
 // with the collector.
 func TestPrimeNeedsNoAttribute(t *testing.T) {
-	fusetest.RequireFUSE(t)
+	testkit.RequireFUSE(t)
 	trees := map[string]func(t *testing.T) (*kernfsim.Tree, string){
 		"deep":      func(t *testing.T) (*kernfsim.Tree, string) { return attrTree(t, "a/b/c/d", 0o444) },
 		"root-only": func(t *testing.T) (*kernfsim.Tree, string) { return attrTree(t, "", 0o400) },
 	}
-	forEachTransport(t, func(t *testing.T, tp Transport) {
+	forEachTransport(t, func(t *testing.T, tp TransportKind) {
 		for name, build := range trees {
 			t.Run("tree="+name, func(t *testing.T) {
 				tr, file := build(t)
@@ -60,9 +63,7 @@ func TestPrimeNeedsNoAttribute(t *testing.T) {
 func attrTree(t *testing.T, dir string, mode fs.FileMode) (*kernfsim.Tree, string) {
 	t.Helper()
 	s, err := locking.New("rwsem", locking.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	tr := kernfsim.New(s, kernfsim.Options{})
 	d := tr.Root()
 	for _, name := range strings.FieldsFunc(dir, func(r rune) bool { return r == '/' }) {
@@ -70,9 +71,7 @@ func attrTree(t *testing.T, dir string, mode fs.FileMode) (*kernfsim.Tree, strin
 			t.Fatal(err)
 		}
 	}
-	if _, err := tr.AddAttr(d, "f", mode, kernfsim.Static("1\n")); err != nil {
-		t.Fatal(err)
-	}
+	testkit.Must(tr.AddAttr(d, "f", mode, kernfsim.Static("1\n")))(t)
 	tr.Seal()
 	return tr, filepath.Join(dir, "f")
 }
@@ -96,8 +95,8 @@ func requireNoPolls(t *testing.T, m *Mount) {
 // shows as the test binary's -timeout, with a thread of it in
 // request_wait_answer under fuse_file_poll.
 func TestNoPollUnderSignals(t *testing.T) {
-	fusetest.RequireFUSE(t)
-	forEachTransport(t, func(t *testing.T, tp Transport) {
+	testkit.RequireFUSE(t)
+	forEachTransport(t, func(t *testing.T, tp TransportKind) {
 		tr, _ := newServedTree(t, "rcu")
 		for range 8 {
 			stop, showered := make(chan struct{}), make(chan struct{})
@@ -111,9 +110,7 @@ func TestNoPollUnderSignals(t *testing.T) {
 			m, err := MountTree(tr, t.TempDir(), MountOptions{Transport: tp})
 			close(stop)
 			<-showered
-			if err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, err)
 			opened, collected := make(chan struct{}), make(chan struct{})
 			go func() {
 				defer close(collected)
@@ -127,9 +124,7 @@ func TestNoPollUnderSignals(t *testing.T) {
 			close(opened)
 			<-collected
 			requireNoPolls(t, m)
-			if err := m.Unmount(); err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, m.Unmount())
 		}
 	})
 }
@@ -149,7 +144,7 @@ func repeatUntil(stop <-chan struct{}, f func()) {
 // TestPrimeIsCounted checks that the server sees the prime's POLL over
 // io_uring, so that PollsAfterPrime counts what it says it counts.
 func TestPrimeIsCounted(t *testing.T) {
-	fusetest.RequireFUSE(t)
+	testkit.RequireFUSE(t)
 	if !fusetest.URing(t) {
 		t.Skip("io_uring unavailable")
 	}

@@ -15,8 +15,11 @@ import (
 	"time"
 
 	"github.com/hanwen/go-fuse/v2/fuse"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
 
+	"github.com/kernfsim/kernfsim/internal/testkit"
 	"github.com/kernfsim/kernfsim/kernfsim"
 )
 
@@ -40,7 +43,7 @@ func TestNotifyNoDeadlock(t *testing.T) {
 // removes; on the old code the writers hung at the second write.
 const notifyDevices = 500
 
-func testNotifyNoDeadlock(t *testing.T, tp Transport) {
+func testNotifyNoDeadlock(t *testing.T, tp TransportKind) {
 	tr, _ := newServedTree(t, "rcu")
 	cached := Options{EntryTimeout: time.Hour, AttrTimeout: time.Hour, NegativeTimeout: new(time.Hour)}
 	m := mountTest(t, tr, MountOptions{Transport: tp, Options: cached})
@@ -70,9 +73,7 @@ func testNotifyNoDeadlock(t *testing.T, tp Transport) {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		err := m.Server.NotifyBarrier(ctx)
 		cancel()
-		if err != nil {
-			t.Fatalf("over %s: notifier barrier after %s: %v", tp, phase.file, err)
-		}
+		require.NoError(t, err, "over %s: notifier barrier after %s", tp, phase.file)
 		requireStat(t, dir, names, phase.after)
 	}
 	t.Logf("over %s: %d writes in %v on CPU %d; notifier %+v", tp, 2*notifyDevices, time.Since(start).Round(time.Millisecond), cpu, m.Server.NotifyStats())
@@ -97,9 +98,7 @@ func writeAllBounded(t *testing.T, m *Mount, cpu int, file string, names []strin
 	const bound = 60 * time.Second
 	select {
 	case err := <-done:
-		if err != nil {
-			t.Fatalf("over %s: %v", m.Transport, err)
-		}
+		require.NoError(t, err, "over %s", m.Transport)
 	case <-time.After(bound):
 		abortConnection(t, m)
 		awaitBounded(t, "the writer, after the abort", done)
@@ -158,9 +157,7 @@ func ctlWrite(mnt, file, data string) error {
 func firstCPU(t *testing.T) int {
 	t.Helper()
 	var set unix.CPUSet
-	if err := unix.SchedGetaffinity(0, &set); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, unix.SchedGetaffinity(0, &set))
 	for c := range 1024 {
 		if set.IsSet(c) {
 			return c
@@ -197,9 +194,7 @@ func abortConnection(t *testing.T, m *Mount) {
 	if err != nil {
 		err = m.endBusy()
 	}
-	if err != nil {
-		t.Errorf("abort the connection: %v", err)
-	}
+	assert.NoError(t, err, "abort the connection")
 }
 
 // awaitBounded waits up to 10 s for done, failing the test (not hanging
@@ -288,9 +283,7 @@ func barrier(t *testing.T, q *notifier) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if err := q.barrier(ctx); err != nil {
-		t.Fatalf("barrier: %v", err)
-	}
+	require.NoError(t, q.barrier(ctx), "barrier")
 }
 
 // TestNotifierOrder checks coalescing and order: one notice per inode
@@ -437,20 +430,16 @@ func TestNotifierCloseWhileHeld(t *testing.T) {
 // TestNotifierStopsWithMount checks that a mount with a kernel cache
 // starts its notifier on the first change and that unmounting ends it.
 func TestNotifierStopsWithMount(t *testing.T) {
-	forEachTransport(t, func(t *testing.T, tp Transport) {
+	forEachTransport(t, func(t *testing.T, tp TransportKind) {
 		tr, _ := newServedTree(t, "rcu")
 		m, err := MountTree(tr, t.TempDir(), MountOptions{Transport: tp, Options: Options{EntryTimeout: time.Hour}})
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		ctl(t, m.Mountpoint, "new_device", "d0")
 		ctl(t, m.Mountpoint, "delete_device", "d0")
 		if st := m.Server.NotifyStats(); st.Sent == 0 {
 			t.Fatalf("after new_device and delete_device: %+v, want notices sent", st)
 		}
-		if err := m.Unmount(); err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, m.Unmount())
 		select {
 		case <-m.Server.notes.done:
 		case <-time.After(10 * time.Second):
@@ -463,22 +452,22 @@ func TestNotifierStopsWithMount(t *testing.T) {
 // relies on: a delete notification invalidates the name's cached dentry
 // even when it points to another node than the one named removed.
 func TestDeleteNotifyInvalidatesAnyNode(t *testing.T) {
-	forEachTransport(t, func(t *testing.T, tp Transport) {
+	forEachTransport(t, func(t *testing.T, tp TransportKind) {
 		tr, _ := newServedTree(t, "rcu")
 		m := mountTest(t, tr, MountOptions{Transport: tp, Options: Options{EntryTimeout: time.Hour, AttrTimeout: time.Hour}})
 		ctl(t, m.Mountpoint, "new_device", "d0")
 		dev := filepath.Join(m.Mountpoint, "devices/kernfsim/d0")
-		must(os.Stat(dev))(t)
+		testkit.Must(os.Stat(dev))(t)
 		lookups := func() uint64 { return m.Server.Stats().Requests()[opLookup] }
 		before := lookups()
-		must(os.Stat(dev))(t)
+		testkit.Must(os.Stat(dev))(t)
 		if n := lookups(); n != before {
 			t.Fatalf("a cached entry sent %d LOOKUPs", n-before)
 		}
-		dir := must(tr.Lookup(must(tr.Lookup(tr.Root(), "devices"))(t), "kernfsim"))(t)
-		node := must(tr.Lookup(dir, "d0"))(t)
+		dir := testkit.Must(tr.Lookup(testkit.Must(tr.Lookup(tr.Root(), "devices"))(t), "kernfsim"))(t)
+		node := testkit.Must(tr.Lookup(dir, "d0"))(t)
 		m.srv.DeleteNotify(dir.Ino(), node.Ino()+1_000_000, "d0") // a node the dentry does not point to
-		must(os.Stat(dev))(t)
+		testkit.Must(os.Stat(dev))(t)
 		if lookups() == before {
 			t.Fatal("after a delete notification naming another node, the cached entry was still used")
 		}

@@ -13,9 +13,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
 
-	"github.com/kernfsim/kernfsim/internal/fusetest"
+	"github.com/kernfsim/kernfsim/internal/testkit"
 	"github.com/kernfsim/kernfsim/kernfsim"
 	"github.com/kernfsim/kernfsim/locking"
 )
@@ -127,20 +128,14 @@ func helperOp(op string, a []string) error {
 func helperBinary(t *testing.T) string {
 	t.Helper()
 	self, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	dir := reachable(t, t.TempDir())
 	path := filepath.Join(dir, "helper.test")
-	in := must(os.Open(self))(t)
+	in := testkit.Must(os.Open(self))(t)
 	defer in.Close()
-	out := must(os.OpenFile(path, os.O_CREATE|os.O_WRONLY, 0o755))(t)
-	if _, err := io.Copy(out, in); err != nil {
-		t.Fatal(err)
-	}
-	if err := out.Close(); err != nil {
-		t.Fatal(err)
-	}
+	out := testkit.Must(os.OpenFile(path, os.O_CREATE|os.O_WRONLY, 0o755))(t)
+	testkit.Must(io.Copy(out, in))(t)
+	require.NoError(t, out.Close())
 	return path
 }
 
@@ -149,9 +144,7 @@ func helperBinary(t *testing.T) string {
 func reachable(t *testing.T, dir string) string {
 	t.Helper()
 	for _, d := range []string{dir, filepath.Dir(dir)} {
-		if err := os.Chmod(d, 0o755); err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, os.Chmod(d, 0o755))
 	}
 	for d := filepath.Dir(dir); d != "/"; d = filepath.Dir(d) {
 		if fi, err := os.Stat(d); err != nil || fi.Mode().Perm()&0o001 == 0 {
@@ -200,16 +193,16 @@ func who(c *syscall.Credential) string {
 // write them under both --permissions modes and on both transports, as
 // on sysfs; without the group it is refused EACCES.
 func TestSupplementaryGroupsOverFUSE(t *testing.T) {
-	fusetest.RequireFUSE(t)
+	testkit.RequireFUSE(t)
 	helper := helperBinary(t)
-	forEachTransport(t, func(t *testing.T, tp Transport) {
+	forEachTransport(t, func(t *testing.T, tp TransportKind) {
 		for _, perms := range []Permissions{PermServer, PermKernel} {
 			t.Run("permissions="+string(perms), func(t *testing.T) { testSupplementaryGroups(t, helper, tp, perms) })
 		}
 	})
 }
 
-func testSupplementaryGroups(t *testing.T, helper string, tp Transport, perms Permissions) {
+func testSupplementaryGroups(t *testing.T, helper string, tp TransportKind, perms Permissions) {
 	tr := groupTree(t)
 	m := mountTest(t, tr, MountOptions{Transport: tp, AllowOther: true, Options: Options{Permissions: perms}})
 	mnt := reachable(t, m.Mountpoint)
@@ -224,13 +217,9 @@ func testSupplementaryGroups(t *testing.T, helper string, tp Transport, perms Pe
 		{"grp/secret", 0, 100, 0o640, "-rw-r-----"},
 		{"grp/value", 0, 100, 0o660, "-rw-rw----"},
 	} {
-		if err := os.Chown(p(c.path), c.uid, c.gid); err != nil {
-			t.Fatalf("root: chown %s: %v", c.path, err)
-		}
-		if err := os.Chmod(p(c.path), c.mode); err != nil {
-			t.Fatalf("root: chmod %s: %v", c.path, err)
-		}
-		fi := must(os.Stat(p(c.path)))(t)
+		require.NoError(t, os.Chown(p(c.path), c.uid, c.gid), "root: chown %s", c.path)
+		require.NoError(t, os.Chmod(p(c.path), c.mode), "root: chmod %s", c.path)
+		fi := testkit.Must(os.Stat(p(c.path)))(t)
 		if fi.Mode().String() != c.wantModeStr || fi.Sys().(*syscall.Stat_t).Gid != 100 {
 			t.Fatalf("root: after chown and chmod %s: got %v group %d, want %s group 100", c.path, fi.Mode(), fi.Sys().(*syscall.Stat_t).Gid, c.wantModeStr)
 		}
@@ -269,12 +258,12 @@ func testSupplementaryGroups(t *testing.T, helper string, tp Transport, perms Pe
 // (0444), which anyone may read.
 func groupTree(t *testing.T) *kernfsim.Tree {
 	t.Helper()
-	s := must(locking.New("rcu", locking.Options{Grace: locking.GraceConfig{Tick: 100 * time.Microsecond}}))(t)
+	s := testkit.Must(locking.New("rcu", locking.Options{Grace: locking.GraceConfig{Tick: 100 * time.Microsecond}}))(t)
 	tr := kernfsim.New(s, kernfsim.Options{})
-	grp := must(tr.Mkdir(tr.Root(), "grp", 0o755))(t)
-	must(tr.AddAttr(grp, "secret", 0o444, kernfsim.Static("s\n")))(t)
-	must(tr.AddAttr(grp, "value", 0o644, kernfsim.NewValue("0")))(t)
-	must(tr.AddAttr(tr.Root(), "open", 0o444, kernfsim.Static("o\n")))(t)
+	grp := testkit.Must(tr.Mkdir(tr.Root(), "grp", 0o755))(t)
+	testkit.Must(tr.AddAttr(grp, "secret", 0o444, kernfsim.Static("s\n")))(t)
+	testkit.Must(tr.AddAttr(grp, "value", 0o644, kernfsim.NewValue("0")))(t)
+	testkit.Must(tr.AddAttr(tr.Root(), "open", 0o444, kernfsim.Static("o\n")))(t)
 	return tr
 }
 
@@ -283,16 +272,16 @@ func groupTree(t *testing.T) *kernfsim.Tree {
 // set by an owner outside the group goes (setattr_prepare), where a
 // supplementary group counts as in the group.
 func TestChmodKeepsSpecialBits(t *testing.T) {
-	fusetest.RequireFUSE(t)
+	testkit.RequireFUSE(t)
 	helper := helperBinary(t)
-	forEachTransport(t, func(t *testing.T, tp Transport) {
+	forEachTransport(t, func(t *testing.T, tp TransportKind) {
 		for _, perms := range []Permissions{PermServer, PermKernel} {
 			t.Run("permissions="+string(perms), func(t *testing.T) { testChmodKeepsSpecialBits(t, helper, tp, perms) })
 		}
 	})
 }
 
-func testChmodKeepsSpecialBits(t *testing.T, helper string, tp Transport, perms Permissions) {
+func testChmodKeepsSpecialBits(t *testing.T, helper string, tp TransportKind, perms Permissions) {
 	tr := groupTree(t)
 	m := mountTest(t, tr, MountOptions{Transport: tp, AllowOther: true, Options: Options{Permissions: perms}})
 	mnt := reachable(t, m.Mountpoint)
@@ -300,9 +289,7 @@ func testChmodKeepsSpecialBits(t *testing.T, helper string, tp Transport, perms 
 	mode := func(rel string) uint32 {
 		t.Helper()
 		var st unix.Stat_t
-		if err := unix.Lstat(p(rel), &st); err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, unix.Lstat(p(rel), &st))
 		return st.Mode &^ unix.S_IFMT
 	}
 	for _, c := range []struct {
@@ -315,14 +302,12 @@ func testChmodKeepsSpecialBits(t *testing.T, helper string, tp Transport, perms 
 		{"grp", 0o1777},
 		{"grp/secret", 0o644},
 	} {
-		if err := unix.Chmod(p(c.path), c.mode); err != nil {
-			t.Fatalf("root: chmod %o %s: %v", c.mode, c.path, err)
-		}
+		require.NoError(t, unix.Chmod(p(c.path), c.mode), "root: chmod %o %s", c.mode, c.path)
 		if got := mode(c.path); got != c.mode {
 			t.Errorf("root: chmod %o %s: got mode %o, want %o", c.mode, c.path, got, c.mode)
 		}
 	}
-	must(0, os.Chown(p("grp/value"), 65534, 100))(t)
+	testkit.Must(0, os.Chown(p("grp/value"), 65534, 100))(t)
 	for _, c := range []struct {
 		cred *syscall.Credential
 		want uint32

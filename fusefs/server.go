@@ -14,6 +14,8 @@
 //	table.grow (only when a chunk of nodeids or handles is added, or an
 //	emptied chunk of nodeids is released)
 //	notifier.mu (the notification queue; nothing is called under it)
+//	groupCache.mu (callers' supplementary groups; nothing is called under
+//	it, and /proc is read without it)
 //
 // No lock is held while calling the tree's writers or go-fuse's notify
 // functions. Kernel notifications are sent by the Server's notifier
@@ -151,12 +153,12 @@ type Server struct {
 
 // transportInfo is what the stats file says of the transport.
 type transportInfo struct {
-	name        Transport
+	name        TransportKind
 	ring        *uring.Server // nil on /dev/fuse
 	primedPolls atomic.Uint64 // ring.Polls() once the POLL prime was answered
 }
 
-func (s *Server) setTransport(name Transport, ring *uring.Server) {
+func (s *Server) setTransport(name TransportKind, ring *uring.Server) {
 	s.transport.Store(&transportInfo{name: name, ring: ring})
 }
 

@@ -50,10 +50,10 @@ type statShard struct {
 // Stats counts requests by opcode. A request adds to its P's shard
 // (pshard), so requests on different CPUs write different cache lines.
 //
-// The shards are a slice, not an array inside Stats: with the same shards
-// and the same per-P choice as an array, two CPUs' adds took 14-18 ns
-// each against 12.7 ns for one CPU's (BenchmarkStatsCount), and as a
-// slice 6.4 ns; why the array form shares a line was not found.
+// The shards are a slice, not an array inside Stats. As an array, with
+// the same shards and the same per-P choice, two CPUs' adds were slower
+// than one CPU's, as if they shared a line; why was not found
+// (BenchmarkStatsCount).
 type Stats struct {
 	shards []statShard // immutable slice of statShards shards
 }
@@ -96,8 +96,8 @@ func (s *Server) Stats() *Stats { return s.stats }
 // StatsFile is the contents of kernel/kernfsim/stats: the server's request
 // counters, the tree's lock counters (showLock) and grace-period engine,
 // and the nodeid table size, one "key value" line each. It is created
-// before the server (the file must exist before a none tree is sealed)
-// and bound to it with Bind.
+// before the server (the file must exist before a none tree is sealed),
+// and MountTree binds it to the server it names in MountOptions.Stats.
 type StatsFile struct {
 	tree *kernfsim.Tree
 	srv  atomic.Pointer[Server]
@@ -110,8 +110,8 @@ func NewStatsFile(tree *kernfsim.Tree) *StatsFile { return &StatsFile{tree: tree
 // whose stats file no server reads yet (it shows the tree's counters).
 func StatsSource(tree *kernfsim.Tree) kernfsim.Source { return NewStatsFile(tree) }
 
-// Bind makes the file show s's counters.
-func (f *StatsFile) Bind(s *Server) { f.srv.Store(s) }
+// bind makes the file show s's counters.
+func (f *StatsFile) bind(s *Server) { f.srv.Store(s) }
 
 func (f *StatsFile) Show(_ context.Context, buf *bytes.Buffer) error {
 	st := f.tree.Strategy()

@@ -7,32 +7,33 @@ import (
 	"github.com/kernfsim/kernfsim/fusefs/uring"
 )
 
-// Transport says how FUSE requests reach the server.
-type Transport string
+// TransportKind names how FUSE requests reach the server. Package uring
+// runs the transport itself.
+type TransportKind string
 
 const (
 	// TransportAuto uses io_uring where the kernel offers it and /dev/fuse
 	// otherwise.
-	TransportAuto Transport = "auto"
+	TransportAuto TransportKind = "auto"
 	// TransportDevFuse is go-fuse's loop on /dev/fuse: one queue, read by
 	// goroutines spawned on demand.
-	TransportDevFuse Transport = "devfuse"
+	TransportDevFuse TransportKind = "devfuse"
 	// TransportURing is FUSE-over-io_uring: one queue per possible CPU,
 	// each served by a thread pinned to that CPU (Linux 6.14+).
-	TransportURing Transport = "uring"
+	TransportURing TransportKind = "uring"
 )
 
 // Transports lists the valid values of MountOptions.Transport.
-var Transports = []Transport{TransportAuto, TransportDevFuse, TransportURing}
+var Transports = []TransportKind{TransportAuto, TransportDevFuse, TransportURing}
 
-// ParseTransport checks a --transport value.
-func ParseTransport(s string) (Transport, error) {
+// ParseTransport returns the transport kind named s, one of Transports.
+func ParseTransport(s string) (TransportKind, error) {
 	for _, t := range Transports {
 		if string(t) == s {
 			return t, nil
 		}
 	}
-	return "", fmt.Errorf("invalid value %q for --transport: valid values are auto, devfuse, uring", s)
+	return "", fmt.Errorf("invalid transport %q: valid values are auto, devfuse, uring", s)
 }
 
 // uringCheck is uringUnavailable; tests replace it to play a kernel

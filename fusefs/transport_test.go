@@ -8,16 +8,16 @@ import (
 
 // testTransports are the transports every end-to-end test runs on:
 // /dev/fuse always, io_uring where fusetest.URing says so.
-func testTransports(t testing.TB) []Transport {
+func testTransports(t testing.TB) []TransportKind {
 	t.Helper()
 	if fusetest.URing(t) {
-		return []Transport{TransportDevFuse, TransportURing}
+		return []TransportKind{TransportDevFuse, TransportURing}
 	}
-	return []Transport{TransportDevFuse}
+	return []TransportKind{TransportDevFuse}
 }
 
 // forEachTransport runs f as a subtest per transport.
-func forEachTransport(t *testing.T, f func(t *testing.T, tp Transport)) {
+func forEachTransport(t *testing.T, f func(t *testing.T, tp TransportKind)) {
 	for _, tp := range testTransports(t) {
 		t.Run("transport="+string(tp), func(t *testing.T) { f(t, tp) })
 	}

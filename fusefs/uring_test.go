@@ -13,14 +13,17 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
 
 	"github.com/kernfsim/kernfsim/client"
 	"github.com/kernfsim/kernfsim/fusefs/uring"
 	"github.com/kernfsim/kernfsim/internal/fusetest"
+	"github.com/kernfsim/kernfsim/internal/testkit"
 )
 
-// TestURingUnavailable plays a kernel without io_uring: --transport uring
+// TestURingUnavailable plays a kernel without io_uring: Transport uring
 // is refused as a usage error naming what to do, and auto serves over
 // /dev/fuse, saying why.
 func TestURingUnavailable(t *testing.T) {
@@ -32,8 +35,12 @@ func TestURingUnavailable(t *testing.T) {
 	defer func() { uringCheck = saved }()
 	_, err := MountTree(tr, t.TempDir(), MountOptions{Transport: TransportURing})
 	var ue *UsageError
-	if !errors.As(err, &ue) || !strings.Contains(err.Error(), "enable_uring") || !strings.Contains(err.Error(), "--transport devfuse") {
-		t.Fatalf("--transport uring without io_uring: got %v, want a usage error naming enable_uring and --transport devfuse", err)
+	if !errors.As(err, &ue) || !strings.Contains(err.Error(), "enable_uring") || !strings.Contains(err.Error(), "Transport=devfuse") {
+		t.Fatalf("Transport uring without io_uring: got %v, want a usage error naming enable_uring and Transport=devfuse", err)
+	}
+	flags := func(s Setting) string { return "--" + strings.ToLower(s.Field) + " " + s.Value }
+	if got := ue.Text(flags); !strings.HasPrefix(got, "--transport uring: ") || !strings.HasSuffix(got, "; or use --transport devfuse") {
+		t.Errorf("Text with flags: got %q, want it to name --transport uring and --transport devfuse", got)
 	}
 	m := mountTest(t, tr, MountOptions{Transport: TransportAuto})
 	if m.Transport != TransportDevFuse || !errors.Is(m.FellBack, uring.ErrUnavailable) {
@@ -50,10 +57,10 @@ func (panicShow) Show(context.Context, *bytes.Buffer) error { panic("broken attr
 // often than there are queues and ring entries: each read fails with EIO
 // and the mount keeps serving.
 func TestHandlerPanicAnswersEIO(t *testing.T) {
-	forEachTransport(t, func(t *testing.T, tp Transport) {
+	forEachTransport(t, func(t *testing.T, tp TransportKind) {
 		tr, _ := newServedTree(t, "rcu")
 		m := mountTest(t, tr, MountOptions{Transport: tp})
-		must(tr.AddAttr(tr.Root(), "broken", 0o444, panicShow{}))(t)
+		testkit.Must(tr.AddAttr(tr.Root(), "broken", 0o444, panicShow{}))(t)
 		for range 4 * uring.DefaultDepth * 2 {
 			if _, err := os.ReadFile(filepath.Join(m.Mountpoint, "broken")); !errors.Is(err, syscall.EIO) {
 				t.Fatalf("read of an attribute whose Show panics: got %v, want EIO", err)
@@ -68,17 +75,16 @@ func TestHandlerPanicAnswersEIO(t *testing.T) {
 // TestStatsShowTransport checks the stats file names the transport and,
 // over io_uring, counts requests per queue.
 func TestStatsShowTransport(t *testing.T) {
-	forEachTransport(t, func(t *testing.T, tp Transport) {
+	forEachTransport(t, func(t *testing.T, tp TransportKind) {
 		tr, sf := newServedTree(t, "rcu")
-		m := mountTest(t, tr, MountOptions{Transport: tp})
-		sf.Bind(m.Server)
-		must(os.ReadFile(filepath.Join(m.Mountpoint, "devices/system/cpu/cpu0/topology/core_id")))(t)
-		b := must(os.ReadFile(filepath.Join(m.Mountpoint, "kernel/kernfsim/stats")))(t)
-		st := must(client.ParseStats(b))(t)
+		m := mountTest(t, tr, MountOptions{Transport: tp, Stats: sf})
+		testkit.Must(os.ReadFile(filepath.Join(m.Mountpoint, "devices/system/cpu/cpu0/topology/core_id")))(t)
+		b := testkit.Must(os.ReadFile(filepath.Join(m.Mountpoint, "kernel/kernfsim/stats")))(t)
+		st := testkit.Must(client.ParseStats(b))(t)
 		if st.Transport != string(tp) {
 			t.Fatalf("stats over %s: server.transport %q", tp, st.Transport)
 		}
-		cpus := must(uring.PossibleCPUs())(t)
+		cpus := testkit.Must(uring.PossibleCPUs())(t)
 		if tp == TransportURing && (st.Queues != uint64(cpus) || st.QueueDepth != uring.DefaultDepth || !strings.Contains(string(b), "transport.queue0.requests ")) {
 			t.Fatalf("stats over io_uring: %d queues of depth %d (want %d of %d), per-queue counts in\n%s", st.Queues, st.QueueDepth, cpus, uring.DefaultDepth, b)
 		}
@@ -101,11 +107,11 @@ func (b *blockingStore) Store(context.Context, []byte) error {
 // stats a file from the same CPU: over io_uring both requests are the
 // same queue's, and the stat must not wait for the store.
 func TestBlockingStoreDoesNotHoldItsQueue(t *testing.T) {
-	forEachTransport(t, func(t *testing.T, tp Transport) {
+	forEachTransport(t, func(t *testing.T, tp TransportKind) {
 		tr, _ := newServedTree(t, "rcu")
 		m := mountTest(t, tr, MountOptions{Transport: tp})
 		bs := &blockingStore{started: make(chan struct{}), release: make(chan struct{})}
-		must(tr.AddAttr(tr.Root(), "blocking_store", 0o200, bs))(t)
+		testkit.Must(tr.AddAttr(tr.Root(), "blocking_store", 0o200, bs))(t)
 		wrote := make(chan error, 1)
 		onCPU0(t, func() error {
 			f, err := os.OpenFile(filepath.Join(m.Mountpoint, "blocking_store"), os.O_WRONLY, 0)
@@ -129,17 +135,13 @@ func TestBlockingStoreDoesNotHoldItsQueue(t *testing.T) {
 		}, statted)
 		select {
 		case err := <-statted:
-			if err != nil {
-				t.Errorf("stat while a store blocks: %v", err)
-			}
+			assert.NoError(t, err, "stat while a store blocks")
 		case <-time.After(30 * time.Second):
 			t.Errorf("a stat from the store's CPU waited 30 s for the blocked store")
 			defer func() { <-statted }() // it ends once the store has returned
 		}
 		close(bs.release)
-		if err := <-wrote; err != nil {
-			t.Errorf("write to the blocking attribute: %v", err)
-		}
+		assert.NoError(t, <-wrote, "write to the blocking attribute")
 	})
 }
 
@@ -163,26 +165,20 @@ func onCPU0(t *testing.T, f func() error, done chan<- error) {
 // request the queues serve is logged, as go-fuse logs those it serves on
 // /dev/fuse.
 func TestDebugLogsRingRequests(t *testing.T) {
-	fusetest.RequireFUSE(t)
+	testkit.RequireFUSE(t)
 	if !fusetest.URing(t) {
 		t.Skip("io_uring unavailable")
 	}
 	logFile, err := os.Create(filepath.Join(t.TempDir(), "debug.log")) // safe for concurrent writers
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	saved := log.Writer()
 	log.SetOutput(logFile)
 	defer log.SetOutput(saved)
 	tr, _ := newServedTree(t, "rcu")
 	m := mountTest(t, tr, MountOptions{Transport: TransportURing, Debug: true})
-	if _, err := os.ReadFile(filepath.Join(m.Mountpoint, "devices/system/cpu/cpu0/topology/core_id")); err != nil {
-		t.Fatal(err)
-	}
+	testkit.Must(os.ReadFile(filepath.Join(m.Mountpoint, "devices/system/cpu/cpu0/topology/core_id")))(t)
 	b, err := os.ReadFile(logFile.Name())
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	for _, want := range []string{`LOOKUP n1 "devices"`, "(queue ", "READ n", "tx "} {
 		if !strings.Contains(string(b), want) {
 			t.Errorf("the debug log over io_uring lacks %q:\n%s", want, b)

@@ -4,6 +4,9 @@ import (
 	"os"
 	"testing"
 
+	"github.com/stretchr/testify/require"
+
+	"github.com/kernfsim/kernfsim/internal/testkit"
 	"github.com/kernfsim/kernfsim/locking"
 )
 
@@ -35,43 +38,41 @@ func TestAttrLockRouting(t *testing.T) {
 		kernfs64, rwsem lockCounts
 	}
 	steps := []step{
-		{"permission", func(tr *Tree, _ *Walker, d, _ *Node) { noErr(t, tr.Permission(d, MayExec, user)) },
+		{"permission", func(tr *Tree, _ *Walker, d, _ *Node) { require.NoError(t, tr.Permission(d, MayExec, user)) },
 			lockCounts{attrR: 1}, lockCounts{treeR: 1}},
 		{"getattr", func(tr *Tree, _ *Walker, _, f *Node) { tr.Getattr(f) },
 			lockCounts{attrR: 1}, lockCounts{treeR: 1}},
-		{"lookup", func(tr *Tree, _ *Walker, d, _ *Node) { must(tr.Lookup(d, "f"))(t) },
+		{"lookup", func(tr *Tree, _ *Walker, d, _ *Node) { testkit.Must(tr.Lookup(d, "f"))(t) },
 			lockCounts{treeR: 1}, lockCounts{treeR: 1}},
 		{"setattr", func(tr *Tree, _ *Walker, _, f *Node) {
-			noErr(t, tr.Setattr(f, SetattrArgs{Valid: SetMode, Mode: 0o644}, RootCred))
+			require.NoError(t, tr.Setattr(f, SetattrArgs{Valid: SetMode, Mode: 0o644}, RootCred))
 		}, lockCounts{attrW: 1}, lockCounts{treeW: 1}},
-		{"open+release", func(tr *Tree, _ *Walker, _, f *Node) { must(tr.Open(f, os.O_RDONLY, user))(t).Release() },
+		{"open+release", func(tr *Tree, _ *Walker, _, f *Node) { testkit.Must(tr.Open(f, os.O_RDONLY, user))(t).Release() },
 			lockCounts{attrR: 1, open: 2}, lockCounts{treeR: 1}},
-		{"walk d/f (cached)", func(_ *Tree, w *Walker, _, _ *Node) { must(w.Resolve(user, "d/f"))(t) },
+		{"walk d/f (cached)", func(_ *Tree, w *Walker, _, _ *Node) { testkit.Must(w.Resolve(user, "d/f"))(t) },
 			lockCounts{treeR: 2, attrR: 2}, lockCounts{treeR: 4}}, // 2 revalidations, 2 permissions
-		{"may-create", func(tr *Tree, _ *Walker, d, _ *Node) { noErr(t, tr.MayCreate(d, "new", RootCred)) },
+		{"may-create", func(tr *Tree, _ *Walker, d, _ *Node) { require.NoError(t, tr.MayCreate(d, "new", RootCred)) },
 			lockCounts{treeR: 1, attrR: 1}, lockCounts{treeR: 1}},
 	}
-	for _, lock := range []string{"kernfs64", "rwsem"} {
-		t.Run("lock="+lock, func(t *testing.T) {
-			tr := newTestTree(t, lock)
-			d := must(tr.Mkdir(tr.Root(), "d", 0o755))(t)
-			f := must(tr.AddAttr(d, "f", 0o644, Static("x")))(t)
-			w := NewWalker(tr, WalkerOptions{})
-			must(w.Resolve(user, "d/f"))(t) // cache the dentries
-			for _, s := range steps {
-				before := countsOf(tr.Strategy().Stats())
-				s.op(tr, w, d, f)
-				got := countsOf(tr.Strategy().Stats()).sub(before)
-				want := s.rwsem
-				if tr.Strategy().Traits().SeparateAttrLock {
-					want = s.kernfs64
-				}
-				if got != want {
-					t.Errorf("%s: got %+v, want %+v", s.name, got, want)
-				}
+	testkit.ForEachLock(t, []string{"kernfs64", "rwsem"}, func(t *testing.T, lock string) {
+		tr := newTestTree(t, lock)
+		d := testkit.Must(tr.Mkdir(tr.Root(), "d", 0o755))(t)
+		f := testkit.Must(tr.AddAttr(d, "f", 0o644, Static("x")))(t)
+		w := NewWalker(tr, WalkerOptions{})
+		testkit.Must(w.Resolve(user, "d/f"))(t) // cache the dentries
+		for _, s := range steps {
+			before := countsOf(tr.Strategy().Stats())
+			s.op(tr, w, d, f)
+			got := countsOf(tr.Strategy().Stats()).sub(before)
+			want := s.rwsem
+			if tr.Strategy().Traits().SeparateAttrLock {
+				want = s.kernfs64
 			}
-		})
-	}
+			if got != want {
+				t.Errorf("%s: got %+v, want %+v", s.name, got, want)
+			}
+		}
+	})
 }
 
 // TestRefWalkRefreshTakesAttrLock: with RefWalk, a walker under a
@@ -82,9 +83,9 @@ func TestRefWalkRefreshTakesAttrLock(t *testing.T) {
 	tr := newTestTree(t, "kernfs64")
 	mkpath(t, tr, "a", "b")
 	w := NewWalker(tr, WalkerOptions{RefWalk: true, MountDepth: 1})
-	must(w.Stat(RootCred, "a/b"))(t)
+	testkit.Must(w.Stat(RootCred, "a/b"))(t)
 	before := countsOf(tr.Strategy().Stats())
-	must(w.Stat(RootCred, "a/b"))(t)
+	testkit.Must(w.Stat(RootCred, "a/b"))(t)
 	// two permission checks (root, a), the final refresh of b, getattr
 	want := lockCounts{treeR: 2, attrR: 4}
 	if got := countsOf(tr.Strategy().Stats()).sub(before); got != want {

@@ -35,6 +35,7 @@
 //	write side by Setattr; nothing is taken inside it
 //	Open-file lock (locking.OpenFileLocker, Traits.OpenFileLocks only):
 //	taken alone, by Open and Release, around nothing
+//	Tree.subMu: taken alone, by Subscribe and its cancel, around nothing
 //
 // Nothing calls out (Show, Store, subscribers, output) while holding the
 // tree's lock: reads and writes hold only an active reference on their node,

@@ -94,9 +94,9 @@ func isFrozen(ctx context.Context) bool {
 // A File and its show() buffer each take whole cache lines, as the
 // kernel's struct file comes from a cache-aligned slab and seq_file's
 // buffer is a page of its own: two CPUs reading their own files write no
-// line in common. (Files of 72 bytes from one allocation span shared
-// lines, and BenchmarkWalk's rcu files/parallel went from one CPU to two
-// at 1.70-1.79x instead of 1.93x in three of five rounds.)
+// line in common. Small Files from one allocation would span shared
+// lines (BenchmarkWalk, lock=rcu/op=files/parallel;
+// docs/notes/2026-12-01-walker-scaling.md).
 type File struct {
 	fileState
 	_ [cacheLine - unsafe.Sizeof(fileState{})%cacheLine]byte
@@ -299,9 +299,9 @@ type heldRef struct {
 
 type heldRefKey struct{}
 
-// StoreNode is the node whose Store was given ctx, or nil if ctx is not a
+// StoringNode is the node whose Store was given ctx, or nil if ctx is not a
 // Store's: a store handler that adds beside its own node finds it so.
-func StoreNode(ctx context.Context) *Node {
+func StoringNode(ctx context.Context) *Node {
 	h, _ := ctx.Value(heldRefKey{}).(*heldRef)
 	if h == nil {
 		return nil

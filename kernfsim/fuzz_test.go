@@ -5,6 +5,10 @@ import (
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/kernfsim/kernfsim/internal/testkit"
 )
 
 // FuzzValidateName checks names: an accepted name can be created and
@@ -22,10 +26,8 @@ func FuzzValidateName(f *testing.F) {
 			}
 			return
 		}
-		if err != nil {
-			t.Fatalf("Mkdir(%q) of a valid name: %v", name, err)
-		}
-		if got := must(tr.Lookup(tr.Root(), name))(t); got != n || bytes.ContainsAny([]byte(name), "/\x00") {
+		require.NoError(t, err, "Mkdir(%q) of a valid name", name)
+		if got := testkit.Must(tr.Lookup(tr.Root(), name))(t); got != n || bytes.ContainsAny([]byte(name), "/\x00") {
 			t.Fatalf("Lookup(%q) found %p, want %p", name, got, n)
 		}
 	})

@@ -1,69 +1,30 @@
 package kernfsim
 
 import (
-	"errors"
-	"io/fs"
-	"syscall"
 	"testing"
+	"time"
 
+	"github.com/stretchr/testify/require"
+
+	"github.com/kernfsim/kernfsim/internal/testkit"
 	"github.com/kernfsim/kernfsim/locking"
 )
 
-// fastGrace keeps rcu removals quick in tests: a 100us tick.
-var fastGrace = locking.GraceConfig{Tick: 100_000}
+// fastGrace keeps rcu removals quick in tests: a 100 us tick.
+var fastGrace = locking.GraceConfig{Tick: 100 * time.Microsecond}
 
 // newTestTree returns an empty tree under the named strategy. Under none
-// it is not sealed, so fixtures can still be built.
+// it is not sealed, so fixtures can still be built. It is testtree.New,
+// which this package's tests cannot import (testtree imports kernfsim).
 func newTestTree(t testing.TB, lock string) *Tree {
 	t.Helper()
 	s, err := locking.New(lock, locking.Options{Grace: fastGrace})
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	return New(s, Options{})
 }
 
 // writers lists the strategies that accept writers after construction.
 var writers = locking.NamesWhere(func(t locking.Traits) bool { return t.AcceptsWriters })
-
-// forEachLock runs f as a subtest per strategy in locks.
-func forEachLock(t *testing.T, locks []string, f func(t *testing.T, lock string)) {
-	for _, l := range locks {
-		t.Run("lock="+l, func(t *testing.T) { f(t, l) })
-	}
-}
-
-// must returns v, failing the test given to the returned func on err:
-// must(tr.Mkdir(d, "a", 0o755))(t).
-func must[T any](v T, err error) func(testing.TB) T {
-	return func(t testing.TB) T {
-		t.Helper()
-		if err != nil {
-			t.Fatal(err)
-		}
-		return v
-	}
-}
-
-// noErr fails the test on err.
-func noErr(t testing.TB, err error) {
-	t.Helper()
-	if err != nil {
-		t.Fatal(err)
-	}
-}
-
-// wantErrno checks that err is a *fs.PathError carrying errno want.
-func wantErrno(t testing.TB, err error, want syscall.Errno) {
-	t.Helper()
-	var pe *fs.PathError
-	if !errors.As(err, &pe) {
-		t.Fatalf("got error %v (%T), want *fs.PathError with %v", err, err, want)
-	}
-	if !errors.Is(err, want) {
-		t.Fatalf("got %v, want %v", err, want)
-	}
-}
 
 // mkpath makes dirs along path (a/b/c) and returns the last.
 func mkpath(t testing.TB, tr *Tree, path ...string) *Node {
@@ -74,7 +35,7 @@ func mkpath(t testing.TB, tr *Tree, path ...string) *Node {
 			d = n
 			continue
 		}
-		d = must(tr.Mkdir(d, p, 0o755))(t)
+		d = testkit.Must(tr.Mkdir(d, p, 0o755))(t)
 	}
 	return d
 }

@@ -5,6 +5,10 @@ import (
 	"os"
 	"syscall"
 	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/kernfsim/kernfsim/internal/testkit"
 )
 
 // TestSetattrKeepsSpecialBits checks that chmod keeps the setuid, setgid
@@ -12,10 +16,10 @@ import (
 // except the setgid bit set by an owner outside the group
 // (setattr_prepare), and that the io/fs view shows them.
 func TestSetattrKeepsSpecialBits(t *testing.T) {
-	forEachLock(t, writers, func(t *testing.T, lock string) {
+	testkit.ForEachLock(t, writers, func(t *testing.T, lock string) {
 		tr := newTestTree(t, lock)
-		f := must(tr.Add(tr.Root(), "f", NodeSpec{Kind: KindAttr, Mode: 0o644, Uid: 1000, Gid: 100, Source: NewValue("")}))(t)
-		d := must(tr.Add(tr.Root(), "d", NodeSpec{Kind: KindDir, Mode: 0o755}))(t)
+		f := testkit.Must(tr.Add(tr.Root(), "f", NodeSpec{Kind: KindAttr, Mode: 0o644, Uid: 1000, Gid: 100, Source: NewValue("")}))(t)
+		d := testkit.Must(tr.Add(tr.Root(), "d", NodeSpec{Kind: KindDir, Mode: 0o755}))(t)
 		owner := Cred{Uid: 1000, Gid: 1000}
 		member := Cred{Uid: 1000, Gid: 1000, Groups: []uint32{100}}
 		for _, c := range []struct {
@@ -32,16 +36,16 @@ func TestSetattrKeepsSpecialBits(t *testing.T) {
 			{"owner in the group by a supplementary one keeps setgid", f, fs.ModeSetgid | 0o750, member, fs.ModeSetgid | 0o750},
 			{"plain chmod clears them", f, 0o640, RootCred, 0o640},
 		} {
-			noErr(t, tr.Setattr(c.n, SetattrArgs{Valid: SetMode, Mode: c.mode}, c.c))
+			require.NoError(t, tr.Setattr(c.n, SetattrArgs{Valid: SetMode, Mode: c.mode}, c.c))
 			if got := tr.Getattr(c.n).Mode; got != c.want {
 				t.Errorf("%s: chmod %v: got mode %v, want %v", c.name, c.mode, got, c.want)
 			}
 		}
-		noErr(t, tr.Setattr(f, SetattrArgs{Valid: SetMode, Mode: fs.ModeSetuid | 0o755}, RootCred))
-		if fi := must(fs.Stat(tr.FS(RootCred), "f"))(t); fi.Mode() != fs.ModeSetuid|0o755 {
+		require.NoError(t, tr.Setattr(f, SetattrArgs{Valid: SetMode, Mode: fs.ModeSetuid | 0o755}, RootCred))
+		if fi := testkit.Must(fs.Stat(tr.FS(RootCred), "f"))(t); fi.Mode() != fs.ModeSetuid|0o755 {
 			t.Errorf("io/fs view after chmod u+s: got %v, want %v", fi.Mode(), fs.ModeSetuid|0o755)
 		}
-		wantErrno(t, tr.Setattr(f, SetattrArgs{Valid: SetMode, Mode: fs.ModeDir | 0o755}, RootCred), syscall.EINVAL)
+		testkit.WantErrno(t, tr.Setattr(f, SetattrArgs{Valid: SetMode, Mode: fs.ModeDir | 0o755}, RootCred), syscall.EINVAL)
 	})
 }
 
@@ -49,7 +53,7 @@ func TestSetattrKeepsSpecialBits(t *testing.T) {
 // caller does not carry.
 func TestSetattrNeedsGroups(t *testing.T) {
 	tr := newTestTree(t, "rwsem")
-	f := must(tr.Add(tr.Root(), "f", NodeSpec{Kind: KindAttr, Mode: 0o644, Uid: 1000, Gid: 100, Source: NewValue("")}))(t)
+	f := testkit.Must(tr.Add(tr.Root(), "f", NodeSpec{Kind: KindAttr, Mode: 0o644, Uid: 1000, Gid: 100, Source: NewValue("")}))(t)
 	sgid := SetattrArgs{Valid: SetMode, Mode: fs.ModeSetgid | 0o644}
 	for _, c := range []struct {
 		name string
@@ -73,19 +77,19 @@ func TestSetattrNeedsGroups(t *testing.T) {
 // class of the mode, and that GroupMayGrant says so exactly when a group
 // the caller does not carry could turn a refusal.
 func TestSupplementaryGroups(t *testing.T) {
-	forEachLock(t, writers, func(t *testing.T, lock string) {
+	testkit.ForEachLock(t, writers, func(t *testing.T, lock string) {
 		tr := newTestTree(t, lock)
-		d := must(tr.Add(tr.Root(), "d", NodeSpec{Kind: KindDir, Mode: 0o750, Gid: 100}))(t)
-		f := must(tr.Add(d, "f", NodeSpec{Kind: KindAttr, Mode: 0o640, Gid: 100, Source: Static("x\n")}))(t)
-		wo := must(tr.Add(d, "wo", NodeSpec{Kind: KindAttr, Mode: 0o604, Gid: 100, Source: Static("x\n")}))(t)
-		own := must(tr.Add(d, "own", NodeSpec{Kind: KindAttr, Mode: 0o040, Uid: 7, Gid: 100, Source: Static("x\n")}))(t)
+		d := testkit.Must(tr.Add(tr.Root(), "d", NodeSpec{Kind: KindDir, Mode: 0o750, Gid: 100}))(t)
+		f := testkit.Must(tr.Add(d, "f", NodeSpec{Kind: KindAttr, Mode: 0o640, Gid: 100, Source: Static("x\n")}))(t)
+		wo := testkit.Must(tr.Add(d, "wo", NodeSpec{Kind: KindAttr, Mode: 0o604, Gid: 100, Source: Static("x\n")}))(t)
+		own := testkit.Must(tr.Add(d, "own", NodeSpec{Kind: KindAttr, Mode: 0o040, Uid: 7, Gid: 100, Source: Static("x\n")}))(t)
 		nobody := Cred{Uid: 65534, Gid: 65534}
 		member := Cred{Uid: 65534, Gid: 65534, Groups: []uint32{100}}
-		wantErrno(t, tr.Permission(d, MayExec, nobody), syscall.EACCES)
-		noErr(t, tr.Permission(d, MayExec, member))
+		testkit.WantErrno(t, tr.Permission(d, MayExec, nobody), syscall.EACCES)
+		require.NoError(t, tr.Permission(d, MayExec, member))
 		_, err := tr.Open(f, os.O_RDONLY, nobody)
-		wantErrno(t, err, syscall.EACCES)
-		must(tr.Open(f, os.O_RDONLY, member))(t).Release()
+		testkit.WantErrno(t, err, syscall.EACCES)
+		testkit.Must(tr.Open(f, os.O_RDONLY, member))(t).Release()
 		if _, err := NewWalker(tr, WalkerOptions{}).ReadFile(member, "d/f", make([]byte, 8)); err != nil {
 			t.Errorf("walker: read d/f as a member of group 100: %v", err)
 		}
@@ -114,15 +118,15 @@ func TestSupplementaryGroups(t *testing.T) {
 // TestMayCreateDelete checks the VFS's may_create, may_delete and
 // may_linkat, which the namespace operations pass before sysfs refuses.
 func TestMayCreateDelete(t *testing.T) {
-	forEachLock(t, writers, func(t *testing.T, lock string) {
+	testkit.ForEachLock(t, writers, func(t *testing.T, lock string) {
 		tr := newTestTree(t, lock)
-		d := must(tr.Mkdir(tr.Root(), "d", 0o755))(t)
-		f := must(tr.AddAttr(d, "f", 0o444, Static("x\n")))(t)
-		rw := must(tr.AddAttr(d, "rw", 0o666, NewValue("")))(t)
-		sticky := must(tr.Add(tr.Root(), "tmp", NodeSpec{Kind: KindDir, Mode: 0o777}))(t)
-		noErr(t, tr.Setattr(sticky, SetattrArgs{Valid: SetMode, Mode: fs.ModeSticky | 0o777}, RootCred))
-		must(tr.Add(sticky, "theirs", NodeSpec{Kind: KindAttr, Mode: 0o444, Uid: 5, Source: Static("")}))(t)
-		must(tr.Add(sticky, "mine", NodeSpec{Kind: KindAttr, Mode: 0o444, Uid: 1000, Source: Static("")}))(t)
+		d := testkit.Must(tr.Mkdir(tr.Root(), "d", 0o755))(t)
+		f := testkit.Must(tr.AddAttr(d, "f", 0o444, Static("x\n")))(t)
+		rw := testkit.Must(tr.AddAttr(d, "rw", 0o666, NewValue("")))(t)
+		sticky := testkit.Must(tr.Add(tr.Root(), "tmp", NodeSpec{Kind: KindDir, Mode: 0o777}))(t)
+		require.NoError(t, tr.Setattr(sticky, SetattrArgs{Valid: SetMode, Mode: fs.ModeSticky | 0o777}, RootCred))
+		testkit.Must(tr.Add(sticky, "theirs", NodeSpec{Kind: KindAttr, Mode: 0o444, Uid: 5, Source: Static("")}))(t)
+		testkit.Must(tr.Add(sticky, "mine", NodeSpec{Kind: KindAttr, Mode: 0o444, Uid: 1000, Source: Static("")}))(t)
 		user := Cred{Uid: 1000, Gid: 1000}
 		for _, c := range []struct {
 			name string
@@ -147,7 +151,7 @@ func TestMayCreateDelete(t *testing.T) {
 				t.Errorf("%s: got %v, want %v", c.name, c.err, ErrnoName(c.want))
 			}
 		}
-		noErr(t, tr.Remove(t.Context(), d))
-		wantErrno(t, tr.MayCreate(d, "new", RootCred), syscall.ENOENT)
+		require.NoError(t, tr.Remove(t.Context(), d))
+		testkit.WantErrno(t, tr.MayCreate(d, "new", RootCred), syscall.ENOENT)
 	})
 }

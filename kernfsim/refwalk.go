@@ -35,10 +35,9 @@ import (
 // attribute lock itself (kernfs64), that lock, so the refresh and
 // permission meet on it as in the kernel. This is what the calibrated sim
 // (loadgen --sim-cost) adds to its private work, with loadgen's model of
-// the process's shared descriptor table and credentials: with private
-// work alone the sim's missing lookups ran at efficiency 0.87-0.90 on two
-// threads where /sys ran at 0.50-0.53, in three of four pairs measured
-// alternately on a 2-vCPU VM (docs/notes/2026-12-01-calibrated-sim.md).
+// the process's shared descriptor table and credentials. With private
+// work alone, the sim's missing lookups scaled far better than /sys's
+// (docs/notes/2026-12-01-calibrated-sim.md).
 //
 // The writes change no state a walk reads: references count nothing that
 // is checked, and a refresh stores what the node already says.

@@ -5,6 +5,8 @@ import (
 	"syscall"
 	"testing"
 	"unsafe"
+
+	"github.com/kernfsim/kernfsim/internal/testkit"
 )
 
 // TestRefWalkBalancesReferences walks every kind of path with RefWalk on,
@@ -13,9 +15,9 @@ import (
 // and that each directory passed had its inode refreshed from its node.
 func TestRefWalkBalancesReferences(t *testing.T) {
 	user := Cred{Uid: 1000, Gid: 1000}
-	forEachLock(t, writers, func(t *testing.T, lock string) {
+	testkit.ForEachLock(t, writers, func(t *testing.T, lock string) {
 		tr, loop := newLoopTree(t, lock)
-		must(tr.Symlink(loop, "abs", "/devices/virtual/net/lo"))(t)
+		testkit.Must(tr.Symlink(loop, "abs", "/devices/virtual/net/lo"))(t)
 		w := NewWalker(tr, WalkerOptions{RefWalk: true, MountDepth: 1})
 		paths := []struct {
 			path string
@@ -109,9 +111,7 @@ func TestLayoutKeepsLines(t *testing.T) {
 func TestRefWalkOffWritesNothing(t *testing.T) {
 	tr := newNetTree(t, "rwsem")
 	w := NewWalker(tr, WalkerOptions{MountDepth: 1})
-	if _, err := w.Resolve(RootCred, "class/net/lo/mtu"); err != nil {
-		t.Fatal(err)
-	}
+	testkit.Must(w.Resolve(RootCred, "class/net/lo/mtu"))(t)
 	if w.ref.on || len(w.ref.mount) != 0 || w.root.lines != nil {
 		t.Errorf("RefWalk off: got ref-walk state %+v, root lines %v", w.ref, w.root.lines)
 	}

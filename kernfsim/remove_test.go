@@ -8,6 +8,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/kernfsim/kernfsim/internal/testkit"
 	"github.com/kernfsim/kernfsim/locking"
 )
 
@@ -15,9 +19,7 @@ import (
 // grace-period tick.
 func newGPTree(t testing.TB, gp GPPolicy) *Tree {
 	s, err := locking.New("rcu", locking.Options{Grace: fastGrace})
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	return New(s, Options{GP: gp})
 }
 
@@ -29,7 +31,7 @@ func TestTeardownWaitsForReaders(t *testing.T) {
 			defer tr.Subscribe(func(ev Event) { told = append(told, ev.Op.String()+" "+ev.Name) })()
 			b := startBlockedRemoval(t, tr)
 			if gp == GPDeferred {
-				noErr(t, <-b.removed) // returns at once: the teardown is queued
+				require.NoError(t, <-b.removed) // returns at once: the teardown is queued
 				if _, err := tr.Lookup(tr.Root(), "slow"); err == nil {
 					t.Fatal("a removed node is still found after deferred Remove returned")
 				}
@@ -40,7 +42,7 @@ func TestTeardownWaitsForReaders(t *testing.T) {
 			}
 			b.release(t)
 			if gp != GPDeferred {
-				noErr(t, <-b.removed)
+				require.NoError(t, <-b.removed)
 			}
 			tr.Barrier()
 			if st := tr.Teardowns(); st.Completed != 1 || len(told) != 2 || told[1] != "remove slow" {
@@ -54,28 +56,28 @@ func TestRemoveAllSharesOneGracePeriod(t *testing.T) {
 	tr := newGPTree(t, GPNormal)
 	var nodes []*Node
 	for i := range 100 {
-		nodes = append(nodes, must(tr.Mkdir(tr.Root(), fmt.Sprintf("dev%d", i), 0o755))(t))
+		nodes = append(nodes, testkit.Must(tr.Mkdir(tr.Root(), fmt.Sprintf("dev%d", i), 0o755))(t))
 	}
-	sub := must(tr.Mkdir(nodes[0], "sub", 0o755))(t)
+	sub := testkit.Must(tr.Mkdir(nodes[0], "sub", 0o755))(t)
 	before := tr.Strategy().Stats().Grace.GracePeriods
-	noErr(t, tr.RemoveAll(context.Background(), append(nodes, sub)...))
+	require.NoError(t, tr.RemoveAll(context.Background(), append(nodes, sub)...))
 	if gps := tr.Strategy().Stats().Grace.GracePeriods - before; gps > 2 {
 		t.Fatalf("removing 101 nodes in one call took %d grace periods, want 1 (2 if a tick raced)", gps)
 	}
 	if tr.Nodes() != 1 || tr.Teardowns().Completed != 101 {
 		t.Fatalf("after RemoveAll: %d nodes, %+v; want 1 node and 101 teardowns", tr.Nodes(), tr.Teardowns())
 	}
-	wantErrno(t, tr.RemoveAll(context.Background(), nodes[1]), syscall.ENOENT)
+	testkit.WantErrno(t, tr.RemoveAll(context.Background(), nodes[1]), syscall.ENOENT)
 }
 
 func TestRemoveAllIsAllOrNothing(t *testing.T) {
-	forEachLock(t, writers, func(t *testing.T, lock string) {
+	testkit.ForEachLock(t, writers, func(t *testing.T, lock string) {
 		tr := newTestTree(t, lock)
-		a := must(tr.Mkdir(tr.Root(), "a", 0o755))(t)
-		gone := must(tr.Mkdir(tr.Root(), "gone", 0o755))(t)
-		noErr(t, tr.Remove(context.Background(), gone))
-		wantErrno(t, tr.RemoveAll(context.Background(), a, gone), syscall.ENOENT)
-		wantErrno(t, tr.RemoveAll(context.Background(), a, tr.Root()), syscall.EBUSY)
+		a := testkit.Must(tr.Mkdir(tr.Root(), "a", 0o755))(t)
+		gone := testkit.Must(tr.Mkdir(tr.Root(), "gone", 0o755))(t)
+		require.NoError(t, tr.Remove(context.Background(), gone))
+		testkit.WantErrno(t, tr.RemoveAll(context.Background(), a, gone), syscall.ENOENT)
+		testkit.WantErrno(t, tr.RemoveAll(context.Background(), a, tr.Root()), syscall.EBUSY)
 		if !a.IsActive() || tr.Nodes() != 2 {
 			t.Fatalf("a failed RemoveAll changed the tree: a active %v, %d nodes", a.IsActive(), tr.Nodes())
 		}
@@ -87,7 +89,7 @@ func TestRemoveAllIsAllOrNothing(t *testing.T) {
 // sealed, sealing the tree while the removal drains neither blocks nor
 // breaks the removal (it holds no write side while draining).
 func TestRemoveDrainsInFlightUsers(t *testing.T) {
-	forEachLock(t, locking.Names, func(t *testing.T, lock string) {
+	testkit.ForEachLock(t, locking.Names, func(t *testing.T, lock string) {
 		tr := newTestTree(t, lock)
 		b := startBlockedRemoval(t, tr)
 		waitDraining(t, tr, 1)
@@ -98,7 +100,7 @@ func TestRemoveDrainsInFlightUsers(t *testing.T) {
 			t.Fatalf("teardown completed while a reader was inside Show (completed %d)", got)
 		}
 		b.release(t)
-		noErr(t, <-b.removed)
+		require.NoError(t, <-b.removed)
 		tr.Barrier()
 		if _, err := tr.Lookup(tr.Root(), "slow"); err == nil || tr.Nodes() != 1 || tr.Teardowns().Completed != 1 {
 			t.Fatalf("after the removal: lookup %v, %d nodes, %+v; want ENOENT, 1 node, 1 teardown", err, tr.Nodes(), tr.Teardowns())
@@ -120,8 +122,8 @@ func startBlockedRemoval(t *testing.T, tr *Tree) *blockedRemoval {
 	t.Helper()
 	b := &blockedRemoval{src: &blockingSource{entered: make(chan struct{}), release: make(chan struct{})},
 		readDone: make(chan error, 1), removed: make(chan error, 1)}
-	n := must(tr.AddAttr(tr.Root(), "slow", 0o444, b.src))(t)
-	f := must(tr.Open(n, os.O_RDONLY, RootCred))(t)
+	n := testkit.Must(tr.AddAttr(tr.Root(), "slow", 0o444, b.src))(t)
+	f := testkit.Must(tr.Open(n, os.O_RDONLY, RootCred))(t)
 	t.Cleanup(f.Release)
 	go func() { _, err := f.Read(make([]byte, 64), 0); b.readDone <- err }()
 	<-b.src.entered
@@ -133,20 +135,18 @@ func startBlockedRemoval(t *testing.T, tr *Tree) *blockedRemoval {
 func (b *blockedRemoval) release(t *testing.T) {
 	t.Helper()
 	close(b.src.release)
-	noErr(t, <-b.readDone)
+	require.NoError(t, <-b.readDone)
 }
 
 // waitDraining polls, with a deadline, until want removed nodes wait for
 // their users.
 func waitDraining(t *testing.T, tr *Tree, want int64) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for tr.Teardowns().Draining != want {
-		if time.Now().After(deadline) {
-			t.Fatalf("teardowns draining: got %d, want %d", tr.Teardowns().Draining, want)
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		if got := tr.Teardowns().Draining; got != want {
+			c.Errorf("teardowns draining: got %d, want %d", got, want)
 		}
-		time.Sleep(100 * time.Microsecond) // polled, with a deadline
-	}
+	}, 10*time.Second, 100*time.Microsecond)
 }
 
 // BenchmarkRemove measures the caller's cost of one removal under each
@@ -157,7 +157,7 @@ func waitDraining(t *testing.T, tr *Tree, want int64) {
 func BenchmarkRemove(b *testing.B) {
 	for _, lock := range writers {
 		gps := []GPPolicy{""}
-		if must(locking.TraitsOf(lock))(b).GracePeriods {
+		if testkit.Must(locking.TraitsOf(lock))(b).GracePeriods {
 			gps = GPPolicies
 		}
 		for _, gp := range gps {
@@ -174,7 +174,7 @@ func benchRemove(b *testing.B, lock string, gp GPPolicy) {
 	tr := New(locking.MustNew(lock), Options{GP: gp})
 	nodes := make([]*Node, b.N)
 	for i := range nodes {
-		nodes[i] = must(tr.Mkdir(tr.Root(), fmt.Sprintf("dev%d", i), 0o755))(b)
+		nodes[i] = testkit.Must(tr.Mkdir(tr.Root(), fmt.Sprintf("dev%d", i), 0o755))(b)
 	}
 	b.ResetTimer()
 	for _, n := range nodes {

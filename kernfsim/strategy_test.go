@@ -7,6 +7,9 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/stretchr/testify/require"
+
+	"github.com/kernfsim/kernfsim/internal/testkit"
 	"github.com/kernfsim/kernfsim/locking"
 )
 
@@ -51,9 +54,9 @@ func checkWalkRouting(t *testing.T, s *fifth) {
 	tree := New(s, Options{})
 	mkpath(t, tree, "a", "b", "c")
 	w := NewWalker(tree, WalkerOptions{})
-	must(w.Resolve(RootCred, "a/b/c"))(t)
+	testkit.Must(w.Resolve(RootCred, "a/b/c"))(t)
 	before, cached := s.reads.Load(), w.CachedDentries()
-	must(w.Resolve(RootCred, "a/b/c"))(t)
+	testkit.Must(w.Resolve(RootCred, "a/b/c"))(t)
 	// three components: three permission checks and three revalidations
 	wantReads := int64(6)
 	if s.traits.ScopedReads {
@@ -63,7 +66,7 @@ func checkWalkRouting(t *testing.T, s *fifth) {
 		t.Errorf("read-side entries for one walk: got %d, want %d (traits %+v)", got, wantReads, s.traits)
 	}
 	_, err := w.Resolve(RootCred, "a/b/missing")
-	wantErrno(t, err, syscall.ENOENT)
+	testkit.WantErrno(t, err, syscall.ENOENT)
 	wantNeg := int64(0)
 	if s.traits.CachesNegatives {
 		wantNeg = 1
@@ -85,7 +88,7 @@ func checkRemoveRouting(t *testing.T, s *fifth) {
 		t.Errorf("nodes while the removal drains: got %d, want %d (traits %+v)", got, wantNodes, s.traits)
 	}
 	b.release(t)
-	noErr(t, <-b.removed)
+	require.NoError(t, <-b.removed)
 	if tree.Nodes() != 1 {
 		t.Errorf("after the removal: %d nodes, want 1", tree.Nodes())
 	}
@@ -139,10 +142,10 @@ func TestAttrLockIsRoutedByTraits(t *testing.T) {
 		s := &sixth{fifth: fifth{traits: locking.Traits{AcceptsWriters: true, DrainBeforeUnlink: true,
 			SeparateAttrLock: declared, OpenFileLocks: declared}}}
 		tree := New(s, Options{})
-		f := must(tree.AddAttr(tree.Root(), "f", 0o444, Static("x")))(t)
+		f := testkit.Must(tree.AddAttr(tree.Root(), "f", 0o444, Static("x")))(t)
 		reads := s.reads.Load()
-		noErr(t, tree.Permission(f, MayRead, RootCred))
-		must(tree.Open(f, os.O_RDONLY, RootCred))(t).Release()
+		require.NoError(t, tree.Permission(f, MayRead, RootCred))
+		testkit.Must(tree.Open(f, os.O_RDONLY, RootCred))(t).Release()
 		treeReads, attrReads, opens := s.reads.Load()-reads, s.attrReads.Load(), s.opens.Load()
 		want := [3]int64{2, 0, 0}
 		if declared {

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/kernfsim/kernfsim/internal/parbench"
+	"github.com/kernfsim/kernfsim/internal/testkit"
 )
 
 // BenchmarkSuspect isolates each write the rcu walker's files and missing
@@ -29,7 +30,7 @@ func BenchmarkSuspect(b *testing.B) {
 	}
 	nodes := make([]*Node, benchCPUs)
 	for i, p := range benchPaths {
-		nodes[i] = must(w.Resolve(user, p))(b)
+		nodes[i] = testkit.Must(w.Resolve(user, p))(b)
 	}
 	parts := []struct {
 		name string

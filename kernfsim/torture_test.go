@@ -15,6 +15,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/require"
+
+	"github.com/kernfsim/kernfsim/internal/testkit"
 	"github.com/kernfsim/kernfsim/locking"
 )
 
@@ -49,7 +52,7 @@ func TestTorture(t *testing.T) {
 			if procs > 0 {
 				defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
 			}
-			forEachLock(t, writers, torture)
+			testkit.ForEachLock(t, writers, torture)
 		})
 	}
 }
@@ -111,14 +114,14 @@ func tortureWriter(t *testing.T, tr *Tree, devs *Node, slots, rounds int) {
 		n, err := tr.Lookup(devs, name)
 		switch {
 		case err != nil:
-			d := must(tr.Mkdir(devs, name, 0o755))(t)
+			d := testkit.Must(tr.Mkdir(devs, name, 0o755))(t)
 			src := &wholeSource{}
-			srcs[must(tr.AddAttr(d, "value", 0o444, src))(t)] = src
+			srcs[testkit.Must(tr.AddAttr(d, "value", 0o444, src))(t)] = src
 		case i%3 == 0:
 			tr.Rename(n, devs, fmt.Sprintf("dev%d", rng.IntN(slots))) // EEXIST is fine
 		default:
-			v := must(tr.Lookup(n, "value"))(t)
-			noErr(t, tr.Remove(context.Background(), n))
+			v := testkit.Must(tr.Lookup(n, "value"))(t)
+			require.NoError(t, tr.Remove(context.Background(), n))
 			if k := srcs[v].inflight.Load(); k != 0 {
 				t.Fatalf("Remove returned with %d reads of its node still in flight", k)
 			}
@@ -131,16 +134,22 @@ func tortureWriter(t *testing.T, tr *Tree, devs *Node, slots, rounds int) {
 // are idle, so it polls with a deadline; it never sleeps to synchronise.
 func waitGoroutines(t *testing.T, before int) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for runtime.NumGoroutine() > before {
-		if time.Now().After(deadline) {
-			buf := make([]byte, 1<<16)
-			buf = buf[:runtime.Stack(buf, true)]
-			t.Fatalf("goroutines: got %d, want at most %d\n%s", runtime.NumGoroutine(), before, buf)
+	testkit.WaitFor(t, 5*time.Second, time.Millisecond, func() error {
+		if n := runtime.NumGoroutine(); n > before {
+			return goroutineLeak{n, before}
 		}
-		runtime.Gosched()
-		time.Sleep(time.Millisecond)
-	}
+		return nil
+	})
+}
+
+// goroutineLeak is more goroutines than before; its message dumps their
+// stacks as they are when the test fails.
+type goroutineLeak struct{ n, before int }
+
+func (e goroutineLeak) Error() string {
+	buf := make([]byte, 1<<16)
+	buf = buf[:runtime.Stack(buf, true)]
+	return fmt.Sprintf("goroutines: got %d, want at most %d\n%s", e.n, e.before, buf)
 }
 
 // TestDifferential applies one random sequence of operations to a tree

@@ -14,6 +14,9 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/stretchr/testify/require"
+
+	"github.com/kernfsim/kernfsim/internal/testkit"
 	"github.com/kernfsim/kernfsim/locking"
 )
 
@@ -38,7 +41,7 @@ var treeChecks = []struct {
 }
 
 func TestTree(t *testing.T) {
-	forEachLock(t, writers, func(t *testing.T, lock string) {
+	testkit.ForEachLock(t, writers, func(t *testing.T, lock string) {
 		for _, c := range treeChecks {
 			t.Run(c.name, func(t *testing.T) { c.run(t, newTestTree(t, lock)) })
 		}
@@ -47,21 +50,21 @@ func TestTree(t *testing.T) {
 
 func checkAddLookup(t *testing.T, tr *Tree) {
 	cpu := mkpath(t, tr, "devices", "system", "cpu")
-	f := must(tr.AddAttr(cpu, "online", 0o444, Static("0-1\n")))(t)
-	if got := must(tr.Lookup(cpu, "online"))(t); got != f {
+	f := testkit.Must(tr.AddAttr(cpu, "online", 0o444, Static("0-1\n")))(t)
+	if got := testkit.Must(tr.Lookup(cpu, "online"))(t); got != f {
 		t.Fatalf("Lookup returned %p, want %p", got, f)
 	}
 	_, err := tr.AddAttr(cpu, "online", 0o444, Static("x"))
-	wantErrno(t, err, syscall.EEXIST)
+	testkit.WantErrno(t, err, syscall.EEXIST)
 	_, err = tr.Lookup(cpu, "offline")
-	wantErrno(t, err, syscall.ENOENT)
+	testkit.WantErrno(t, err, syscall.ENOENT)
 	if !errors.Is(err, fs.ErrNotExist) {
 		t.Fatalf("missing lookup: got %v, want it to match fs.ErrNotExist", err)
 	}
 	_, err = tr.Lookup(f, "x")
-	wantErrno(t, err, syscall.ENOTDIR)
+	testkit.WantErrno(t, err, syscall.ENOTDIR)
 	_, err = tr.Mkdir(f, "x", 0o755)
-	wantErrno(t, err, syscall.ENOTDIR)
+	testkit.WantErrno(t, err, syscall.ENOTDIR)
 	if got, want := f.Path(), "devices/system/cpu/online"; got != want {
 		t.Fatalf("Path: got %q, want %q", got, want)
 	}
@@ -80,9 +83,9 @@ func checkNameValidation(t *testing.T, tr *Tree) {
 		{strings.Repeat("x", 256), syscall.ENAMETOOLONG},
 	} {
 		_, err := tr.Mkdir(tr.Root(), c.name, 0o755)
-		wantErrno(t, err, c.want)
+		testkit.WantErrno(t, err, c.want)
 	}
-	must(tr.Mkdir(tr.Root(), strings.Repeat("x", 255), 0o755))(t)
+	testkit.Must(tr.Mkdir(tr.Root(), strings.Repeat("x", 255), 0o755))(t)
 	if got := tr.Nodes(); got != 2 {
 		t.Fatalf("Nodes after rejected adds: got %d, want 2", got)
 	}
@@ -90,30 +93,28 @@ func checkNameValidation(t *testing.T, tr *Tree) {
 
 func checkRemoveSubtree(t *testing.T, tr *Tree) {
 	dev := mkpath(t, tr, "devices", "kernfsim", "dev0")
-	attr := must(tr.AddAttr(dev, "value", 0o644, NewValue("1\n")))(t)
+	attr := testkit.Must(tr.AddAttr(dev, "value", 0o644, NewValue("1\n")))(t)
 	parent := dev.Parent()
-	f := must(tr.Open(attr, os.O_RDONLY, RootCred))(t)
+	f := testkit.Must(tr.Open(attr, os.O_RDONLY, RootCred))(t)
 	defer f.Release()
-	rev := must(tr.LookupRevOnly(parent, "dev0"))(t)
-	if err := tr.Remove(context.Background(), dev); err != nil {
-		t.Fatal(err)
-	}
+	rev := testkit.Must(tr.LookupRevOnly(parent, "dev0"))(t)
+	require.NoError(t, tr.Remove(context.Background(), dev))
 	if _, err := f.Read(make([]byte, 8), 0); !errors.Is(err, syscall.ENODEV) {
 		t.Fatalf("read of removed attribute: got %v, want ENODEV", err)
 	}
 	_, err := tr.Open(attr, os.O_RDONLY, RootCred)
-	wantErrno(t, err, syscall.ENODEV)
+	testkit.WantErrno(t, err, syscall.ENODEV)
 	_, err = tr.Lookup(parent, "dev0")
-	wantErrno(t, err, syscall.ENOENT)
+	testkit.WantErrno(t, err, syscall.ENOENT)
 	if tr.Revalidate(parent, "dev0", nil, rev) {
 		t.Fatal("negative entry from before the removal still valid: revision not bumped")
 	}
-	wantErrno(t, tr.Remove(context.Background(), dev), syscall.ENOENT)
-	wantErrno(t, tr.Remove(context.Background(), tr.Root()), syscall.EBUSY)
+	testkit.WantErrno(t, tr.Remove(context.Background(), dev), syscall.ENOENT)
+	testkit.WantErrno(t, tr.Remove(context.Background(), tr.Root()), syscall.EBUSY)
 	if got := tr.Nodes(); got != 3 {
 		t.Fatalf("Nodes after removing a 2-node subtree: got %d, want 3", got)
 	}
-	must(tr.Mkdir(parent, "dev0", 0o755))(t) // the name is free again
+	testkit.Must(tr.Mkdir(parent, "dev0", 0o755))(t) // the name is free again
 }
 
 // LookupRevOnly returns only the revision a lookup saw (for tests).
@@ -141,8 +142,8 @@ func (b *blockingSource) Show(_ context.Context, buf *bytes.Buffer) error {
 
 func checkRemoveDrainsReads(t *testing.T, tr *Tree) {
 	src := &blockingSource{entered: make(chan struct{}), release: make(chan struct{})}
-	n := must(tr.AddAttr(tr.Root(), "slow", 0o444, src))(t)
-	f := must(tr.Open(n, os.O_RDONLY, RootCred))(t)
+	n := testkit.Must(tr.AddAttr(tr.Root(), "slow", 0o444, src))(t)
+	f := testkit.Must(tr.Open(n, os.O_RDONLY, RootCred))(t)
 	defer f.Release()
 	readDone := make(chan error)
 	go func() {
@@ -168,9 +169,7 @@ func checkRemoveDrainsReads(t *testing.T, tr *Tree) {
 	if err := <-readDone; err != nil {
 		t.Fatalf("in-flight read: got %v, want a whole value", err)
 	}
-	if err := <-removed; err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, <-removed)
 }
 
 // selfRemover removes its own node when "remove" is stored.
@@ -194,12 +193,10 @@ func (s *selfRemover) Store(ctx context.Context, data []byte) error {
 func checkRemoveSelfFromStore(t *testing.T, tr *Tree) {
 	dir := mkpath(t, tr, "dev")
 	src := &selfRemover{tr: tr}
-	src.node = must(tr.AddAttr(dir, "delete", 0o200, src))(t)
-	f := must(tr.Open(src.node, os.O_WRONLY, RootCred))(t)
+	src.node = testkit.Must(tr.AddAttr(dir, "delete", 0o200, src))(t)
+	f := testkit.Must(tr.Open(src.node, os.O_WRONLY, RootCred))(t)
 	defer f.Release()
-	if _, err := f.Write(context.Background(), []byte("remove")); err != nil {
-		t.Fatal(err)
-	}
+	testkit.Must(f.Write(context.Background(), []byte("remove")))(t)
 	if dir.IsActive() || src.node.IsActive() {
 		t.Fatal("store removed its own directory but nodes are still active")
 	}
@@ -210,16 +207,16 @@ func checkRemoveSelfFromStore(t *testing.T, tr *Tree) {
 
 func checkRevalidate(t *testing.T, tr *Tree) {
 	d := mkpath(t, tr, "class")
-	n := must(tr.Mkdir(d, "net", 0o755))(t)
+	n := testkit.Must(tr.Mkdir(d, "net", 0o755))(t)
 	if !tr.Revalidate(d, "net", n, 0) {
 		t.Fatal("positive entry of a live node: got invalid")
 	}
 	_, rev, err := tr.LookupRev(d, "block")
-	wantErrno(t, err, syscall.ENOENT)
+	testkit.WantErrno(t, err, syscall.ENOENT)
 	if !tr.Revalidate(d, "block", nil, rev) {
 		t.Fatal("negative entry with no change since: got invalid")
 	}
-	must(tr.Mkdir(d, "block", 0o755))(t)
+	testkit.Must(tr.Mkdir(d, "block", 0o755))(t)
 	if tr.Revalidate(d, "block", nil, rev) {
 		t.Fatal("negative entry survived the creation of its name")
 	}
@@ -230,22 +227,20 @@ func checkRevalidate(t *testing.T, tr *Tree) {
 
 func checkRename(t *testing.T, tr *Tree) {
 	a, b := mkpath(t, tr, "a"), mkpath(t, tr, "b")
-	n := must(tr.Mkdir(a, "x", 0o755))(t)
-	must(tr.Mkdir(b, "taken", 0o755))(t)
-	wantErrno(t, tr.Rename(n, b, "taken"), syscall.EEXIST)
-	wantErrno(t, tr.Rename(a, n, "loop"), syscall.EINVAL)
-	wantErrno(t, tr.Rename(n, b, "bad/name"), syscall.EINVAL)
-	if err := tr.Rename(n, b, "y"); err != nil {
-		t.Fatal(err)
-	}
+	n := testkit.Must(tr.Mkdir(a, "x", 0o755))(t)
+	testkit.Must(tr.Mkdir(b, "taken", 0o755))(t)
+	testkit.WantErrno(t, tr.Rename(n, b, "taken"), syscall.EEXIST)
+	testkit.WantErrno(t, tr.Rename(a, n, "loop"), syscall.EINVAL)
+	testkit.WantErrno(t, tr.Rename(n, b, "bad/name"), syscall.EINVAL)
+	require.NoError(t, tr.Rename(n, b, "y"))
 	if tr.Revalidate(a, "x", n, 0) {
 		t.Fatal("old name still revalidates after rename")
 	}
-	if got := must(tr.Lookup(b, "y"))(t); got != n {
+	if got := testkit.Must(tr.Lookup(b, "y"))(t); got != n {
 		t.Fatal("renamed node not found under its new name")
 	}
 	_, err := tr.Lookup(a, "x")
-	wantErrno(t, err, syscall.ENOENT)
+	testkit.WantErrno(t, err, syscall.ENOENT)
 	if got, want := a.dir.subdirs.Load(), int32(0); got != want {
 		t.Fatalf("old parent subdirs: got %d, want %d", got, want)
 	}
@@ -257,7 +252,7 @@ func checkRename(t *testing.T, tr *Tree) {
 func checkReaddirStableOffsets(t *testing.T, tr *Tree) {
 	dir := mkpath(t, tr, "memory")
 	for i := range 50 {
-		must(tr.Mkdir(dir, "memory"+strconv.Itoa(i), 0o755))(t)
+		testkit.Must(tr.Mkdir(dir, "memory"+strconv.Itoa(i), 0o755))(t)
 	}
 	var seen []string
 	var off uint64
@@ -265,7 +260,7 @@ func checkReaddirStableOffsets(t *testing.T, tr *Tree) {
 	// every name present throughout must be listed exactly once.
 	for batch := 0; ; batch++ {
 		got := 0
-		noErr(t, tr.Readdir(dir, off, func(e Dirent) bool {
+		require.NoError(t, tr.Readdir(dir, off, func(e Dirent) bool {
 			seen = append(seen, e.Name)
 			off = e.Off
 			got++
@@ -274,9 +269,9 @@ func checkReaddirStableOffsets(t *testing.T, tr *Tree) {
 		if got == 0 {
 			break
 		}
-		must(tr.Mkdir(dir, "new"+strconv.Itoa(batch), 0o755))(t)
+		testkit.Must(tr.Mkdir(dir, "new"+strconv.Itoa(batch), 0o755))(t)
 		if n, err := tr.Lookup(dir, "new"+strconv.Itoa(batch-1)); err == nil {
-			noErr(t, tr.Remove(context.Background(), n))
+			require.NoError(t, tr.Remove(context.Background(), n))
 		}
 	}
 	count := map[string]int{}
@@ -291,53 +286,53 @@ func checkReaddirStableOffsets(t *testing.T, tr *Tree) {
 }
 
 func checkSetattr(t *testing.T, tr *Tree) {
-	n := must(tr.Add(tr.Root(), "f", NodeSpec{Kind: KindAttr, Mode: 0o644, Uid: 1000, Source: NewValue("")}))(t)
+	n := testkit.Must(tr.Add(tr.Root(), "f", NodeSpec{Kind: KindAttr, Mode: 0o644, Uid: 1000, Source: NewValue("")}))(t)
 	user, other := Cred{Uid: 1000, Gid: 1000}, Cred{Uid: 2000, Gid: 2000}
-	wantErrno(t, tr.Setattr(n, SetattrArgs{Valid: SetUid, Uid: 0}, user), syscall.EPERM)
-	wantErrno(t, tr.Setattr(n, SetattrArgs{Valid: SetMode, Mode: 0o600}, other), syscall.EPERM)
-	wantErrno(t, tr.Setattr(n, SetattrArgs{Valid: SetSize}, other), syscall.EACCES)
-	noErr(t, tr.Setattr(n, SetattrArgs{Valid: SetMode, Mode: 0o600}, user))
-	noErr(t, tr.Setattr(n, SetattrArgs{Valid: SetSize}, user))
-	noErr(t, tr.Setattr(n, SetattrArgs{Valid: SetUid | SetGid, Uid: 5, Gid: 6}, RootCred))
+	testkit.WantErrno(t, tr.Setattr(n, SetattrArgs{Valid: SetUid, Uid: 0}, user), syscall.EPERM)
+	testkit.WantErrno(t, tr.Setattr(n, SetattrArgs{Valid: SetMode, Mode: 0o600}, other), syscall.EPERM)
+	testkit.WantErrno(t, tr.Setattr(n, SetattrArgs{Valid: SetSize}, other), syscall.EACCES)
+	require.NoError(t, tr.Setattr(n, SetattrArgs{Valid: SetMode, Mode: 0o600}, user))
+	require.NoError(t, tr.Setattr(n, SetattrArgs{Valid: SetSize}, user))
+	require.NoError(t, tr.Setattr(n, SetattrArgs{Valid: SetUid | SetGid, Uid: 5, Gid: 6}, RootCred))
 	st := tr.Getattr(n)
 	if st.Mode != 0o600 || st.Uid != 5 || st.Gid != 6 || st.Size != PageSize {
 		t.Fatalf("after setattr: got mode %o uid %d gid %d size %d, want 600 5 6 %d", st.Mode, st.Uid, st.Gid, st.Size, PageSize)
 	}
-	wantErrno(t, tr.Setattr(tr.Root(), SetattrArgs{Valid: SetSize}, RootCred), syscall.EISDIR)
+	testkit.WantErrno(t, tr.Setattr(tr.Root(), SetattrArgs{Valid: SetSize}, RootCred), syscall.EISDIR)
 }
 
 func checkOpenReadWrite(t *testing.T, tr *Tree) {
 	v := NewValue("1\n")
-	n := must(tr.AddAttr(tr.Root(), "value", 0o644, v))(t)
-	ro := must(tr.AddAttr(tr.Root(), "ro", 0o444, Static("r\n")))(t)
-	wo := must(tr.Add(tr.Root(), "wo", NodeSpec{Kind: KindAttr, Mode: 0o200, Source: Static("")}))(t)
+	n := testkit.Must(tr.AddAttr(tr.Root(), "value", 0o644, v))(t)
+	ro := testkit.Must(tr.AddAttr(tr.Root(), "ro", 0o444, Static("r\n")))(t)
+	wo := testkit.Must(tr.Add(tr.Root(), "wo", NodeSpec{Kind: KindAttr, Mode: 0o200, Source: Static("")}))(t)
 	user := Cred{Uid: 1000, Gid: 1000}
 	_, err := tr.Open(n, os.O_WRONLY, user)
-	wantErrno(t, err, syscall.EACCES)
+	testkit.WantErrno(t, err, syscall.EACCES)
 	_, err = tr.Open(ro, os.O_WRONLY, RootCred)
-	wantErrno(t, err, syscall.EACCES) // no store: even root cannot write
+	testkit.WantErrno(t, err, syscall.EACCES) // no store: even root cannot write
 	_, err = tr.Open(wo, os.O_RDONLY, user)
-	wantErrno(t, err, syscall.EACCES)
+	testkit.WantErrno(t, err, syscall.EACCES)
 	_, err = tr.Open(wo, os.O_RDONLY, RootCred)
-	wantErrno(t, err, syscall.EACCES) // no read bit: kernfs refuses root too
-	f := must(tr.Open(n, os.O_RDWR, RootCred))(t)
+	testkit.WantErrno(t, err, syscall.EACCES) // no read bit: kernfs refuses root too
+	f := testkit.Must(tr.Open(n, os.O_RDWR, RootCred))(t)
 	defer f.Release()
-	must(f.Write(context.Background(), []byte("42\n")))(t)
+	testkit.Must(f.Write(context.Background(), []byte("42\n")))(t)
 	_, err = f.Write(context.Background(), make([]byte, PageSize+1))
-	wantErrno(t, err, syscall.EINVAL)
+	testkit.WantErrno(t, err, syscall.EINVAL)
 	buf := make([]byte, 2)
-	if k := must(f.Read(buf, 0))(t); string(buf[:k]) != "42" {
+	if k := testkit.Must(f.Read(buf, 0))(t); string(buf[:k]) != "42" {
 		t.Fatalf("first read: got %q, want %q", buf[:k], "42")
 	}
 	v.Store(context.Background(), []byte("changed"))
-	if k := must(f.Read(buf, 2))(t); string(buf[:k]) != "\n" {
+	if k := testkit.Must(f.Read(buf, 2))(t); string(buf[:k]) != "\n" {
 		t.Fatalf("read at offset 2 must continue the same snapshot: got %q", buf[:k])
 	}
 	if _, err := f.Read(buf, 3); err != io.EOF {
 		t.Fatalf("read past the snapshot: got %v, want EOF", err)
 	}
 	_, err = tr.Open(tr.Root(), os.O_WRONLY, RootCred)
-	wantErrno(t, err, syscall.EISDIR)
+	testkit.WantErrno(t, err, syscall.EISDIR)
 }
 
 func checkSubscribersAfterUnlock(t *testing.T, tr *Tree) {
@@ -348,12 +343,12 @@ func checkSubscribersAfterUnlock(t *testing.T, tr *Tree) {
 		_, err := tr.Lookup(ev.Parent, ev.Name)
 		got = append(got, ev.Op.String()+" "+ev.Name+" "+errnoName(err))
 	})
-	d := must(tr.Mkdir(tr.Root(), "d", 0o755))(t)
-	noErr(t, tr.Rename(d, tr.Root(), "e"))
-	noErr(t, tr.Setattr(d, SetattrArgs{Valid: SetMode, Mode: 0o700}, RootCred))
-	noErr(t, tr.Remove(context.Background(), d))
+	d := testkit.Must(tr.Mkdir(tr.Root(), "d", 0o755))(t)
+	require.NoError(t, tr.Rename(d, tr.Root(), "e"))
+	require.NoError(t, tr.Setattr(d, SetattrArgs{Valid: SetMode, Mode: 0o700}, RootCred))
+	require.NoError(t, tr.Remove(context.Background(), d))
 	cancel()
-	must(tr.Mkdir(tr.Root(), "after-cancel", 0o755))(t)
+	testkit.Must(tr.Mkdir(tr.Root(), "after-cancel", 0o755))(t)
 	want := "add d ok|rename e ok|setattr e ok|remove e ENOENT"
 	if g := strings.Join(got, "|"); g != want {
 		t.Fatalf("events: got %q, want %q", g, want)
@@ -362,9 +357,9 @@ func checkSubscribersAfterUnlock(t *testing.T, tr *Tree) {
 
 func checkNlink(t *testing.T, tr *Tree) {
 	d := mkpath(t, tr, "d")
-	must(tr.Mkdir(d, "a", 0o755))(t)
-	must(tr.Mkdir(d, "b", 0o755))(t)
-	must(tr.AddAttr(d, "f", 0o444, Static("")))(t)
+	testkit.Must(tr.Mkdir(d, "a", 0o755))(t)
+	testkit.Must(tr.Mkdir(d, "b", 0o755))(t)
+	testkit.Must(tr.AddAttr(d, "f", 0o444, Static("")))(t)
 	if got := tr.Getattr(d).Nlink; got != 4 {
 		t.Fatalf("nlink of a dir with 2 subdirs: got %d, want 4", got)
 	}
@@ -413,7 +408,7 @@ func TestPermission(t *testing.T) {
 
 func TestNoneRefusesWritersOnceSealed(t *testing.T) {
 	tr := newTestTree(t, "none")
-	d := must(tr.Mkdir(tr.Root(), "built", 0o755))(t)
+	d := testkit.Must(tr.Mkdir(tr.Root(), "built", 0o755))(t)
 	tr.Seal()
 	_, err := tr.Mkdir(tr.Root(), "late", 0o755)
 	if !errors.Is(err, locking.ErrReadOnly) {
@@ -422,7 +417,7 @@ func TestNoneRefusesWritersOnceSealed(t *testing.T) {
 	if err := tr.Remove(context.Background(), d); !errors.Is(err, locking.ErrReadOnly) {
 		t.Fatalf("remove after seal under none: got %v, want ErrReadOnly", err)
 	}
-	if got := must(tr.Lookup(tr.Root(), "built"))(t); got != d {
+	if got := testkit.Must(tr.Lookup(tr.Root(), "built"))(t); got != d {
 		t.Fatal("lookup after refused writes: lost the node")
 	}
 }
@@ -445,21 +440,21 @@ func checkAddBatch(t *testing.T, tr *Tree) {
 		}
 		return es
 	}
-	nodes := must(tr.AddBatch(mem, batch("memory0", "memory1", "memory2")))(t)
+	nodes := testkit.Must(tr.AddBatch(mem, batch("memory0", "memory1", "memory2")))(t)
 	_, err := tr.AddBatch(mem, batch("memory3", "memory1"))
-	wantErrno(t, err, syscall.EEXIST)
+	testkit.WantErrno(t, err, syscall.EEXIST)
 	_, err = tr.AddBatch(mem, batch("memory4", "memory4"))
-	wantErrno(t, err, syscall.EEXIST)
+	testkit.WantErrno(t, err, syscall.EEXIST)
 	_, err = tr.AddBatch(mem, batch("memory5", "bad/name"))
-	wantErrno(t, err, syscall.EINVAL)
-	must(tr.AddBatch(mem, batch("memory6")))(t) // merged into a non-empty directory
+	testkit.WantErrno(t, err, syscall.EINVAL)
+	testkit.Must(tr.AddBatch(mem, batch("memory6")))(t) // merged into a non-empty directory
 	var names []string
-	noErr(t, tr.Readdir(mem, 0, func(e Dirent) bool { names = append(names, e.Name); return true }))
+	require.NoError(t, tr.Readdir(mem, 0, func(e Dirent) bool { names = append(names, e.Name); return true }))
 	slices.Sort(names)
 	if got, want := strings.Join(names, ","), "memory0,memory1,memory2,memory6"; got != want {
 		t.Fatalf("after batches with errors: got %s, want %s (all or nothing)", got, want)
 	}
-	if got := must(tr.Lookup(mem, "memory1"))(t); got != nodes[1] {
+	if got := testkit.Must(tr.Lookup(mem, "memory1"))(t); got != nodes[1] {
 		t.Fatal("lookup of a batch-added node returned another node")
 	}
 	if events != 4 || tr.Getattr(mem).Nlink != 6 || tr.Nodes() != 6 {

@@ -6,7 +6,10 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/stretchr/testify/require"
+
 	"github.com/kernfsim/kernfsim/internal/parbench"
+	"github.com/kernfsim/kernfsim/internal/testkit"
 	"github.com/kernfsim/kernfsim/locking"
 )
 
@@ -18,17 +21,15 @@ const benchCPUs = 64
 // lock, sealed, with attribute templates shared as the builders do.
 func newBenchTree(b *testing.B, lock string) *Tree {
 	s, err := locking.New(lock, locking.Options{})
-	if err != nil {
-		b.Fatal(err)
-	}
+	require.NoError(b, err)
 	tr := New(s, Options{})
 	cpu := mkpath(b, tr, "devices", "system", "cpu")
 	ro := &Attr{Mode: 0o444}
 	for i := range benchCPUs {
-		d := must(tr.Mkdir(cpu, fmt.Sprintf("cpu%d", i), 0o755))(b)
-		topo := must(tr.Mkdir(d, "topology", 0o755))(b)
+		d := testkit.Must(tr.Mkdir(cpu, fmt.Sprintf("cpu%d", i), 0o755))(b)
+		topo := testkit.Must(tr.Mkdir(d, "topology", 0o755))(b)
 		for _, name := range []string{"core_id", "physical_package_id", "thread_siblings_list"} {
-			must(tr.Add(topo, name, NodeSpec{Kind: KindAttr, Attr: ro, Source: Static(fmt.Sprintf("%d\n", i))}))(b)
+			testkit.Must(tr.Add(topo, name, NodeSpec{Kind: KindAttr, Attr: ro, Source: Static(fmt.Sprintf("%d\n", i))}))(b)
 		}
 	}
 	tr.Seal()

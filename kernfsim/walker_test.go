@@ -9,6 +9,9 @@ import (
 	"testing"
 	"testing/fstest"
 
+	"github.com/stretchr/testify/require"
+
+	"github.com/kernfsim/kernfsim/internal/testkit"
 	"github.com/kernfsim/kernfsim/locking"
 )
 
@@ -17,14 +20,14 @@ import (
 func newNetTree(t *testing.T, lock string) *Tree {
 	tr := newTestTree(t, lock)
 	lo := mkpath(t, tr, "devices", "virtual", "net", "lo")
-	must(tr.AddAttr(lo, "mtu", 0o644, NewValue("65536\n")))(t)
-	must(tr.AddAttr(lo, "operstate", 0o444, Static("unknown\n")))(t)
+	testkit.Must(tr.AddAttr(lo, "mtu", 0o644, NewValue("65536\n")))(t)
+	testkit.Must(tr.AddAttr(lo, "operstate", 0o444, Static("unknown\n")))(t)
 	net := mkpath(t, tr, "class", "net")
-	must(tr.Symlink(net, "lo", "../../devices/virtual/net/lo"))(t)
-	secret := must(tr.Mkdir(tr.Root(), "secret", 0o700))(t)
-	must(tr.AddAttr(secret, "key", 0o444, Static("k\n")))(t)
+	testkit.Must(tr.Symlink(net, "lo", "../../devices/virtual/net/lo"))(t)
+	secret := testkit.Must(tr.Mkdir(tr.Root(), "secret", 0o700))(t)
+	testkit.Must(tr.AddAttr(secret, "key", 0o444, Static("k\n")))(t)
 	n := 0
-	must(tr.AddAttr(tr.Root(), "counter", 0o444, NewFunc(func() string { n++; return strconv.Itoa(n) + "\n" })))(t)
+	testkit.Must(tr.AddAttr(tr.Root(), "counter", 0o444, NewFunc(func() string { n++; return strconv.Itoa(n) + "\n" })))(t)
 	return tr
 }
 
@@ -33,14 +36,14 @@ func newNetTree(t *testing.T, lock string) *Tree {
 func newLoopTree(t *testing.T, lock string) (*Tree, *Node) {
 	tr := newNetTree(t, lock)
 	loop := mkpath(t, tr, "loop")
-	must(tr.Symlink(loop, "a", "b"))(t)
-	must(tr.Symlink(loop, "b", "a"))(t)
+	testkit.Must(tr.Symlink(loop, "a", "b"))(t)
+	testkit.Must(tr.Symlink(loop, "b", "a"))(t)
 	return tr, loop
 }
 
 func TestWalkerResolve(t *testing.T) {
 	user := Cred{Uid: 1000, Gid: 1000}
-	forEachLock(t, writers, func(t *testing.T, lock string) {
+	testkit.ForEachLock(t, writers, func(t *testing.T, lock string) {
 		tr, _ := newLoopTree(t, lock)
 		w := NewWalker(tr, WalkerOptions{})
 		for _, c := range []struct {
@@ -69,11 +72,11 @@ func TestWalkerResolve(t *testing.T) {
 				t.Errorf("ResolveErrno(%q): got errno %v, want %v", c.path, e, c.want)
 			}
 		}
-		if n := must(w.Lresolve(user, "class/net/lo"))(t); n.Kind() != KindSymlink {
+		if n := testkit.Must(w.Lresolve(user, "class/net/lo"))(t); n.Kind() != KindSymlink {
 			t.Errorf("Lresolve of a symlink: got %v, want the symlink", n.Kind())
 		}
 		buf := make([]byte, 32)
-		if k := must(w.ReadFile(user, "class/net/lo/mtu", buf))(t); string(buf[:k]) != "65536\n" {
+		if k := testkit.Must(w.ReadFile(user, "class/net/lo/mtu", buf))(t); string(buf[:k]) != "65536\n" {
 			t.Errorf("ReadFile: got %q, want %q", buf[:k], "65536\n")
 		}
 	})
@@ -82,7 +85,7 @@ func TestWalkerResolve(t *testing.T) {
 // The errno forms fail as the error forms do and read the same bytes.
 func TestWalkerErrnoForms(t *testing.T) {
 	user := Cred{Uid: 1000, Gid: 1000}
-	forEachLock(t, writers, func(t *testing.T, lock string) {
+	testkit.ForEachLock(t, writers, func(t *testing.T, lock string) {
 		w := NewWalker(newNetTree(t, lock), WalkerOptions{})
 		buf := make([]byte, 32)
 		for _, c := range []struct {
@@ -112,7 +115,7 @@ func TestWalkerErrnoForms(t *testing.T) {
 }
 
 func TestWalkerNegativeCachePerEra(t *testing.T) {
-	forEachLock(t, writers, func(t *testing.T, lock string) {
+	testkit.ForEachLock(t, writers, func(t *testing.T, lock string) {
 		tr := newTestTree(t, lock)
 		want := int64(0)
 		if tr.Strategy().Traits().CachesNegatives {
@@ -120,37 +123,37 @@ func TestWalkerNegativeCachePerEra(t *testing.T) {
 		}
 		cpu := mkpath(t, tr, "devices", "system", "cpu")
 		w := NewWalker(tr, WalkerOptions{})
-		must(w.Resolve(RootCred, "devices/system/cpu"))(t)
+		testkit.Must(w.Resolve(RootCred, "devices/system/cpu"))(t)
 		before := w.CachedDentries()
 		for range 3 {
 			_, err := w.Resolve(RootCred, "devices/system/cpu/does_not_exist")
-			wantErrno(t, err, syscall.ENOENT)
+			testkit.WantErrno(t, err, syscall.ENOENT)
 		}
 		if got := w.CachedDentries() - before; got != want {
 			t.Fatalf("negative dentries cached: got %d, want %d", got, want)
 		}
 		// A cached negative never survives creation of the name.
-		n := must(tr.Mkdir(cpu, "does_not_exist", 0o755))(t)
-		if got := must(w.Resolve(RootCred, "devices/system/cpu/does_not_exist"))(t); got != n {
+		n := testkit.Must(tr.Mkdir(cpu, "does_not_exist", 0o755))(t)
+		if got := testkit.Must(w.Resolve(RootCred, "devices/system/cpu/does_not_exist"))(t); got != n {
 			t.Fatal("resolve after creation did not find the new node")
 		}
 		// A cached positive never survives removal or rename.
-		noErr(t, tr.Rename(n, cpu, "renamed"))
+		require.NoError(t, tr.Rename(n, cpu, "renamed"))
 		_, err := w.Resolve(RootCred, "devices/system/cpu/does_not_exist")
-		wantErrno(t, err, syscall.ENOENT)
-		noErr(t, tr.Remove(context.Background(), n))
+		testkit.WantErrno(t, err, syscall.ENOENT)
+		require.NoError(t, tr.Remove(context.Background(), n))
 		_, err = w.Resolve(RootCred, "devices/system/cpu/renamed")
-		wantErrno(t, err, syscall.ENOENT)
+		testkit.WantErrno(t, err, syscall.ENOENT)
 	})
 }
 
 func TestWalkerNoAllocs(t *testing.T) {
-	forEachLock(t, locking.Names, func(t *testing.T, lock string) {
+	testkit.ForEachLock(t, locking.Names, func(t *testing.T, lock string) {
 		tr := newNetTree(t, lock)
 		tr.Seal()
 		w := NewWalker(tr, WalkerOptions{})
 		user := Cred{Uid: 1000, Gid: 1000}
-		must(w.Resolve(user, "class/net/lo/mtu"))(t)
+		testkit.Must(w.Resolve(user, "class/net/lo/mtu"))(t)
 		allocs := testing.AllocsPerRun(100, func() {
 			if _, err := w.Resolve(user, "class/net/lo/mtu"); err != nil {
 				t.Fatal(err)
@@ -174,14 +177,12 @@ func TestWalkerNoAllocs(t *testing.T) {
 }
 
 func TestFSConformance(t *testing.T) {
-	forEachLock(t, locking.Names, func(t *testing.T, lock string) {
+	testkit.ForEachLock(t, locking.Names, func(t *testing.T, lock string) {
 		tr := newNetTree(t, lock)
 		tr.Seal()
 		tr.Freeze(true)
 		defer tr.Freeze(false)
 		err := fstest.TestFS(tr.FS(RootCred), "devices/virtual/net/lo/mtu", "class/net/lo", "counter", "secret/key")
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 	})
 }

@@ -33,7 +33,7 @@ import (
 // runs with the write side held and counts in its hold.
 //
 // The table has 4096 slots of 8 bytes (32 KiB), as dense as the paper's
-// (its size there I recall as 4096 too, unchecked); a slot shares its
+// (its size there taken as 4096 too, unchecked); a slot shares its
 // line with 15 others, so two readers hashed near each other share a line
 // as they do in the paper. The lock starts unbiased; its first reader
 // sets the bias.

@@ -3,6 +3,9 @@ package locking
 import (
 	"sync/atomic"
 	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // bravoClock is a clock a test moves by hand, counting its readings.
@@ -19,9 +22,7 @@ func (c *bravoClock) read() int64 {
 func newBRAVOForTest(t *testing.T, start int64) (*BRAVO, *bravoClock) {
 	t.Helper()
 	s, err := New("bravo", Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	b := s.(*BRAVO)
 	c := &bravoClock{}
 	c.now.Store(start)
@@ -47,9 +48,7 @@ func TestBRAVORevokesAndInhibits(t *testing.T) {
 
 	reads := clk.reads.Load()
 	locked := graceGo(func() {
-		if err := b.Lock(); err != nil {
-			t.Error(err)
-		}
+		assert.NoError(t, b.Lock())
 	})
 	graceWaitUntil(t, "the writer starts revoking", func() bool { return clk.reads.Load() == reads+1 })
 	if b.rbias.Load() || graceIsClosed(locked) {

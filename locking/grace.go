@@ -116,11 +116,7 @@ type graceBatch struct {
 // writer's teardown runs only after every reader that could hold the old
 // version has left.
 //
-// Lock ordering (outer to inner):
-//
-//	Grace.gpMu (held by whoever drives a grace period)
-//	  Grace.mu
-//
+// Lock ordering: gpMu, then mu (the package's tree, in strategy.go).
 // mu is never held while blocking; gpMu is held by an expedited caller
 // while it polls the readers, and by the ticker for one check. Neither is
 // held while a callback runs.
@@ -188,12 +184,12 @@ func NewGrace(cfg GraceConfig) *Grace {
 // ReadLock enters a read-side critical section. It takes no lock, writes
 // one padded counter and does not allocate; sections may nest.
 //
-// The shard is the P's number. A home shard kept per P in a sync.Pool,
-// the choice before, cost a Get and a Put per section (27.5 -> 23.8 ns
-// per section without them, BenchmarkGraceRead/mode=serial) and could
-// give two Ps one shard after a garbage collection emptied the pool; a
-// random shard per call made two CPUs write one line on about half their
-// sections (BenchmarkGraceRead/mode=parallel/shard=random).
+// The shard is the P's number (pshard.Of). A home shard kept per P in a
+// sync.Pool would cost a Get and a Put per section and could give two Ps
+// one shard once a garbage collection empties the pool. A random shard
+// per call would make two CPUs write one line on about half their
+// sections. See BenchmarkGraceRead and
+// docs/notes/2026-12-01-walker-scaling.md.
 func (g *Grace) ReadLock() ReadToken {
 	t := pshard.Of(g.mask)<<1 | g.phase.Load()&1
 	g.ctr[t].n.Add(1)

@@ -8,7 +8,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/require"
+
 	"github.com/kernfsim/kernfsim/internal/pshard"
+	"github.com/kernfsim/kernfsim/internal/testkit"
 )
 
 // graceDeadline bounds every wait in these tests; it only detects hangs.
@@ -18,16 +21,10 @@ const graceDeadline = 20 * time.Second
 const graceTestTick = time.Millisecond
 
 // graceWaitUntil polls cond until it holds, failing the test after
-// graceDeadline.
+// graceDeadline. cond runs on a goroutine of its own.
 func graceWaitUntil(t testing.TB, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(graceDeadline)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting until %s", what)
-		}
-		time.Sleep(100 * time.Microsecond)
-	}
+	require.Eventually(t, cond, graceDeadline, 100*time.Microsecond, "timed out waiting until %s", what)
 }
 
 // graceWaitClosed waits for ch to be closed, failing the test after
@@ -73,8 +70,12 @@ func graceIdle(g *Grace) bool {
 func graceWaitIdle(t testing.TB, g *Grace, base int) {
 	t.Helper()
 	graceWaitUntil(t, "the engine is idle", func() bool { return graceIdle(g) })
-	graceWaitUntil(t, fmt.Sprintf("at most %d goroutines", base), func() bool {
-		return runtime.NumGoroutine() <= base
+	// On the test's goroutine: graceWaitUntil's own would be counted.
+	testkit.WaitFor(t, graceDeadline, 100*time.Microsecond, func() error {
+		if n := runtime.NumGoroutine(); n > base {
+			return fmt.Errorf("timed out waiting until at most %d goroutines: %d", base, n)
+		}
+		return nil
 	})
 }
 

@@ -10,10 +10,11 @@ import (
 	"github.com/kernfsim/kernfsim/internal/pshard"
 )
 
-// Hold time is measured on a sample. Timing a hold reads the clock twice
-// (20-40 ns each here) against an in-process operation of 600-900 ns that
-// takes the read side one to a dozen times, so one acquisition in
-// HoldSampleEvery is timed and its hold counted HoldSampleEvery times.
+// Hold time is measured on a sample. Timing a hold reads the clock
+// twice, which is dear beside an in-process operation that takes the read
+// side one to a dozen times (BenchmarkWalkCounting, stats=exact;
+// docs/notes/2026-12-02-lock-counters.md). So one acquisition in
+// HoldSampleEvery is timed, and its hold counted HoldSampleEvery times.
 // Acquisition and contention counts, and wait time (the contended path
 // reads the clock anyway), stay exact.
 //
@@ -36,8 +37,9 @@ import (
 // hold that spans a snapshot is counted whole in the later one.
 
 const (
-	// DefaultHoldSampleEvery is Options.HoldSampleEvery's default: at 64,
-	// timing adds under a nanosecond per acquisition.
+	// DefaultHoldSampleEvery is Options.HoldSampleEvery's default. At
+	// 64, timing costs little beside the count (BenchmarkWalkCounting,
+	// stats=on against stats=exact).
 	DefaultHoldSampleEvery = 64
 	// MaxHoldSampleEvery bounds Options.HoldSampleEvery.
 	MaxHoldSampleEvery = 1 << 20

@@ -4,6 +4,10 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/kernfsim/kernfsim/internal/testkit"
 )
 
 // clockSlack is how far clock's odd rounding can move a hold.
@@ -22,9 +26,7 @@ func holdFor(d time.Duration) time.Duration {
 func newWithRate(t *testing.T, name string, every int) Strategy {
 	t.Helper()
 	s, err := New(name, Options{HoldSampleEvery: every})
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	return s
 }
 
@@ -101,38 +103,36 @@ func TestReadTokenCarriesStart(t *testing.T) {
 // none's read side is not counted.
 func TestHoldTimeExact(t *testing.T) {
 	const d = 200 * time.Microsecond
-	for _, name := range Names {
-		t.Run("lock="+name, func(t *testing.T) {
-			s := newWithRate(t, name, 1) // before Seal, every strategy takes writers
-			before := time.Now()
-			if err := s.Lock(); err != nil {
-				t.Fatal(err)
-			}
-			inside := holdFor(d)
-			s.Unlock()
-			outer := time.Since(before)
-			st := s.Stats()
-			if st.WriteAcquisitions != 1 || st.WriteHeld+clockSlack < inside || st.WriteHeld > outer+clockSlack {
-				t.Fatalf("write side: got %d acquisitions held %v; want 1 held %v to %v", st.WriteAcquisitions, st.WriteHeld, inside, outer)
-			}
+	testkit.ForEachLock(t, Names, func(t *testing.T, name string) {
+		s := newWithRate(t, name, 1) // before Seal, every strategy takes writers
+		before := time.Now()
+		if err := s.Lock(); err != nil {
+			t.Fatal(err)
+		}
+		inside := holdFor(d)
+		s.Unlock()
+		outer := time.Since(before)
+		st := s.Stats()
+		if st.WriteAcquisitions != 1 || st.WriteHeld+clockSlack < inside || st.WriteHeld > outer+clockSlack {
+			t.Fatalf("write side: got %d acquisitions held %v; want 1 held %v to %v", st.WriteAcquisitions, st.WriteHeld, inside, outer)
+		}
 
-			before = time.Now()
-			r := s.RLock()
-			inside = holdFor(d)
-			s.RUnlock(r)
-			outer = time.Since(before)
-			st = s.Stats()
-			switch {
-			case !st.ReadSideCounted && (st.ReadAcquisitions != 0 || st.ReadHeld != 0):
-				t.Fatalf("read side not counted, yet %d acquisitions held %v", st.ReadAcquisitions, st.ReadHeld)
-			case st.ReadSideCounted && (st.ReadAcquisitions != 1 || st.ReadHeld+clockSlack < inside || st.ReadHeld > outer+clockSlack):
-				t.Fatalf("read side: got %d acquisitions held %v; want 1 held %v to %v", st.ReadAcquisitions, st.ReadHeld, inside, outer)
-			}
-			if g := s.Grace(); g != nil { // the timed token left the counter it entered
-				graceWaitClosed(t, "a grace period after the timed reader left", graceGo(g.SynchronizeExpedited))
-			}
-		})
-	}
+		before = time.Now()
+		r := s.RLock()
+		inside = holdFor(d)
+		s.RUnlock(r)
+		outer = time.Since(before)
+		st = s.Stats()
+		switch {
+		case !st.ReadSideCounted && (st.ReadAcquisitions != 0 || st.ReadHeld != 0):
+			t.Fatalf("read side not counted, yet %d acquisitions held %v", st.ReadAcquisitions, st.ReadHeld)
+		case st.ReadSideCounted && (st.ReadAcquisitions != 1 || st.ReadHeld+clockSlack < inside || st.ReadHeld > outer+clockSlack):
+			t.Fatalf("read side: got %d acquisitions held %v; want 1 held %v to %v", st.ReadAcquisitions, st.ReadHeld, inside, outer)
+		}
+		if g := s.Grace(); g != nil { // the timed token left the counter it entered
+			graceWaitClosed(t, "a grace period after the timed reader left", graceGo(g.SynchronizeExpedited))
+		}
+	})
 }
 
 // TestSharedReadHoldsAdd: readers holding a shared read side at once
@@ -171,33 +171,31 @@ func TestHoldTimeSampled(t *testing.T) {
 		n     = every * 256
 		d     = 2 * time.Microsecond
 	)
-	for _, name := range Names {
-		t.Run("lock="+name, func(t *testing.T) {
-			s := newWithRate(t, name, every)
-			start := time.Now()
-			for range n {
-				if err := s.Lock(); err != nil {
-					t.Fatal(err)
-				}
-				holdFor(d)
-				s.Unlock()
-				s.RUnlock(holdRead(s, d))
+	testkit.ForEachLock(t, Names, func(t *testing.T, name string) {
+		s := newWithRate(t, name, every)
+		start := time.Now()
+		for range n {
+			if err := s.Lock(); err != nil {
+				t.Fatal(err)
 			}
-			wall := time.Since(start)
-			st := s.Stats()
-			if st.HoldSampleEvery != every || st.WriteAcquisitions != n {
-				t.Fatalf("got rate %d, %d write acquisitions; want %d, %d", st.HoldSampleEvery, st.WriteAcquisitions, every, n)
-			}
-			checkEstimate(t, "write", st.WriteHeld, n*d/2, every*wall)
-			if !st.ReadSideCounted {
-				return
-			}
-			if st.ReadAcquisitions != n {
-				t.Fatalf("got %d read acquisitions, want %d", st.ReadAcquisitions, n)
-			}
-			checkEstimate(t, "read", st.ReadHeld, n*d/2, every*wall)
-		})
-	}
+			holdFor(d)
+			s.Unlock()
+			s.RUnlock(holdRead(s, d))
+		}
+		wall := time.Since(start)
+		st := s.Stats()
+		if st.HoldSampleEvery != every || st.WriteAcquisitions != n {
+			t.Fatalf("got rate %d, %d write acquisitions; want %d, %d", st.HoldSampleEvery, st.WriteAcquisitions, every, n)
+		}
+		checkEstimate(t, "write", st.WriteHeld, n*d/2, every*wall)
+		if !st.ReadSideCounted {
+			return
+		}
+		if st.ReadAcquisitions != n {
+			t.Fatalf("got %d read acquisitions, want %d", st.ReadAcquisitions, n)
+		}
+		checkEstimate(t, "read", st.ReadHeld, n*d/2, every*wall)
+	})
 }
 
 // holdRead enters s's read side and holds it for d.
@@ -220,49 +218,47 @@ func checkEstimate(t *testing.T, side string, got, least, most time.Duration) {
 // time they all took. Run it with -race.
 func TestHoldCountersConcurrent(t *testing.T) {
 	const goroutines, each = 4, 300
-	for _, name := range Names {
-		t.Run("lock="+name, func(t *testing.T) {
-			s := newWithRate(t, name, 1)
-			stop := make(chan struct{})
-			snapped := graceGo(func() {
-				for {
-					select {
-					case <-stop:
-						return
-					default:
-						s.Stats()
+	testkit.ForEachLock(t, Names, func(t *testing.T, name string) {
+		s := newWithRate(t, name, 1)
+		stop := make(chan struct{})
+		snapped := graceGo(func() {
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+					s.Stats()
+				}
+			}
+		})
+		start := time.Now()
+		var wg sync.WaitGroup
+		for range goroutines {
+			wg.Go(func() {
+				for range each {
+					s.RUnlock(s.RLock())
+					if s.Lock() == nil {
+						s.Unlock()
 					}
 				}
 			})
-			start := time.Now()
-			var wg sync.WaitGroup
-			for range goroutines {
-				wg.Go(func() {
-					for range each {
-						s.RUnlock(s.RLock())
-						if s.Lock() == nil {
-							s.Unlock()
-						}
-					}
-				})
-			}
-			wg.Wait()
-			wall := time.Since(start)
-			close(stop)
-			<-snapped
-			st := s.Stats()
-			wantReads := int64(goroutines * each)
-			if !st.ReadSideCounted {
-				wantReads = 0
-			}
-			if st.ReadAcquisitions != wantReads || st.WriteAcquisitions != goroutines*each {
-				t.Fatalf("got %d reads, %d writes; want %d, %d", st.ReadAcquisitions, st.WriteAcquisitions, wantReads, goroutines*each)
-			}
-			if st.WriteHeld <= 0 || st.WriteHeld > wall+goroutines*each*clockSlack {
-				t.Fatalf("writers held %v in all in %v", st.WriteHeld, wall)
-			}
-		})
-	}
+		}
+		wg.Wait()
+		wall := time.Since(start)
+		close(stop)
+		<-snapped
+		st := s.Stats()
+		wantReads := int64(goroutines * each)
+		if !st.ReadSideCounted {
+			wantReads = 0
+		}
+		if st.ReadAcquisitions != wantReads || st.WriteAcquisitions != goroutines*each {
+			t.Fatalf("got %d reads, %d writes; want %d, %d", st.ReadAcquisitions, st.WriteAcquisitions, wantReads, goroutines*each)
+		}
+		if st.WriteHeld <= 0 || st.WriteHeld > wall+goroutines*each*clockSlack {
+			t.Fatalf("writers held %v in all in %v", st.WriteHeld, wall)
+		}
+	})
 }
 
 // TestUtilizationOfAHeldLock: between two snapshots around one held write
@@ -270,23 +266,21 @@ func TestHoldCountersConcurrent(t *testing.T) {
 // at most 1.
 func TestUtilizationOfAHeldLock(t *testing.T) {
 	const d = time.Millisecond
-	for _, name := range Names {
-		t.Run("lock="+name, func(t *testing.T) {
-			s := newWithRate(t, name, 1)
-			before, start := s.Stats(), time.Now()
-			if err := s.Lock(); err != nil {
-				t.Fatal(err)
-			}
-			inside := holdFor(d)
-			s.Unlock()
-			wall := time.Since(start)
-			delta := s.Stats().Sub(before)
-			read, write := delta.Utilization(wall)
-			if least := float64(inside-clockSlack) / float64(wall); write < least || write > 1+1e-6 || read != 0 {
-				t.Fatalf("utilization: read %v, write %v; want 0, %v to 1", read, write, least)
-			}
-		})
-	}
+	testkit.ForEachLock(t, Names, func(t *testing.T, name string) {
+		s := newWithRate(t, name, 1)
+		before, start := s.Stats(), time.Now()
+		if err := s.Lock(); err != nil {
+			t.Fatal(err)
+		}
+		inside := holdFor(d)
+		s.Unlock()
+		wall := time.Since(start)
+		delta := s.Stats().Sub(before)
+		read, write := delta.Utilization(wall)
+		if least := float64(inside-clockSlack) / float64(wall); write < least || write > 1+1e-6 || read != 0 {
+			t.Fatalf("utilization: read %v, write %v; want 0, %v to 1", read, write, least)
+		}
+	})
 }
 
 func TestStatsSub(t *testing.T) {

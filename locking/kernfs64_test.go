@@ -1,6 +1,10 @@
 package locking
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
 
 // TestKernfs64CountsEachLock: the tree rwsem, the attribute rwsem and the
 // open-file mutexes each count on their own counters.
@@ -18,9 +22,7 @@ func TestKernfs64CountsEachLock(t *testing.T) {
 		k.OpenFileLock(key)
 		k.OpenFileUnlock(key)
 	}
-	if err := k.Lock(); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, k.Lock())
 	k.Unlock()
 	st := k.Stats()
 	got := [5]int64{st.ReadAcquisitions, st.WriteAcquisitions, st.Attr.ReadAcquisitions, st.Attr.WriteAcquisitions, st.OpenFile.WriteAcquisitions}
@@ -44,9 +46,7 @@ func TestKernfs64AttrLockIsSeparate(t *testing.T) {
 	k.AttrUnlock()
 	graceWaitClosed(t, "the attribute reader", read)
 
-	if err := k.Lock(); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, k.Lock())
 	k.AttrRUnlock(k.AttrRLock()) // the attribute lock is free under a tree writer
 	k.Unlock()
 	if st := k.Stats(); st.ReadContended != 0 || st.Attr.ReadAcquisitions != 2 {

@@ -8,9 +8,9 @@ import (
 
 // lockStats counts acquisitions of one lock. It sits right after the lock
 // word in the lock's struct, so the uncontended path adds one atomic add on
-// a cache line the acquirer has just written anyway (measured with
-// BenchmarkLock: see docs/notes/2026-12-01-sim-rwsem.md). The contended
-// path also reads the clock twice. A contended acquisition is counted as soon as the acquirer finds
+// a cache line the acquirer has just written anyway (BenchmarkLock;
+// docs/notes/2026-12-01-sim-rwsem.md). The contended path also reads the clock
+// twice. A contended acquisition is counted as soon as the acquirer finds
 // the lock held, before it waits; wait time is added when it gets the lock.
 //
 // One acquisition in hold.every() is timed (holdtime.go): the add's result
@@ -160,12 +160,11 @@ func (m *Mutex) Stats() Stats        { return m.stats.snapshot() }
 //
 // The counters must not add to that cache-line traffic: with no writer
 // about, RLock is RWMutex.RLock itself, and the acquisition is counted on
-// the calling P's own line (pshard.Of), not on the lock's. (Trying
-// TryRLock first, as the other locks are counted, is a load and a
-// compare-and-swap that fails whenever another CPU moved the count in
-// between: in the sim it took a fifth of the CPU at 2 threads and made
-// rwsem slower than mutex; an add on the lock's line beside RLock's own
-// still pulled the line once more per acquisition.) A reader that a
+// the calling P's own line (pshard.Of), not on the lock's. TryRLock
+// first, as the other locks are counted, would add a compare-and-swap
+// that fails whenever another CPU moved the count in between, and an add
+// on the lock's line would pull the line once more per acquisition
+// (docs/notes/2026-12-01-sim-rwsem.md). A reader that a
 // writer overtakes between the writer check and RLock is counted as
 // uncontended; its wait still shows in its operation's latency. A timed
 // reader's start travels in its token and its hold is added to the P's

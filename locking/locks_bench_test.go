@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/stretchr/testify/require"
+
 	"github.com/kernfsim/kernfsim/internal/parbench"
 )
 
@@ -27,9 +29,7 @@ func BenchmarkLock(b *testing.B) {
 	for _, name := range Names {
 		for _, stats := range benchStats {
 			s, err := New(name, stats.opts)
-			if err != nil {
-				b.Fatal(err)
-			}
+			require.NoError(b, err)
 			b.Run(fmt.Sprintf("lock=%s/stats=%s/side=read", name, stats.name), func(b *testing.B) {
 				b.ReportAllocs()
 				for b.Loop() {

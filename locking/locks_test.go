@@ -4,38 +4,36 @@ import (
 	"runtime"
 	"sync/atomic"
 	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/kernfsim/kernfsim/internal/testkit"
 )
 
 func TestLockCountsContention(t *testing.T) {
-	for _, name := range NamesWhere(func(t Traits) bool { return t.AcceptsWriters }) {
-		t.Run("lock="+name, func(t *testing.T) {
-			s, err := New(name, Options{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := s.Lock(); err != nil {
-				t.Fatal(err)
-			}
-			acquired := make(chan struct{})
-			go func() {
-				s.Lock() // contended: the test holds the write side
-				close(acquired)
-				s.Unlock()
-			}()
-			waitFor(t, func() bool { return s.Stats().WriteContended == 1 }) // the writer found it held
+	testkit.ForEachLock(t, NamesWhere(func(t Traits) bool { return t.AcceptsWriters }), func(t *testing.T, name string) {
+		s, err := New(name, Options{})
+		require.NoError(t, err)
+		require.NoError(t, s.Lock())
+		acquired := make(chan struct{})
+		go func() {
+			s.Lock() // contended: the test holds the write side
+			close(acquired)
 			s.Unlock()
-			<-acquired
-			st := s.Stats()
-			if st.WriteAcquisitions != 2 || st.WriteContended != 1 || st.WriteWait <= 0 {
-				t.Fatalf("got %d acquisitions, %d contended, wait %v; want 2, 1, > 0", st.WriteAcquisitions, st.WriteContended, st.WriteWait)
-			}
-			r := s.RLock()
-			s.RUnlock(r)
-			if got := s.Stats().ReadAcquisitions; got != 1 {
-				t.Fatalf("read acquisitions: got %d, want 1", got)
-			}
-		})
-	}
+		}()
+		waitFor(t, func() bool { return s.Stats().WriteContended == 1 }) // the writer found it held
+		s.Unlock()
+		<-acquired
+		st := s.Stats()
+		if st.WriteAcquisitions != 2 || st.WriteContended != 1 || st.WriteWait <= 0 {
+			t.Fatalf("got %d acquisitions, %d contended, wait %v; want 2, 1, > 0", st.WriteAcquisitions, st.WriteContended, st.WriteWait)
+		}
+		r := s.RLock()
+		s.RUnlock(r)
+		if got := s.Stats().ReadAcquisitions; got != 1 {
+			t.Fatalf("read acquisitions: got %d, want 1", got)
+		}
+	})
 }
 
 func waitFor(t *testing.T, cond func() bool) {
@@ -49,75 +47,69 @@ func waitFor(t *testing.T, cond func() bool) {
 }
 
 func TestNoStats(t *testing.T) {
-	for _, name := range Names {
-		t.Run("lock="+name, func(t *testing.T) {
-			s, _ := New(name, Options{NoStats: true, HoldSampleEvery: 1})
-			r := s.RLock()
-			if r.timed() {
-				t.Error("a read side was timed with counters off")
-			}
-			s.RUnlock(r)
-			if s.Lock() == nil {
-				s.Unlock()
-			}
-			if st := s.Stats(); st.CountersSwitchedOn || st.ReadSideCounted || st.ReadAcquisitions != 0 ||
-				st.WriteAcquisitions != 0 || st.HoldSampleEvery != 0 {
-				t.Fatalf("got %+v, want zero stats with counters off", st)
-			}
-		})
-	}
+	testkit.ForEachLock(t, Names, func(t *testing.T, name string) {
+		s, _ := New(name, Options{NoStats: true, HoldSampleEvery: 1})
+		r := s.RLock()
+		if r.timed() {
+			t.Error("a read side was timed with counters off")
+		}
+		s.RUnlock(r)
+		if s.Lock() == nil {
+			s.Unlock()
+		}
+		if st := s.Stats(); st.CountersSwitchedOn || st.ReadSideCounted || st.ReadAcquisitions != 0 ||
+			st.WriteAcquisitions != 0 || st.HoldSampleEvery != 0 {
+			t.Fatalf("got %+v, want zero stats with counters off", st)
+		}
+	})
 }
 
 func TestSealRefusesWritersUnlessAccepted(t *testing.T) {
-	for _, name := range Names {
-		t.Run("lock="+name, func(t *testing.T) {
-			s := MustNew(name)
-			if err := s.Lock(); err != nil {
-				t.Fatalf("before seal: got %v, want nil", err)
-			}
+	testkit.ForEachLock(t, Names, func(t *testing.T, name string) {
+		s := MustNew(name)
+		if err := s.Lock(); err != nil {
+			t.Fatalf("before seal: got %v, want nil", err)
+		}
+		s.Unlock()
+		s.Seal()
+		err := s.Lock()
+		if err == nil {
 			s.Unlock()
-			s.Seal()
-			err := s.Lock()
-			if err == nil {
-				s.Unlock()
-			}
-			if accepts := s.Traits().AcceptsWriters; (err == nil) != accepts || (err != nil && err != ErrReadOnly) {
-				t.Fatalf("after seal: got %v; AcceptsWriters is %v", err, accepts)
-			}
-		})
-	}
+		}
+		if accepts := s.Traits().AcceptsWriters; (err == nil) != accepts || (err != nil && err != ErrReadOnly) {
+			t.Fatalf("after seal: got %v; AcceptsWriters is %v", err, accepts)
+		}
+	})
 }
 
 // TestSealWaitsForWriters: a writer inside the write side when Seal is
 // called finishes before Seal returns; only the next one is refused.
 func TestSealWaitsForWriters(t *testing.T) {
-	for _, name := range NamesWhere(func(t Traits) bool { return !t.AcceptsWriters }) {
-		t.Run("lock="+name, func(t *testing.T) {
-			for range 50 {
-				s := MustNew(name)
-				var inside atomic.Bool
-				entered, done := make(chan struct{}), make(chan struct{})
-				go func() {
-					defer close(done)
-					for i := 0; s.Lock() == nil; i++ {
-						inside.Store(true)
-						if i == 0 {
-							close(entered)
-						}
-						runtime.Gosched()
-						inside.Store(false)
-						s.Unlock()
+	testkit.ForEachLock(t, NamesWhere(func(t Traits) bool { return !t.AcceptsWriters }), func(t *testing.T, name string) {
+		for range 50 {
+			s := MustNew(name)
+			var inside atomic.Bool
+			entered, done := make(chan struct{}), make(chan struct{})
+			go func() {
+				defer close(done)
+				for i := 0; s.Lock() == nil; i++ {
+					inside.Store(true)
+					if i == 0 {
+						close(entered)
 					}
-				}()
-				<-entered
-				s.Seal()
-				if inside.Load() {
-					t.Fatal("Seal returned while a writer was inside the write side")
+					runtime.Gosched()
+					inside.Store(false)
+					s.Unlock()
 				}
-				<-done
+			}()
+			<-entered
+			s.Seal()
+			if inside.Load() {
+				t.Fatal("Seal returned while a writer was inside the write side")
 			}
-		})
-	}
+			<-done
+		}
+	})
 }
 
 // An rwsem reader that finds a writer waiting is counted as contended and

@@ -3,14 +3,17 @@ package locking
 import (
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/kernfsim/kernfsim/internal/testkit"
 )
 
 func newPercpuForTest(t *testing.T, name string, o Options) *PercpuRWSem {
 	t.Helper()
 	s, err := New(name, o)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	return s.(*PercpuRWSem)
 }
 
@@ -34,9 +37,7 @@ func TestPercpuWriterWaitsAGracePeriod(t *testing.T) {
 				t.Fatalf("has a Grace: got %v, want %v", got, c.hasGrace)
 			}
 			p.RUnlock(p.RLock())
-			if err := p.Lock(); err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, p.Lock())
 			p.Unlock()
 			st := p.Stats()
 			if st.ReadFast != c.fast || st.ReadAcquisitions != 1 {
@@ -58,9 +59,7 @@ func TestPercpuWriterWaitsAGracePeriod(t *testing.T) {
 func TestPercpuExitWaitsAGracePeriod(t *testing.T) {
 	p := newPercpuForTest(t, "percpu", Options{Grace: GraceConfig{Tick: time.Hour}, ExpediteSync: true})
 	writeOnce := func() {
-		if err := p.Lock(); err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, p.Lock())
 		p.Unlock()
 	}
 	writeOnce()
@@ -91,28 +90,24 @@ func TestPercpuExitWaitsAGracePeriod(t *testing.T) {
 // a writer out (counted contended) until it leaves, and a reader that
 // comes while the writer holds the lock waits for it.
 func TestPercpuWriterWaitsForFastReader(t *testing.T) {
-	for _, name := range []string{"percpu", "percpu-dyn"} {
-		t.Run("lock="+name, func(t *testing.T) {
-			p := newPercpuForTest(t, name, Options{Grace: testGrace})
-			r := p.RLock()
-			locked := graceGo(func() {
-				if err := p.Lock(); err != nil {
-					t.Error(err)
-				}
-			})
-			graceWaitUntil(t, "the writer waits for the reader", func() bool { return p.Stats().WriteContended == 1 })
-			if graceIsClosed(locked) {
-				t.Fatal("the writer got in past a reader")
-			}
-			p.RUnlock(r)
-			graceWaitClosed(t, "the writer after the reader left", locked)
-			read := graceGo(func() { p.RUnlock(p.RLock()) })
-			graceWaitUntil(t, "a reader waits for the writer", func() bool { return p.Stats().ReadContended == 1 })
-			if graceIsClosed(read) {
-				t.Fatal("a reader got in past the writer")
-			}
-			p.Unlock()
-			graceWaitClosed(t, "the reader after the writer left", read)
+	testkit.ForEachLock(t, []string{"percpu", "percpu-dyn"}, func(t *testing.T, name string) {
+		p := newPercpuForTest(t, name, Options{Grace: testGrace})
+		r := p.RLock()
+		locked := graceGo(func() {
+			assert.NoError(t, p.Lock())
 		})
-	}
+		graceWaitUntil(t, "the writer waits for the reader", func() bool { return p.Stats().WriteContended == 1 })
+		if graceIsClosed(locked) {
+			t.Fatal("the writer got in past a reader")
+		}
+		p.RUnlock(r)
+		graceWaitClosed(t, "the writer after the reader left", locked)
+		read := graceGo(func() { p.RUnlock(p.RLock()) })
+		graceWaitUntil(t, "a reader waits for the writer", func() bool { return p.Stats().ReadContended == 1 })
+		if graceIsClosed(read) {
+			t.Fatal("a reader got in past the writer")
+		}
+		p.Unlock()
+		graceWaitClosed(t, "the reader after the writer left", read)
+	})
 }

@@ -7,6 +7,10 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/kernfsim/kernfsim/internal/testkit"
 )
 
 // testGrace keeps the grace periods of percpu's writers short.
@@ -22,9 +26,7 @@ var writerNames = NamesWhere(func(t Traits) bool { return t.AcceptsWriters })
 func newTestStrategy(t testing.TB, name string) Strategy {
 	t.Helper()
 	s, err := New(name, Options{Grace: testGrace})
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	s.Seal()
 	return s
 }
@@ -47,49 +49,47 @@ func forEachProcs(t *testing.T, f func(t *testing.T)) {
 func TestWritersExcludeReaders(t *testing.T) {
 	const readers, writers, rounds = 4, 2, 300
 	forEachProcs(t, func(t *testing.T) {
-		for _, name := range lockingReaders {
-			t.Run("lock="+name, func(t *testing.T) {
-				s := newTestStrategy(t, name)
-				var inR, inW, bad atomic.Int32
-				var wg sync.WaitGroup
-				for range readers {
-					wg.Go(func() {
-						for i := range rounds {
-							r := s.RLock()
-							inR.Add(1)
-							if inW.Load() != 0 {
-								bad.Add(1)
-							}
-							if i%4 == 0 {
-								runtime.Gosched()
-							}
-							inR.Add(-1)
-							s.RUnlock(r)
+		testkit.ForEachLock(t, lockingReaders, func(t *testing.T, name string) {
+			s := newTestStrategy(t, name)
+			var inR, inW, bad atomic.Int32
+			var wg sync.WaitGroup
+			for range readers {
+				wg.Go(func() {
+					for i := range rounds {
+						r := s.RLock()
+						inR.Add(1)
+						if inW.Load() != 0 {
+							bad.Add(1)
 						}
-					})
-				}
-				for range writers {
-					wg.Go(func() {
-						for range rounds / 10 {
-							if err := s.Lock(); err != nil {
-								t.Error(err)
-								return
-							}
-							if inW.Add(1) != 1 || inR.Load() != 0 {
-								bad.Add(1)
-							}
+						if i%4 == 0 {
 							runtime.Gosched()
-							inW.Add(-1)
-							s.Unlock()
 						}
-					})
-				}
-				wg.Wait()
-				if n := bad.Load(); n != 0 {
-					t.Fatalf("%d times a reader and a writer, or two writers, were inside at once", n)
-				}
-			})
-		}
+						inR.Add(-1)
+						s.RUnlock(r)
+					}
+				})
+			}
+			for range writers {
+				wg.Go(func() {
+					for range rounds / 10 {
+						if err := s.Lock(); err != nil {
+							t.Error(err)
+							return
+						}
+						if inW.Add(1) != 1 || inR.Load() != 0 {
+							bad.Add(1)
+						}
+						runtime.Gosched()
+						inW.Add(-1)
+						s.Unlock()
+					}
+				})
+			}
+			wg.Wait()
+			if n := bad.Load(); n != 0 {
+				t.Fatalf("%d times a reader and a writer, or two writers, were inside at once", n)
+			}
+		})
 	})
 }
 
@@ -126,22 +126,20 @@ func progress(t *testing.T, busy int, op func(i int), k int, other func()) {
 // block).
 func TestWriterProgressWithContinuousReaders(t *testing.T) {
 	forEachProcs(t, func(t *testing.T) {
-		for _, name := range writerNames {
-			t.Run("lock="+name, func(t *testing.T) {
-				s := newTestStrategy(t, name)
-				progress(t, runtime.GOMAXPROCS(0)+1, func(i int) {
-					r := s.RLock()
-					if i%8 == 0 {
-						runtime.Gosched()
-					}
-					s.RUnlock(r)
-				}, 20, func() {
-					if s.Lock() == nil {
-						s.Unlock()
-					}
-				})
+		testkit.ForEachLock(t, writerNames, func(t *testing.T, name string) {
+			s := newTestStrategy(t, name)
+			progress(t, runtime.GOMAXPROCS(0)+1, func(i int) {
+				r := s.RLock()
+				if i%8 == 0 {
+					runtime.Gosched()
+				}
+				s.RUnlock(r)
+			}, 20, func() {
+				if s.Lock() == nil {
+					s.Unlock()
+				}
 			})
-		}
+		})
 	})
 }
 
@@ -150,17 +148,15 @@ func TestWriterProgressWithContinuousReaders(t *testing.T) {
 // in before the next.
 func TestReaderProgressWithContinuousWriters(t *testing.T) {
 	forEachProcs(t, func(t *testing.T) {
-		for _, name := range lockingReaders {
-			t.Run("lock="+name, func(t *testing.T) {
-				s := newTestStrategy(t, name)
-				progress(t, 2, func(int) {
-					if s.Lock() == nil {
-						runtime.Gosched()
-						s.Unlock()
-					}
-				}, 200, func() { s.RUnlock(s.RLock()) })
-			})
-		}
+		testkit.ForEachLock(t, lockingReaders, func(t *testing.T, name string) {
+			s := newTestStrategy(t, name)
+			progress(t, 2, func(int) {
+				if s.Lock() == nil {
+					runtime.Gosched()
+					s.Unlock()
+				}
+			}, 200, func() { s.RUnlock(s.RLock()) })
+		})
 	})
 }
 
@@ -177,53 +173,51 @@ type tortureData struct {
 func TestStrategyTorture(t *testing.T) {
 	const readers, writers, rounds = 3, 2, 400
 	forEachProcs(t, func(t *testing.T) {
-		for _, name := range lockingReaders {
-			t.Run("lock="+name, func(t *testing.T) {
-				s := newTestStrategy(t, name)
-				var d tortureData
-				var torn atomic.Int64
-				var wg sync.WaitGroup
-				for range readers {
-					wg.Go(func() {
-						for i := range rounds {
-							r := s.RLock()
-							a := d.a
-							if i%16 == 0 {
-								runtime.Gosched()
-							}
-							if d.b != a {
-								torn.Add(1)
-							}
-							s.RUnlock(r)
+		testkit.ForEachLock(t, lockingReaders, func(t *testing.T, name string) {
+			s := newTestStrategy(t, name)
+			var d tortureData
+			var torn atomic.Int64
+			var wg sync.WaitGroup
+			for range readers {
+				wg.Go(func() {
+					for i := range rounds {
+						r := s.RLock()
+						a := d.a
+						if i%16 == 0 {
+							runtime.Gosched()
 						}
-					})
-				}
-				for range writers {
-					wg.Go(func() {
-						for i := range rounds / 8 {
-							if err := s.Lock(); err != nil {
-								t.Error(err)
-								return
-							}
-							d.a++
-							if i%4 == 0 {
-								runtime.Gosched()
-							}
-							d.b++
-							s.Unlock()
+						if d.b != a {
+							torn.Add(1)
 						}
-					})
-				}
-				wg.Wait()
-				st := s.Stats()
-				if torn.Load() != 0 || d.a != writers*rounds/8 || d.b != d.a {
-					t.Fatalf("readers saw %d torn values; a=%d b=%d, want %d", torn.Load(), d.a, d.b, writers*rounds/8)
-				}
-				if st.ReadAcquisitions != readers*rounds || st.WriteAcquisitions != writers*rounds/8 {
-					t.Fatalf("counted %d reads, %d writes; want %d, %d", st.ReadAcquisitions, st.WriteAcquisitions, readers*rounds, writers*rounds/8)
-				}
-			})
-		}
+						s.RUnlock(r)
+					}
+				})
+			}
+			for range writers {
+				wg.Go(func() {
+					for i := range rounds / 8 {
+						if err := s.Lock(); err != nil {
+							t.Error(err)
+							return
+						}
+						d.a++
+						if i%4 == 0 {
+							runtime.Gosched()
+						}
+						d.b++
+						s.Unlock()
+					}
+				})
+			}
+			wg.Wait()
+			st := s.Stats()
+			if torn.Load() != 0 || d.a != writers*rounds/8 || d.b != d.a {
+				t.Fatalf("readers saw %d torn values; a=%d b=%d, want %d", torn.Load(), d.a, d.b, writers*rounds/8)
+			}
+			if st.ReadAcquisitions != readers*rounds || st.WriteAcquisitions != writers*rounds/8 {
+				t.Fatalf("counted %d reads, %d writes; want %d, %d", st.ReadAcquisitions, st.WriteAcquisitions, readers*rounds, writers*rounds/8)
+			}
+		})
 	})
 }
 
@@ -231,24 +225,20 @@ func TestStrategyTorture(t *testing.T) {
 // allocates nothing once warm (percpu's writer is warm once its rcu_sync
 // is past its first grace period).
 func TestStrategiesDoNotAllocate(t *testing.T) {
-	for _, name := range writerNames {
-		t.Run("lock="+name, func(t *testing.T) {
-			s := newTestStrategy(t, name)
-			if got := testing.AllocsPerRun(100, func() { s.RUnlock(s.RLock()) }); got != 0 {
-				t.Errorf("read side: %v allocations", got)
-			}
-			if err := s.Lock(); err != nil {
-				t.Fatal(err)
-			}
-			if got := testing.AllocsPerRun(100, func() {
-				s.Unlock()
-				if s.Lock() != nil {
-					t.Fatal("Lock failed")
-				}
-			}); got > 0 && !s.Traits().GracePeriods {
-				t.Errorf("write side: %v allocations", got)
-			}
+	testkit.ForEachLock(t, writerNames, func(t *testing.T, name string) {
+		s := newTestStrategy(t, name)
+		if got := testing.AllocsPerRun(100, func() { s.RUnlock(s.RLock()) }); got != 0 {
+			t.Errorf("read side: %v allocations", got)
+		}
+		require.NoError(t, s.Lock())
+		if got := testing.AllocsPerRun(100, func() {
 			s.Unlock()
-		})
-	}
+			if s.Lock() != nil {
+				t.Fatal("Lock failed")
+			}
+		}); got > 0 && !s.Traits().GracePeriods {
+			t.Errorf("write side: %v allocations", got)
+		}
+		s.Unlock()
+	})
 }

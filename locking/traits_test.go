@@ -3,6 +3,8 @@ package locking
 import (
 	"slices"
 	"testing"
+
+	"github.com/kernfsim/kernfsim/internal/testkit"
 )
 
 // TestTraitsAreConsistent checks each strategy's traits against what it
@@ -10,27 +12,25 @@ import (
 // rule that keeps removals safe: a strategy that refuses writers unlinks
 // with the deactivation.
 func TestTraitsAreConsistent(t *testing.T) {
-	for _, name := range Names {
-		t.Run("lock="+name, func(t *testing.T) {
-			s := MustNew(name)
-			tr, err := TraitsOf(name)
-			if err != nil || s.Traits() != tr {
-				t.Fatalf("TraitsOf: got %+v, %v; the strategy says %+v", tr, err, s.Traits())
-			}
-			if got := s.Grace() != nil; got != tr.GracePeriods {
-				t.Fatalf("Grace() != nil is %v, GracePeriods is %v", got, tr.GracePeriods)
-			}
-			if !tr.AcceptsWriters && tr.DrainBeforeUnlink {
-				t.Fatal("a strategy that refuses writers drains before unlink: Seal could refuse a removal halfway")
-			}
-			if _, ok := s.(AttrLocker); ok != tr.SeparateAttrLock {
-				t.Fatalf("is an AttrLocker: %v; SeparateAttrLock is %v", ok, tr.SeparateAttrLock)
-			}
-			if _, ok := s.(OpenFileLocker); ok != tr.OpenFileLocks {
-				t.Fatalf("is an OpenFileLocker: %v; OpenFileLocks is %v", ok, tr.OpenFileLocks)
-			}
-		})
-	}
+	testkit.ForEachLock(t, Names, func(t *testing.T, name string) {
+		s := MustNew(name)
+		tr, err := TraitsOf(name)
+		if err != nil || s.Traits() != tr {
+			t.Fatalf("TraitsOf: got %+v, %v; the strategy says %+v", tr, err, s.Traits())
+		}
+		if got := s.Grace() != nil; got != tr.GracePeriods {
+			t.Fatalf("Grace() != nil is %v, GracePeriods is %v", got, tr.GracePeriods)
+		}
+		if !tr.AcceptsWriters && tr.DrainBeforeUnlink {
+			t.Fatal("a strategy that refuses writers drains before unlink: Seal could refuse a removal halfway")
+		}
+		if _, ok := s.(AttrLocker); ok != tr.SeparateAttrLock {
+			t.Fatalf("is an AttrLocker: %v; SeparateAttrLock is %v", ok, tr.SeparateAttrLock)
+		}
+		if _, ok := s.(OpenFileLocker); ok != tr.OpenFileLocks {
+			t.Fatalf("is an OpenFileLocker: %v; OpenFileLocks is %v", ok, tr.OpenFileLocks)
+		}
+	})
 	if _, err := TraitsOf("spinlock"); err == nil {
 		t.Fatal("TraitsOf(spinlock): got nil error")
 	}
@@ -60,22 +60,20 @@ func (c *countingStrategy) RUnlock(t ReadToken) { c.out++; c.Strategy.RUnlock(t)
 // TestReadSideTakesOneSide: a scope with calls inside it enters the read
 // side exactly once per call (ref-walk) or once per scope (scoped reads).
 func TestReadSideTakesOneSide(t *testing.T) {
-	for _, name := range Names {
-		t.Run("lock="+name, func(t *testing.T) {
-			c := &countingStrategy{Strategy: MustNew(name)}
-			rs := ReadSideOf(c)
-			r := rs.EnterScope()
-			for range 3 {
-				rs.ExitCall(rs.EnterCall())
-			}
-			rs.ExitScope(r)
-			want := 3
-			if c.Traits().ScopedReads {
-				want = 1
-			}
-			if c.in != want || c.out != want {
-				t.Fatalf("entered %d, left %d; want %d each", c.in, c.out, want)
-			}
-		})
-	}
+	testkit.ForEachLock(t, Names, func(t *testing.T, name string) {
+		c := &countingStrategy{Strategy: MustNew(name)}
+		rs := ReadSideOf(c)
+		r := rs.EnterScope()
+		for range 3 {
+			rs.ExitCall(rs.EnterCall())
+		}
+		rs.ExitScope(r)
+		want := 3
+		if c.Traits().ScopedReads {
+			want = 1
+		}
+		if c.in != want || c.out != want {
+			t.Fatalf("entered %d, left %d; want %d each", c.in, c.out, want)
+		}
+	})
 }

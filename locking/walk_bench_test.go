@@ -6,6 +6,8 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/stretchr/testify/require"
+
 	"github.com/kernfsim/kernfsim/internal/parbench"
 	"github.com/kernfsim/kernfsim/kernfsim"
 	"github.com/kernfsim/kernfsim/locking"
@@ -100,13 +102,9 @@ func BenchmarkWalkCounting(b *testing.B) {
 // sealed, and a walker over it as loadgen's sim target makes one.
 func newSimWalker(b *testing.B, lock string, opts locking.Options) *kernfsim.Walker {
 	s, err := locking.New(lock, opts)
-	if err != nil {
-		b.Fatal(err)
-	}
+	require.NoError(b, err)
 	tr := kernfsim.New(s, kernfsim.Options{})
-	if err := sysfs.BuildSynthetic(tr, sysfs.SynthConfig{}.WithDefaults()); err != nil {
-		b.Fatal(err)
-	}
+	require.NoError(b, sysfs.BuildSynthetic(tr, sysfs.SynthConfig{}.WithDefaults()))
 	tr.Seal()
 	return kernfsim.NewWalker(tr, kernfsim.WalkerOptions{MountDepth: 1}) // loadgen's sysMountDepth
 }

@@ -133,10 +133,9 @@ func TestSoakMount(t *testing.T) {
 	_, err = sysfs.AddABI(tr, stats)
 	require.NoError(t, err)
 	tr.Seal()
-	m, err := fusefs.MountTree(tr, t.TempDir(), fusefs.MountOptions{})
+	m, err := fusefs.MountTree(tr, t.TempDir(), fusefs.MountOptions{Stats: stats})
 	require.NoError(t, err)
 	defer m.Unmount()
-	stats.Bind(m.Server)
 	var samples []Sample
 	c := Config{Dir: m.Mountpoint, ServerPID: os.Getpid(), Workers: loadgen.Workers, Duration: 3 * time.Second, Interval: 500 * time.Millisecond,
 		StormEvery: 200 * time.Millisecond, StormSize: 8, Churn: 200, Tolerance: 10,

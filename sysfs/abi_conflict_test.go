@@ -6,6 +6,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/stretchr/testify/require"
+
+	"github.com/kernfsim/kernfsim/internal/testkit"
 	"github.com/kernfsim/kernfsim/kernfsim"
 )
 
@@ -64,11 +67,11 @@ func TestAddABIExistingDirs(t *testing.T) {
 		{path: "kernel/kernfsim/stats", mode: 0o444},
 	})
 	tr, _ := mirrorTest(t, "rwsem", dir, MirrorOptions{})
-	a := must(AddABI(tr, nil))(t)
-	noErr(t, a.Create("dev0", 0))
+	a := testkit.Must(AddABI(tr, nil))(t)
+	require.NoError(t, a.Create("dev0", 0))
 	w := kernfsim.NewWalker(tr, kernfsim.WalkerOptions{})
 	for _, p := range []string{"bus/kernfsim/new_device", "devices/kernfsim/old/uevent", "devices/kernfsim/dev0/value", "class/kernfsim/dev0"} {
-		must(w.Lresolve(kernfsim.RootCred, p))(t)
+		testkit.Must(w.Lresolve(kernfsim.RootCred, p))(t)
 	}
 }
 

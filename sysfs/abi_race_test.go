@@ -8,6 +8,10 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/stretchr/testify/require"
+
+	"github.com/kernfsim/kernfsim/internal/testkit"
+	"github.com/kernfsim/kernfsim/internal/testkit/testtree"
 	"github.com/kernfsim/kernfsim/kernfsim"
 	"github.com/kernfsim/kernfsim/locking"
 )
@@ -66,10 +70,10 @@ func raceConfigs() []struct {
 func TestABICreateDeleteRace(t *testing.T) {
 	for _, c := range raceConfigs() {
 		t.Run(fmt.Sprintf("lock=%s/gp=%s", c.lock, c.gp), func(t *testing.T) {
-			s, err := locking.New(c.lock, locking.Options{Grace: fastGrace})
-			noErr(t, err)
+			s, err := locking.New(c.lock, locking.Options{Grace: testtree.FastGrace})
+			require.NoError(t, err)
 			tr := kernfsim.New(s, kernfsim.Options{GP: c.gp})
-			must(AddABI(tr, nil))(t)
+			testkit.Must(AddABI(tr, nil))(t)
 			base := tr.Nodes()
 			w := kernfsim.NewWalker(tr, kernfsim.WalkerOptions{})
 			var r raceTally

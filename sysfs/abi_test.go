@@ -7,15 +7,19 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/stretchr/testify/require"
+
+	"github.com/kernfsim/kernfsim/internal/testkit"
+	"github.com/kernfsim/kernfsim/internal/testkit/testtree"
 	"github.com/kernfsim/kernfsim/kernfsim"
 )
 
 func TestABI(t *testing.T) {
-	forEachLock(t, writers, func(t *testing.T, lock string) {
-		tr := newTestTree(t, lock)
-		must(AddABI(tr, kernfsim.Static("ok\n")))(t)
+	testkit.ForEachLock(t, testtree.Writers, func(t *testing.T, lock string) {
+		tr := testtree.New(t, lock)
+		testkit.Must(AddABI(tr, kernfsim.Static("ok\n")))(t)
 		w := kernfsim.NewWalker(tr, kernfsim.WalkerOptions{})
-		noErr(t, rootWrite(w, "bus/kernfsim/new_device", "dev0 2\n"))
+		require.NoError(t, rootWrite(w, "bus/kernfsim/new_device", "dev0 2\n"))
 		buf := make([]byte, 64)
 		for path, want := range map[string]string{
 			"class/kernfsim/dev0/value":    "0\n",
@@ -23,30 +27,30 @@ func TestABI(t *testing.T) {
 			"devices/kernfsim/dev0/uevent": "DEVNAME=dev0\n",
 			"kernel/kernfsim/stats":        "ok\n",
 		} {
-			if k := must(w.ReadFile(kernfsim.RootCred, path, buf))(t); string(buf[:k]) != want {
+			if k := testkit.Must(w.ReadFile(kernfsim.RootCred, path, buf))(t); string(buf[:k]) != want {
 				t.Errorf("%s: got %q, want %q", path, buf[:k], want)
 			}
 		}
-		first := must(w.ReadFile(kernfsim.RootCred, "devices/kernfsim/dev0/counter", buf))(t)
+		first := testkit.Must(w.ReadFile(kernfsim.RootCred, "devices/kernfsim/dev0/counter", buf))(t)
 		c1 := string(buf[:first])
-		second := must(w.ReadFile(kernfsim.RootCred, "devices/kernfsim/dev0/counter", buf))(t)
+		second := testkit.Must(w.ReadFile(kernfsim.RootCred, "devices/kernfsim/dev0/counter", buf))(t)
 		if c1 == string(buf[:second]) {
 			t.Errorf("counter did not change between reads: %q", c1)
 		}
-		noErr(t, rootWrite(w, "bus/kernfsim/new_device", "dev1"))
-		noErr(t, rootWrite(w, "bus/kernfsim/delete_device", "dev0 dev1\n"))
+		require.NoError(t, rootWrite(w, "bus/kernfsim/new_device", "dev1"))
+		require.NoError(t, rootWrite(w, "bus/kernfsim/delete_device", "dev0 dev1\n"))
 		for _, p := range []string{"devices/kernfsim/dev0", "class/kernfsim/dev0", "devices/kernfsim/dev1"} {
 			_, err := w.Lresolve(kernfsim.RootCred, p)
-			wantErrno(t, err, syscall.ENOENT)
+			testkit.WantErrno(t, err, syscall.ENOENT)
 		}
 	})
 }
 
 func TestABIBadInput(t *testing.T) {
-	tr := newTestTree(t, "rwsem")
-	must(AddABI(tr, nil))(t)
+	tr := testtree.New(t, "rwsem")
+	testkit.Must(AddABI(tr, nil))(t)
 	w := kernfsim.NewWalker(tr, kernfsim.WalkerOptions{})
-	noErr(t, rootWrite(w, "bus/kernfsim/new_device", "keep"))
+	require.NoError(t, rootWrite(w, "bus/kernfsim/new_device", "keep"))
 	before := tr.Nodes()
 	for _, c := range []struct {
 		file, data string
@@ -80,18 +84,18 @@ func TestABIBadInput(t *testing.T) {
 		t.Fatalf("nodes after rejected writes: got %d, want %d (nothing may change)", got, before)
 	}
 	_, err := w.Open(kernfsim.Cred{Uid: 1000}, "bus/kernfsim/new_device", os.O_WRONLY)
-	wantErrno(t, err, syscall.EACCES)
+	testkit.WantErrno(t, err, syscall.EACCES)
 }
 
 func TestABIMaxDevices(t *testing.T) {
-	tr := newTestTree(t, "rcu")
-	must(AddABIWith(tr, ABIOptions{MaxDevices: 2}))(t)
+	tr := testtree.New(t, "rcu")
+	testkit.Must(AddABIWith(tr, ABIOptions{MaxDevices: 2}))(t)
 	w := kernfsim.NewWalker(tr, kernfsim.WalkerOptions{})
-	noErr(t, rootWrite(w, "bus/kernfsim/new_device", "a"))
-	noErr(t, rootWrite(w, "bus/kernfsim/new_device", "b"))
+	require.NoError(t, rootWrite(w, "bus/kernfsim/new_device", "a"))
+	require.NoError(t, rootWrite(w, "bus/kernfsim/new_device", "b"))
 	if err := rootWrite(w, "bus/kernfsim/new_device", "c"); !errors.Is(err, syscall.ENOSPC) {
 		t.Fatalf("third device with a limit of 2: got %v, want ENOSPC", err)
 	}
-	noErr(t, rootWrite(w, "bus/kernfsim/delete_device", "a"))
-	noErr(t, rootWrite(w, "bus/kernfsim/new_device", "c"))
+	require.NoError(t, rootWrite(w, "bus/kernfsim/delete_device", "a"))
+	require.NoError(t, rootWrite(w, "bus/kernfsim/new_device", "c"))
 }

@@ -27,8 +27,8 @@ type Options struct {
 	ABI bool
 	// MaxDevices bounds new_device; 0 means DefaultMaxDevices.
 	MaxDevices int
-	// Stats, if set, makes the stats file's contents for the new tree
-	// (the FUSE server's counters are bound to it later).
+	// Stats, if set, makes the stats file's contents for the new tree.
+	// The server that serves the tree binds its counters to the file.
 	Stats func(*kernfsim.Tree) kernfsim.Source
 }
 

@@ -10,7 +10,11 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/stretchr/testify/require"
+
 	"github.com/kernfsim/kernfsim/client"
+	"github.com/kernfsim/kernfsim/internal/testkit"
+	"github.com/kernfsim/kernfsim/internal/testkit/testtree"
 	"github.com/kernfsim/kernfsim/kernfsim"
 )
 
@@ -19,7 +23,7 @@ import (
 func cgroupTree(t *testing.T, lock string, n int) (*Assembled, *kernfsim.Walker) {
 	t.Helper()
 	c := SynthConfig{CPUs: 4, Sockets: 1, MemBlocks: 1, Netdevs: 0, Disks: 2, Cgroups: n}.WithDefaults()
-	a := must(Assemble(Options{Lock: lock, Grace: fastGrace, Synth: c, ABI: true}))(t)
+	a := testkit.Must(Assemble(Options{Lock: lock, Grace: testtree.FastGrace, Synth: c, ABI: true}))(t)
 	if g := a.Tree.Strategy().Grace(); g != nil {
 		t.Cleanup(g.Barrier)
 	}
@@ -31,7 +35,7 @@ func cgroupTree(t *testing.T, lock string, n int) (*Assembled, *kernfsim.Walker)
 func cgroupsBelow(t *testing.T, tr *kernfsim.Tree) []string {
 	t.Helper()
 	var out []string
-	synthWalk(t, tr, must(lookupPath(tr, "fs/cgroup"))(t), "", func(p string, n *kernfsim.Node) {
+	synthWalk(t, tr, testkit.Must(lookupPath(tr, "fs/cgroup"))(t), "", func(p string, n *kernfsim.Node) {
 		if n.Kind() == kernfsim.KindDir {
 			out = append(out, p)
 		}
@@ -62,7 +66,7 @@ func TestCgroupLayout(t *testing.T) {
 	}
 	for _, p := range cgs {
 		var files []string
-		a.Tree.Readdir(must(lookupPath(a.Tree, "fs/cgroup/"+p))(t), 0, func(d kernfsim.Dirent) bool {
+		a.Tree.Readdir(testkit.Must(lookupPath(a.Tree, "fs/cgroup/"+p))(t), 0, func(d kernfsim.Dirent) bool {
 			if d.Kind == kernfsim.KindAttr {
 				files = append(files, d.Name)
 			}
@@ -78,7 +82,7 @@ func TestCgroupLayout(t *testing.T) {
 	if got := synthRead(t, w, "fs/cgroup/cgroup.stat"); got != "nr_descendants 11\nnr_dying_descendants 0\n" {
 		t.Errorf("root cgroup.stat %q, want 11 descendants", got)
 	}
-	root := must(client.ParseFlatKeyed([]byte(synthRead(t, w, "fs/cgroup/cpu.stat"))))(t)
+	root := testkit.Must(client.ParseFlatKeyed([]byte(synthRead(t, w, "fs/cgroup/cpu.stat"))))(t)
 	if len(root) != 3 {
 		t.Errorf("root cpu.stat %v: want usage, user and system only", root)
 	}
@@ -91,14 +95,14 @@ func TestCgroupFormats(t *testing.T) {
 	pids := map[uint64]string{}
 	for _, p := range cgroupsBelow(t, a.Tree) {
 		dir := "fs/cgroup/" + p + "/"
-		mem := must(client.ParseFlatKeyed([]byte(synthRead(t, w, dir+"memory.stat"))))(t)
+		mem := testkit.Must(client.ParseFlatKeyed([]byte(synthRead(t, w, dir+"memory.stat"))))(t)
 		checkMemoryStat(t, p, mem, synthRead(t, w, dir+"memory.current"))
-		checkCPUStat(t, p, must(client.ParseFlatKeyed([]byte(synthRead(t, w, dir+"cpu.stat"))))(t))
-		checkIOStat(t, p, must(client.ParseNestedKeyed([]byte(synthRead(t, w, dir+"io.stat"))))(t))
+		checkCPUStat(t, p, testkit.Must(client.ParseFlatKeyed([]byte(synthRead(t, w, dir+"cpu.stat"))))(t))
+		checkIOStat(t, p, testkit.Must(client.ParseNestedKeyed([]byte(synthRead(t, w, dir+"io.stat"))))(t))
 		if a, b := synthRead(t, w, dir+"memory.stat"), synthRead(t, w, dir+"memory.stat"); a != b {
 			t.Errorf("%s: memory.stat changed between reads", p)
 		}
-		procs := must(client.ParseValues([]byte(synthRead(t, w, dir+"cgroup.procs"))))(t)
+		procs := testkit.Must(client.ParseValues([]byte(synthRead(t, w, dir+"cgroup.procs"))))(t)
 		if strings.HasSuffix(p, ".scope") != (len(procs) > 0) {
 			t.Errorf("%s: pids %v: want some in a container only", p, procs)
 		}
@@ -124,7 +128,7 @@ func checkMemoryStat(t *testing.T, p string, mem []client.KeyValue, current stri
 		t.Fatalf("%s: memory.stat keys %q, want %q", p, keys, memoryStatKeys)
 	}
 	v := func(k string) uint64 { n, _ := client.Get(mem, k); return n }
-	cur := must(client.ParseValues([]byte(current)))(t)
+	cur := testkit.Must(client.ParseValues([]byte(current)))(t)
 	for _, c := range []struct {
 		what      string
 		got, want uint64
@@ -198,32 +202,32 @@ func TestCgroupNone(t *testing.T) {
 // through new_cgroup and removed through delete_cgroup, under every lock
 // that takes writers; a slice with a child cgroup cannot be removed.
 func TestCgroupABI(t *testing.T) {
-	forEachLock(t, writers, func(t *testing.T, lock string) {
+	testkit.ForEachLock(t, testtree.Writers, func(t *testing.T, lock string) {
 		_, w := cgroupTree(t, lock, 2)
 		pod, ctr := "kubepods.slice/kubepods-podtest.slice", "kubepods.slice/kubepods-podtest.slice/cri-containerd-test.scope"
-		noErr(t, rootWrite(w, client.NewCgroupPath, string(client.NewCgroup(pod))))
-		noErr(t, rootWrite(w, client.NewCgroupPath, string(client.NewCgroup("/"+ctr))))
+		require.NoError(t, rootWrite(w, client.NewCgroupPath, string(client.NewCgroup(pod))))
+		require.NoError(t, rootWrite(w, client.NewCgroupPath, string(client.NewCgroup("/"+ctr))))
 		dir := "fs/cgroup/" + ctr + "/"
-		mem := must(client.ParseFlatKeyed([]byte(synthRead(t, w, dir+"memory.stat"))))(t)
+		mem := testkit.Must(client.ParseFlatKeyed([]byte(synthRead(t, w, dir+"memory.stat"))))(t)
 		checkMemoryStat(t, ctr, mem, synthRead(t, w, dir+"memory.current"))
-		checkIOStat(t, ctr, must(client.ParseNestedKeyed([]byte(synthRead(t, w, dir+"io.stat"))))(t))
+		checkIOStat(t, ctr, testkit.Must(client.ParseNestedKeyed([]byte(synthRead(t, w, dir+"io.stat"))))(t))
 		if got := synthRead(t, w, dir+"cgroup.procs"); got != "" {
 			t.Errorf("a new cgroup's cgroup.procs %q, want none", got)
 		}
 		if err := rootWrite(w, client.DeleteCgroupPath, string(client.DeleteCgroup(pod))); !errors.Is(err, syscall.EBUSY) {
 			t.Errorf("deleting a slice with a container: got %v, want EBUSY", err)
 		}
-		noErr(t, rootWrite(w, client.DeleteCgroupPath, string(client.DeleteCgroup(ctr))))
-		noErr(t, rootWrite(w, client.DeleteCgroupPath, string(client.DeleteCgroup(pod))))
+		require.NoError(t, rootWrite(w, client.DeleteCgroupPath, string(client.DeleteCgroup(ctr))))
+		require.NoError(t, rootWrite(w, client.DeleteCgroupPath, string(client.DeleteCgroup(pod))))
 		_, err := w.Lresolve(kernfsim.RootCred, "fs/cgroup/"+pod)
-		wantErrno(t, err, syscall.ENOENT)
+		testkit.WantErrno(t, err, syscall.ENOENT)
 	})
 }
 
 func TestCgroupABIBadInput(t *testing.T) {
 	a, w := cgroupTree(t, "rwsem", 2)
-	noErr(t, a.ABI.NewCgroup("keep.slice"))
-	noErr(t, a.ABI.NewCgroup("keep.slice/child.scope"))
+	require.NoError(t, a.ABI.NewCgroup("keep.slice"))
+	require.NoError(t, a.ABI.NewCgroup("keep.slice/child.scope"))
 	before := a.Tree.Nodes()
 	for _, c := range []struct {
 		file, data string
@@ -267,10 +271,10 @@ func TestCgroupABIBadInput(t *testing.T) {
 // gone or going), and once everything is removed the tree is back to its
 // size: no cgroup was left in a removed one.
 func TestCgroupABIConcurrent(t *testing.T) {
-	forEachLock(t, []string{"rwsem", "rcu"}, func(t *testing.T, lock string) {
+	testkit.ForEachLock(t, []string{"rwsem", "rcu"}, func(t *testing.T, lock string) {
 		a, _ := cgroupTree(t, lock, 1)
 		base := a.Tree.Nodes()
-		noErr(t, a.ABI.NewCgroup("race.slice"))
+		require.NoError(t, a.ABI.NewCgroup("race.slice"))
 		ok := func(err error, errnos ...syscall.Errno) bool {
 			return err == nil || slices.ContainsFunc(errnos, func(e syscall.Errno) bool { return errors.Is(err, e) })
 		}
@@ -311,7 +315,7 @@ func TestCgroupABIConcurrent(t *testing.T) {
 		for k := range 4 {
 			a.ABI.DeleteCgroup(t.Context(), "race.slice/c"+strconv.Itoa(k)+".scope")
 		}
-		noErr(t, a.ABI.DeleteCgroup(t.Context(), "race.slice"))
+		require.NoError(t, a.ABI.DeleteCgroup(t.Context(), "race.slice"))
 		a.Tree.Barrier()
 		if got := a.Tree.Nodes(); got != base {
 			t.Errorf("nodes after removing everything: %d, want %d", got, base)

@@ -6,6 +6,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/stretchr/testify/require"
+
+	"github.com/kernfsim/kernfsim/internal/testkit/testtree"
 	"github.com/kernfsim/kernfsim/kernfsim"
 	"github.com/kernfsim/kernfsim/locking"
 )
@@ -32,7 +35,7 @@ func cpuinfoBlocks(t *testing.T, s string) []map[string]string {
 func synthCPUInfo(t *testing.T, tr *kernfsim.Tree) string {
 	t.Helper()
 	var b strings.Builder
-	noErr(t, WriteCPUInfo(&b, tr, SynthCPUModel))
+	require.NoError(t, WriteCPUInfo(&b, tr, SynthCPUModel))
 	return b.String()
 }
 
@@ -69,7 +72,7 @@ func TestCPUInfoTopology(t *testing.T) {
 // its package's siblings, as on Linux.
 func TestCPUInfoOffline(t *testing.T) {
 	tr, w := newSynthTree(t, "rcu", SynthConfig{CPUs: 8, Sockets: 2, ThreadsPerCore: 2, MemBlocks: 4})
-	noErr(t, rootWrite(w, "devices/system/cpu/cpu6/online", "0"))
+	require.NoError(t, rootWrite(w, "devices/system/cpu/cpu6/online", "0"))
 	blocks := cpuinfoBlocks(t, synthCPUInfo(t, tr))
 	var procs []string
 	for _, b := range blocks {
@@ -126,7 +129,7 @@ vendor_id	: AuthenticAMD
 // its cache size included, and its topology left to the tree.
 func TestParseCPUModel(t *testing.T) {
 	m, err := ParseCPUModel(strings.NewReader(hostCPUInfo))
-	noErr(t, err)
+	require.NoError(t, err)
 	want := CPUModel{
 		{"processor", ""}, {"vendor_id", "AuthenticAMD"}, {"cpu family", "25"}, {"model", "1"},
 		{"model name", "AMD EPYC"}, {"stepping", "1"}, {"cache size", "512 KB"}, {"physical id", ""},
@@ -138,7 +141,7 @@ func TestParseCPUModel(t *testing.T) {
 	}
 	tr, _ := newSynthTree(t, "rwsem", SynthConfig{CPUs: 4, Sockets: 1, ThreadsPerCore: 1, MemBlocks: 1})
 	var b strings.Builder
-	noErr(t, WriteCPUInfo(&b, tr, m))
+	require.NoError(t, WriteCPUInfo(&b, tr, m))
 	blocks := cpuinfoBlocks(t, b.String())
 	if len(blocks) != 4 || blocks[3]["cache size"] != "512 KB" || blocks[3]["core id"] != "3" || blocks[3]["cpu cores"] != "4" {
 		t.Errorf("got %v for the last processor of 4", blocks[len(blocks)-1])
@@ -153,7 +156,7 @@ func TestParseCPUModel(t *testing.T) {
 func TestCPUInfoRoundTrip(t *testing.T) {
 	tr, _ := newSynthTree(t, "rwsem", SynthConfig{CPUs: 4, Sockets: 1, ThreadsPerCore: 2, MemBlocks: 1})
 	m, err := ParseCPUModel(strings.NewReader(synthCPUInfo(t, tr)))
-	noErr(t, err)
+	require.NoError(t, err)
 	want := slices.Clone(SynthCPUModel)
 	want[slices.IndexFunc(want, func(f CPUInfoField) bool { return f.Key == "cache size" })].Value = "3072 KB"
 	if !slices.Equal(m, want) {
@@ -163,7 +166,7 @@ func TestCPUInfoRoundTrip(t *testing.T) {
 
 func TestCPUInfoNoCPUs(t *testing.T) {
 	var b strings.Builder
-	if err := WriteCPUInfo(&b, newTestTree(t, "rwsem"), SynthCPUModel); err == nil {
+	if err := WriteCPUInfo(&b, testtree.New(t, "rwsem"), SynthCPUModel); err == nil {
 		t.Error("a tree without devices/system/cpu: got no error")
 	}
 }

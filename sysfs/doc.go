@@ -30,5 +30,6 @@
 //	cgroupABI.mu: serialises new_cgroup's creations and
 //	delete_cgroup's checks, as the kernel's cgroup_mutex does mkdir and
 //	rmdir (a removal runs after it is released)
-//		the tree's write side (AddGroup)
+//		the tree's write side (AddGroup: new_cgroup's creation)
+//		the tree's read side (Lookup and Readdir: delete_cgroup's checks)
 package sysfs

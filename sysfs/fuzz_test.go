@@ -10,6 +10,10 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/stretchr/testify/require"
+
+	"github.com/kernfsim/kernfsim/internal/testkit"
+	"github.com/kernfsim/kernfsim/internal/testkit/testtree"
 	"github.com/kernfsim/kernfsim/kernfsim"
 )
 
@@ -37,23 +41,19 @@ func snapshot(t testing.TB, tr *kernfsim.Tree) string {
 		b.WriteByte('\n')
 		return nil
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	return b.String()
 }
 
 // newFuzzTree is a small synthetic machine with the ABI and one device.
 func newFuzzTree(t testing.TB) (*kernfsim.Tree, *kernfsim.Walker) {
-	tr := newTestTree(t, "rwsem")
+	tr := testtree.New(t, "rwsem")
 	c := SynthConfig{CPUs: 2, Sockets: 1, ThreadsPerCore: 1, MemBlocks: 2, Netdevs: 1, Disks: 1}.WithDefaults()
-	if err := BuildSynthetic(tr, c); err != nil {
-		t.Fatal(err)
-	}
-	must(AddABI(tr, nil))(t)
+	require.NoError(t, BuildSynthetic(tr, c))
+	testkit.Must(AddABI(tr, nil))(t)
 	w := kernfsim.NewWalker(tr, kernfsim.WalkerOptions{})
-	f := must(w.Open(kernfsim.RootCred, "bus/kernfsim/new_device", os.O_WRONLY))(t)
-	must(f.Write(t.Context(), []byte("dev0 1")))(t)
+	f := testkit.Must(w.Open(kernfsim.RootCred, "bus/kernfsim/new_device", os.O_WRONLY))(t)
+	testkit.Must(f.Write(t.Context(), []byte("dev0 1")))(t)
 	f.Release()
 	tr.Freeze(true)
 	return tr, w

@@ -13,6 +13,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/require"
+
+	"github.com/kernfsim/kernfsim/internal/testkit"
+	"github.com/kernfsim/kernfsim/internal/testkit/testtree"
 	"github.com/kernfsim/kernfsim/kernfsim"
 	"github.com/kernfsim/kernfsim/locking"
 )
@@ -53,16 +57,16 @@ func makeHost(t *testing.T, files []hostFile) string {
 	root := t.TempDir()
 	for _, f := range files {
 		p := filepath.Join(root, f.path)
-		noErr(t, os.MkdirAll(filepath.Dir(p), 0o755))
+		require.NoError(t, os.MkdirAll(filepath.Dir(p), 0o755))
 		switch {
 		case f.target != "":
-			noErr(t, os.Symlink(f.target, p))
+			require.NoError(t, os.Symlink(f.target, p))
 		case f.dir:
-			noErr(t, os.MkdirAll(p, 0o755))
-			noErr(t, os.Chmod(p, f.mode))
+			require.NoError(t, os.MkdirAll(p, 0o755))
+			require.NoError(t, os.Chmod(p, f.mode))
 		default:
-			noErr(t, os.WriteFile(p, []byte(f.data), 0o600))
-			noErr(t, os.Chmod(p, f.mode))
+			require.NoError(t, os.WriteFile(p, []byte(f.data), 0o600))
+			require.NoError(t, os.Chmod(p, f.mode))
 		}
 	}
 	return root
@@ -71,9 +75,9 @@ func makeHost(t *testing.T, files []hostFile) string {
 // mirrorTest mirrors dir into a fresh tree under lock.
 func mirrorTest(t *testing.T, lock, dir string, opts MirrorOptions) (*kernfsim.Tree, MirrorReport) {
 	t.Helper()
-	tr := newTestTree(t, lock)
+	tr := testtree.New(t, lock)
 	rep, err := MirrorHost(tr, dir, opts)
-	noErr(t, err)
+	require.NoError(t, err)
 	return tr, rep
 }
 
@@ -81,7 +85,7 @@ func mirrorTest(t *testing.T, lock, dir string, opts MirrorOptions) (*kernfsim.T
 // the open or the read failed with.
 func readMirrored(t *testing.T, tr *kernfsim.Tree, path string) (string, syscall.Errno) {
 	t.Helper()
-	n := must(kernfsim.NewWalker(tr, kernfsim.WalkerOptions{}).Lresolve(kernfsim.RootCred, path))(t)
+	n := testkit.Must(kernfsim.NewWalker(tr, kernfsim.WalkerOptions{}).Lresolve(kernfsim.RootCred, path))(t)
 	f, err := tr.Open(n, os.O_RDONLY, kernfsim.RootCred)
 	if err != nil {
 		return "", kernfsim.Errno(err)
@@ -103,11 +107,11 @@ func readMirrored(t *testing.T, tr *kernfsim.Tree, path string) (string, syscall
 
 func TestMirrorHostModesContentsLinks(t *testing.T) {
 	dir := makeHost(t, fakeHost)
-	forEachLock(t, locking.Names, func(t *testing.T, lock string) {
+	testkit.ForEachLock(t, locking.Names, func(t *testing.T, lock string) {
 		tr, _ := mirrorTest(t, lock, dir, MirrorOptions{})
 		w := kernfsim.NewWalker(tr, kernfsim.WalkerOptions{})
 		for _, f := range fakeHost {
-			n := must(w.Lresolve(kernfsim.RootCred, f.path))(t)
+			n := testkit.Must(w.Lresolve(kernfsim.RootCred, f.path))(t)
 			st := tr.Getattr(n)
 			wantMode := f.mode
 			if f.target != "" {
@@ -135,7 +139,7 @@ func head(s string) string { return s[:min(len(s), 40)] }
 
 func TestMirrorHostRootTakesDirMode(t *testing.T) {
 	dir := makeHost(t, fakeHost)
-	noErr(t, os.Chmod(dir, 0o555))
+	require.NoError(t, os.Chmod(dir, 0o555))
 	tr, _ := mirrorTest(t, "rwsem", dir, MirrorOptions{})
 	if got := tr.Getattr(tr.Root()).Mode; got != 0o555 {
 		t.Errorf("root mode: got %04o, want 0555", got)
@@ -193,7 +197,7 @@ func TestMirrorHostReadErrno(t *testing.T) {
 	if rep.ReadErrors[syscall.ENODATA] != 1 || rep.ReadErrors[syscall.EINVAL] != 2 {
 		t.Errorf("got ReadErrors %v, want 1 ENODATA, 2 EINVAL", rep.ReadErrors)
 	}
-	n := must(kernfsim.NewWalker(tr, kernfsim.WalkerOptions{}).Resolve(kernfsim.RootCred, "devices/system/cpu/cpu1/online"))(t)
+	n := testkit.Must(kernfsim.NewWalker(tr, kernfsim.WalkerOptions{}).Resolve(kernfsim.RootCred, "devices/system/cpu/cpu1/online"))(t)
 	if _, ok := n.Source().(kernfsim.Storer); !ok {
 		t.Errorf("a writable attribute whose read failed does not accept stores")
 	}
@@ -251,7 +255,7 @@ func TestMirrorHostSizeCap(t *testing.T) {
 
 func TestMirrorHostCounts(t *testing.T) {
 	dir := makeHost(t, fakeHost)
-	noErr(t, syscall.Mkfifo(filepath.Join(dir, "fifo"), 0o600))
+	require.NoError(t, syscall.Mkfifo(filepath.Join(dir, "fifo"), 0o600))
 	_, rep := mirrorTest(t, "rwsem", dir, MirrorOptions{})
 	// devices, system, cpu, cpu1, topology, pci0000:00, 0000:00:02.0,
 	// firmware, acpi, tables, class, net, bus, cpu, devices, kernel, mm, private
@@ -282,7 +286,7 @@ func TestMirrorHostMountPoint(t *testing.T) {
 		t.Skipf("cannot mount a tmpfs here: %v", err)
 	}
 	defer syscall.Unmount(mnt, syscall.MNT_DETACH)
-	noErr(t, os.WriteFile(filepath.Join(mnt, "inside"), []byte("x"), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(mnt, "inside"), []byte("x"), 0o644))
 	tr, rep := mirrorTest(t, "rwsem", dir, MirrorOptions{})
 	if want := []MirrorSkip{{"kernel/mm/private", SkipMountPoint}}; !slices.Equal(rep.Skipped, want) {
 		t.Errorf("got Skipped %v, want %v", rep.Skipped, want)
@@ -298,10 +302,10 @@ func TestMirrorHostErrors(t *testing.T) {
 	if _, err := MirrorHost(tr, dir, MirrorOptions{}); err == nil {
 		t.Error("mirroring into a non-empty tree: got no error")
 	}
-	_, err := MirrorHost(newTestTree(t, "rwsem"), filepath.Join(dir, "devices/system/cpu/online"), MirrorOptions{})
-	wantErrno(t, err, syscall.ENOTDIR)
-	_, err = MirrorHost(newTestTree(t, "rwsem"), filepath.Join(dir, "nosuch"), MirrorOptions{})
-	wantErrno(t, err, syscall.ENOENT)
+	_, err := MirrorHost(testtree.New(t, "rwsem"), filepath.Join(dir, "devices/system/cpu/online"), MirrorOptions{})
+	testkit.WantErrno(t, err, syscall.ENOTDIR)
+	_, err = MirrorHost(testtree.New(t, "rwsem"), filepath.Join(dir, "nosuch"), MirrorOptions{})
+	testkit.WantErrno(t, err, syscall.ENOENT)
 }
 
 // TestMirrorHostSysfsErrnos mirrors a real sysfs directory (the loopback
@@ -321,7 +325,7 @@ func TestMirrorHostSysfsErrnos(t *testing.T) {
 		if err != nil || !d.Type().IsRegular() {
 			return err
 		}
-		info := must(d.Info())(t)
+		info := testkit.Must(d.Info())(t)
 		if info.Mode()&0o444 == 0 {
 			return nil
 		}
@@ -332,7 +336,7 @@ func TestMirrorHostSysfsErrnos(t *testing.T) {
 		}
 		return nil
 	})
-	noErr(t, err)
+	require.NoError(t, err)
 }
 
 func errnoOrZero(err error) syscall.Errno {

@@ -59,7 +59,7 @@ func (p memProbe) Show(context.Context, *bytes.Buffer) error { return syscall.EA
 func (p memProbe) Store(ctx context.Context, data []byte) error {
 	text := strings.TrimPrefix(strings.TrimSpace(string(data)), "0x")
 	addr, err := strconv.ParseUint(text, 16, 64)
-	self := kernfsim.StoreNode(ctx)
+	self := kernfsim.StoringNode(ctx)
 	if err != nil || addr%p.s.MemBlockSize != 0 || addr/p.s.MemBlockSize > math.MaxUint32 || self == nil {
 		return syscall.EINVAL
 	}

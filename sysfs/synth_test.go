@@ -11,6 +11,10 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/stretchr/testify/require"
+
+	"github.com/kernfsim/kernfsim/internal/testkit"
+	"github.com/kernfsim/kernfsim/internal/testkit/testtree"
 	"github.com/kernfsim/kernfsim/kernfsim"
 	"github.com/kernfsim/kernfsim/locking"
 )
@@ -19,9 +23,7 @@ import (
 func newSynthTree(t *testing.T, lock string, c SynthConfig) (*kernfsim.Tree, *kernfsim.Walker) {
 	t.Helper()
 	tr, err := NewSynthetic(locking.MustNew(lock), c.WithDefaults())
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	if g := tr.Strategy().Grace(); g != nil {
 		t.Cleanup(g.Barrier)
 	}
@@ -34,9 +36,7 @@ func synthRead(t *testing.T, w *kernfsim.Walker, path string) string {
 	t.Helper()
 	buf := make([]byte, kernfsim.PageSize)
 	n, err := w.ReadFile(kernfsim.RootCred, path, buf)
-	if err != nil {
-		t.Fatalf("read %s: %v", path, err)
-	}
+	require.NoError(t, err, "read %s", path)
 	return string(buf[:n])
 }
 
@@ -48,9 +48,7 @@ func synthWalk(t *testing.T, tr *kernfsim.Tree, dir *kernfsim.Node, path string,
 	slices.Sort(names)
 	for _, name := range names {
 		n, err := tr.Lookup(dir, name)
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		p := strings.TrimPrefix(path+"/"+name, "/")
 		fn(p, n)
 		if n.Kind() == kernfsim.KindDir {
@@ -91,9 +89,7 @@ func parseCPUMask(t *testing.T, s string) []int {
 	var cpus []int
 	for i := len(chunks) - 1; i >= 0; i-- {
 		v, err := strconv.ParseUint(chunks[i], 16, 32)
-		if err != nil {
-			t.Fatalf("bad mask %q: %v", s, err)
-		}
+		require.NoError(t, err, "bad mask %q", s)
 		for bit := range 32 {
 			if v&(1<<bit) != 0 {
 				cpus = append(cpus, (len(chunks)-1-i)*32+bit)
@@ -258,9 +254,7 @@ func checkSynthNodes(t *testing.T, w *kernfsim.Walker, c SynthConfig) {
 			}
 		}
 		node, err := w.Resolve(kernfsim.RootCred, dir)
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		w.Tree().Readdir(node, 0, func(d kernfsim.Dirent) bool {
 			if strings.HasPrefix(d.Name, "memory") && d.Kind == kernfsim.KindSymlink {
 				blocks++
@@ -285,9 +279,7 @@ func TestSynthMemoryBlocks(t *testing.T) {
 	c := SynthConfig{CPUs: 4, Sockets: 1, MemBlocks: 100, MemBlockSize: 1 << 30}
 	tr, w := newSynthTree(t, "rcu", c)
 	memory, err := w.Resolve(kernfsim.RootCred, "devices/system/memory")
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	blocks := 0
 	tr.Readdir(memory, 0, func(d kernfsim.Dirent) bool {
 		if strings.HasPrefix(d.Name, "memory") {
@@ -321,9 +313,7 @@ func TestSynthLinksResolve(t *testing.T) {
 	tr, w := newSynthTree(t, "mutex", c)
 	for _, dir := range []string{"class/net", "class/block", "class/nvme", "block", "bus/pci/devices", "dev/block"} {
 		d, err := w.Resolve(kernfsim.RootCred, dir)
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		n := 0
 		tr.Readdir(d, 0, func(e kernfsim.Dirent) bool {
 			n++
@@ -353,31 +343,29 @@ func TestSynthLinksResolve(t *testing.T) {
 // every strategy: each shows something ending in "\n", as sysfs does.
 func TestSynthReadable(t *testing.T) {
 	c := SynthConfig{CPUs: 8, MemBlocks: 16}
-	for _, lock := range locking.Names {
-		t.Run("lock="+lock, func(t *testing.T) {
-			tr, w := newSynthTree(t, lock, c)
-			attrs := 0
-			synthWalk(t, tr, tr.Root(), "", func(path string, n *kernfsim.Node) {
-				st := tr.Getattr(n)
-				if st.Uid != 0 || st.Gid != 0 {
-					t.Errorf("%s: uid/gid %d/%d, want 0/0", path, st.Uid, st.Gid)
-				}
-				if want := map[kernfsim.Kind]fs.FileMode{kernfsim.KindDir: 0o755, kernfsim.KindSymlink: 0o777}[n.Kind()]; want != 0 && st.Mode != want {
-					t.Errorf("%s: mode %o, want %o", path, st.Mode, want)
-				}
-				if n.Kind() != kernfsim.KindAttr || st.Mode&0o444 == 0 {
-					return
-				}
-				attrs++
-				if got := synthRead(t, w, path); got == "" || !strings.HasSuffix(got, "\n") {
-					t.Errorf("%s shows %q: want a value ending in a newline", path, got)
-				}
-			})
-			if attrs < 800 {
-				t.Errorf("read %d attributes, want more than 800", attrs)
+	testkit.ForEachLock(t, locking.Names, func(t *testing.T, lock string) {
+		tr, w := newSynthTree(t, lock, c)
+		attrs := 0
+		synthWalk(t, tr, tr.Root(), "", func(path string, n *kernfsim.Node) {
+			st := tr.Getattr(n)
+			if st.Uid != 0 || st.Gid != 0 {
+				t.Errorf("%s: uid/gid %d/%d, want 0/0", path, st.Uid, st.Gid)
+			}
+			if want := map[kernfsim.Kind]fs.FileMode{kernfsim.KindDir: 0o755, kernfsim.KindSymlink: 0o777}[n.Kind()]; want != 0 && st.Mode != want {
+				t.Errorf("%s: mode %o, want %o", path, st.Mode, want)
+			}
+			if n.Kind() != kernfsim.KindAttr || st.Mode&0o444 == 0 {
+				return
+			}
+			attrs++
+			if got := synthRead(t, w, path); got == "" || !strings.HasSuffix(got, "\n") {
+				t.Errorf("%s shows %q: want a value ending in a newline", path, got)
 			}
 		})
-	}
+		if attrs < 800 {
+			t.Errorf("read %d attributes, want more than 800", attrs)
+		}
+	})
 }
 
 func TestSynthWritable(t *testing.T) {
@@ -418,12 +406,8 @@ func TestSynthUeventSeqnum(t *testing.T) {
 	tr, w := newSynthTree(t, "rwsem", SynthConfig{CPUs: 2, Sockets: 1, ThreadsPerCore: 1, MemBlocks: 1})
 	before, _ := strconv.Atoi(strings.TrimSpace(synthRead(t, w, "kernel/uevent_seqnum")))
 	d, err := tr.Mkdir(tr.Root(), "extra", 0o755)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := tr.AddAttr(d, "attr", 0o444, kernfsim.Static("x\n")); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
+	testkit.Must(tr.AddAttr(d, "attr", 0o444, kernfsim.Static("x\n")))(t)
 	after, _ := strconv.Atoi(strings.TrimSpace(synthRead(t, w, "kernel/uevent_seqnum")))
 	if before < 100 || after != before+1 {
 		t.Errorf("uevent_seqnum %d then %d: want about one per directory built, then +1 for one Mkdir", before, after)
@@ -472,9 +456,7 @@ func TestSynthValidate(t *testing.T) {
 
 func TestBuildSyntheticNeedsEmptyTree(t *testing.T) {
 	tr := kernfsim.New(locking.MustNew("rwsem"), kernfsim.Options{})
-	if _, err := tr.Mkdir(tr.Root(), "x", 0o755); err != nil {
-		t.Fatal(err)
-	}
+	testkit.Must(tr.Mkdir(tr.Root(), "x", 0o755))(t)
 	if err := BuildSynthetic(tr, SynthConfig{}.WithDefaults()); err == nil || !strings.Contains(err.Error(), "empty") {
 		t.Errorf("got %v, want an error saying the tree must be empty", err)
 	}
@@ -482,15 +464,13 @@ func TestBuildSyntheticNeedsEmptyTree(t *testing.T) {
 
 func TestMemoryProbeHotAdds(t *testing.T) {
 	c := SynthConfig{CPUs: 2, Sockets: 1, ThreadsPerCore: 1, MemBlocks: 4}.WithDefaults()
-	tr := newTestTree(t, "rwsem")
-	noErr(t, BuildSynthetic(tr, c))
+	tr := testtree.New(t, "rwsem")
+	require.NoError(t, BuildSynthetic(tr, c))
 	w := kernfsim.NewWalker(tr, kernfsim.WalkerOptions{})
 	probe := "devices/system/memory/probe"
-	if err := writeFile(w, probe, []byte(fmt.Sprintf("0x%x\n", 10*c.MemBlockSize))); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, writeFile(w, probe, []byte(fmt.Sprintf("0x%x\n", 10*c.MemBlockSize))))
 	buf := make([]byte, 32)
-	k := must(w.ReadFile(kernfsim.RootCred, "devices/system/memory/memory10/state", buf))(t)
+	k := testkit.Must(w.ReadFile(kernfsim.RootCred, "devices/system/memory/memory10/state", buf))(t)
 	if got := string(buf[:k]); got != "offline\n" {
 		t.Fatalf("a probed block's state: got %q, want offline", got)
 	}

@@ -10,6 +10,10 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/kernfsim/kernfsim/internal/testkit"
 )
 
 // TestWithoutFUSEAccess runs both commands as user 65534, which cannot
@@ -17,7 +21,7 @@ import (
 // saying why and what to do (run as root; loadgen also: --sim), with no
 // word of unmounting what was never mounted, and leaves nothing behind.
 func TestWithoutFUSEAccess(t *testing.T) {
-	requireFUSE(t)
+	testkit.RequireFUSE(t)
 	if os.Geteuid() != 0 {
 		t.Skip("needs root to run commands as another user")
 	}
@@ -56,7 +60,7 @@ func TestWithoutFUSEAccess(t *testing.T) {
 // empty /dev in a mount namespace of its own (unshare -m, private
 // propagation), never the test's own.
 func TestNoDevFUSE(t *testing.T) {
-	requireFUSE(t)
+	testkit.RequireFUSE(t)
 	if _, err := exec.LookPath("unshare"); err != nil || os.Geteuid() != 0 {
 		t.Skipf("needs root and unshare (util-linux): %v", err)
 	}
@@ -132,13 +136,9 @@ func runAsNobody(t *testing.T, path, tmp, bin string, args ...string) result {
 func worldDir(t *testing.T) string {
 	t.Helper()
 	dir, err := os.MkdirTemp("", "kernfsim-nobody-")
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	t.Cleanup(func() { os.RemoveAll(dir) })
-	if err := os.Chmod(dir, 0o1777); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, os.Chmod(dir, 0o1777))
 	return dir
 }
 
@@ -148,7 +148,5 @@ func copyFile(t *testing.T, from, to string) {
 	if err == nil {
 		err = os.WriteFile(to, b, 0o755)
 	}
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 }

@@ -5,13 +5,17 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/kernfsim/kernfsim/internal/testkit"
 )
 
 // TestMountErrors checks that `kernfsim mount` refuses what it cannot
 // serve with exit status 2 and a message naming the problem, and mounts
 // nothing.
 func TestMountErrors(t *testing.T) {
-	requireFUSE(t)
+	testkit.RequireFUSE(t)
 	tests := []struct {
 		name  string
 		mnt   func(t *testing.T) string // the mountpoint to use
@@ -63,17 +67,13 @@ func emptyDir(t *testing.T) string {
 
 func regularFile(t *testing.T) string {
 	p := filepath.Join(newMountpoint(t), "file")
-	if err := os.WriteFile(p, []byte("x"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, os.WriteFile(p, []byte("x"), 0o644))
 	return p
 }
 
 func nonEmptyDir(t *testing.T) string {
 	mnt := emptyDir(t)
-	if err := os.WriteFile(filepath.Join(mnt, "file"), []byte("x"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, os.WriteFile(filepath.Join(mnt, "file"), []byte("x"), 0o644))
 	return mnt
 }
 
@@ -93,8 +93,6 @@ func liveMount(t *testing.T) string {
 func liveMountViaSymlink(t *testing.T) string {
 	mnt := liveMount(t)
 	link := filepath.Join(filepath.Dir(mnt), "link")
-	if err := os.Symlink(mnt, link); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, os.Symlink(mnt, link))
 	return link
 }

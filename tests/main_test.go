@@ -12,8 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kernfsim/kernfsim/internal/fusetest"
-
 	"github.com/kernfsim/kernfsim/locking"
 )
 
@@ -63,9 +61,6 @@ func build(out, pkg string) error {
 	}
 	return nil
 }
-
-// requireFUSE skips without FUSE, failing instead under CI.
-func requireFUSE(t testing.TB) { t.Helper(); fusetest.RequireFUSE(t) }
 
 // kernfsimCmd is the command kernfsim args. A binary built with -race
 // would sleep 1 s at exit (GORACE atexit_sleep_ms), which would count in

@@ -12,6 +12,9 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // TestTreeListsMount checks that `kernfsim tree` with the same tree flags
@@ -62,9 +65,7 @@ func walkMount(t testing.TB, mnt string) []string {
 		lines = append(lines, line)
 		return err
 	})
-	if err != nil {
-		t.Fatalf("walking %s: %v", mnt, err)
-	}
+	require.NoError(t, err, "walking %s", mnt)
 	slices.Sort(lines)
 	return lines
 }
@@ -171,9 +172,7 @@ func startHammer(t testing.TB, mnt string, n int) *hammer {
 	case <-time.After(statusDeadline):
 		t.Fatalf("the clients did not complete %d operations each within %v: %v", warmup, statusDeadline, h.errors())
 	}
-	if err := h.errors(); err != nil {
-		t.Fatalf("before SIGTERM: %v", err)
-	}
+	require.NoError(t, h.errors(), "before SIGTERM")
 	return h
 }
 
@@ -251,7 +250,5 @@ func (h *hammer) finish(t testing.TB) {
 	case <-time.After(exitDeadline):
 		t.Fatalf("clients still blocked %v after the server exited", exitDeadline)
 	}
-	if err := h.errors(); err != nil {
-		t.Errorf("client errors before SIGTERM: %v", err)
-	}
+	assert.NoError(t, h.errors(), "client errors before SIGTERM")
 }

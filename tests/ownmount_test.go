@@ -7,7 +7,10 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
+
+	"github.com/kernfsim/kernfsim/internal/testkit"
 )
 
 // TestSIGTERMLeavesACoveringMount mounts a tmpfs on top of a serving
@@ -15,19 +18,15 @@ import (
 // path would remove the top mount, whoever owns it), stop the server
 // promptly, and say that its own dead mount stays beneath.
 func TestSIGTERMLeavesACoveringMount(t *testing.T) {
-	requireFUSE(t)
+	testkit.RequireFUSE(t)
 	for _, tp := range transports(t) {
 		t.Run("transport="+tp.name, func(t *testing.T) {
 			mnt := newMountpoint(t)
 			s := startServer(t, mnt, append(append([]string{}, tp.args...), smallTree...)...)
-			if err := unix.Mount("kernfsim-test", mnt, "tmpfs", 0, "size=1m"); err != nil {
-				t.Fatalf("mount tmpfs on %s: %v", mnt, err)
-			}
+			require.NoError(t, unix.Mount("kernfsim-test", mnt, "tmpfs", 0, "size=1m"), "mount tmpfs on %s", mnt)
 			t.Cleanup(func() { unix.Unmount(mnt, unix.MNT_DETACH) })
 			file := filepath.Join(mnt, "f")
-			if err := os.WriteFile(file, []byte("kept\n"), 0o644); err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, os.WriteFile(file, []byte("kept\n"), 0o644))
 			s.signal(t, syscall.SIGTERM)
 			if b, err := os.ReadFile(file); err != nil || string(b) != "kept\n" {
 				t.Errorf("the covering tmpfs's file after SIGTERM to the server beneath: got %q, %v; want it kept", b, err)
@@ -43,13 +42,11 @@ func TestSIGTERMLeavesACoveringMount(t *testing.T) {
 // the kernel caches (--attr-timeout): a stat of the root still answers,
 // so the dead-mount check must ask something no cache answers.
 func TestForceRecoversACachedDeadMount(t *testing.T) {
-	requireFUSE(t)
+	testkit.RequireFUSE(t)
 	mnt := newMountpoint(t)
 	caches := []string{"--attr-timeout", "30s", "--entry-timeout", "30s"}
 	s := startServer(t, mnt, append(caches, smallTree...)...)
-	if _, err := os.Stat(mnt); err != nil {
-		t.Fatal(err)
-	}
+	testkit.Must(os.Stat(mnt))(t)
 	s.signal(t, syscall.SIGKILL)
 	if r := runKernfsim(t, "mount", mnt); r.code != 2 || !strings.Contains(r.stderr, "dead FUSE mount") {
 		t.Errorf("mount on a dead mount with a cached root: got exit %d, stderr %q; want 2 and \"dead FUSE mount\"", r.code, r.stderr)
@@ -64,12 +61,10 @@ func TestForceRecoversACachedDeadMount(t *testing.T) {
 // within seconds naming the unanswering server; with --force it aborts
 // the connection and serves the mountpoint.
 func TestForceOnAStoppedServer(t *testing.T) {
-	requireFUSE(t)
+	testkit.RequireFUSE(t)
 	mnt := newMountpoint(t)
 	s := startServer(t, mnt, smallTree...)
-	if err := s.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, s.cmd.Process.Signal(syscall.SIGSTOP))
 	t.Cleanup(func() { s.cmd.Process.Signal(syscall.SIGCONT) })
 	if r := runKernfsim(t, "mount", mnt); r.code != 2 || !strings.Contains(r.stderr, "does not answer") {
 		t.Errorf("mount on a stopped server's mount: got exit %d, stderr %q; want 2 and \"does not answer\"", r.code, r.stderr)

@@ -11,6 +11,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/require"
+
+	"github.com/kernfsim/kernfsim/internal/testkit"
 	"github.com/kernfsim/kernfsim/locking"
 )
 
@@ -33,20 +36,16 @@ func TestPermissionsNonRoot(t *testing.T) {
 }
 
 func testPermissions(t *testing.T, perms, lock string) {
-	requireFUSE(t)
+	testkit.RequireFUSE(t)
 	mnt := reachableMountpoint(t)
 	startServer(t, mnt, append([]string{"--allow-other", "--permissions", perms, "--lock", lock}, smallTree...)...)
 	p := func(rel string) string { return filepath.Join(mnt, rel) }
-	if err := os.WriteFile(p("bus/kernfsim/new_device"), []byte("dev0"), 0); err != nil {
-		t.Fatalf("root: new_device: %v", err)
-	}
+	require.NoError(t, os.WriteFile(p("bus/kernfsim/new_device"), []byte("dev0"), 0), "root: new_device")
 	before := snapshot(t, mnt)
 
 	for _, rel := range []string{"devices/system/cpu/cpu0/topology/core_id", "devices/kernfsim/dev0/value"} {
 		want, err := os.ReadFile(p(rel))
-		if err != nil {
-			t.Fatalf("root: read %s: %v", rel, err)
-		}
+		require.NoError(t, err, "root: read %s", rel)
 		if out, msg, err := runAs(t, "/bin/cat", p(rel)); err != nil || out != string(want) {
 			t.Errorf("uid 1000: cat %s: got %q, %v (%s); want %q", rel, out, err, msg, want)
 		}
@@ -91,9 +90,7 @@ func snapshot(t *testing.T, mnt string) []string {
 	lines := walkMount(t, mnt)
 	for _, rel := range []string{"devices/kernfsim/dev0/value", "devices/system/cpu/cpu1/online"} {
 		b, err := os.ReadFile(filepath.Join(mnt, rel))
-		if err != nil {
-			t.Fatalf("root: read %s: %v", rel, err)
-		}
+		require.NoError(t, err, "root: read %s", rel)
 		lines = append(lines, "content "+rel+" "+strings.TrimSpace(string(b)))
 	}
 	return lines
@@ -105,15 +102,11 @@ func reachableMountpoint(t *testing.T) string {
 	mnt := newMountpoint(t)
 	dir := filepath.Dir(mnt)
 	for _, d := range []string{dir, filepath.Dir(dir)} { // t.TempDir() and the test's temp dir
-		if err := os.Chmod(d, 0o755); err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, os.Chmod(d, 0o755))
 	}
 	for d := mnt; ; d = filepath.Dir(d) {
 		fi, err := os.Stat(d)
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		if fi.Mode().Perm()&0o001 == 0 {
 			t.Fatalf("uid 1000 cannot reach %s: %s is %v (set TMPDIR to a world-searchable directory)", mnt, d, fi.Mode())
 		}

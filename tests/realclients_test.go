@@ -24,7 +24,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
 	"github.com/kernfsim/kernfsim/fusefs"
+	"github.com/kernfsim/kernfsim/internal/testkit"
 	"github.com/kernfsim/kernfsim/kernfsim"
 	"github.com/kernfsim/kernfsim/locking"
 	"github.com/kernfsim/kernfsim/sysfs"
@@ -52,13 +56,9 @@ func newSysroot(t *testing.T, cpuinfo []byte) string {
 	t.Helper()
 	root := t.TempDir()
 	for _, d := range []string{"sys", "proc"} {
-		if err := os.Mkdir(filepath.Join(root, d), 0o755); err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, os.Mkdir(filepath.Join(root, d), 0o755))
 	}
-	if err := os.WriteFile(filepath.Join(root, "proc", "cpuinfo"), cpuinfo, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, os.WriteFile(filepath.Join(root, "proc", "cpuinfo"), cpuinfo, 0o644))
 	return root
 }
 
@@ -87,16 +87,12 @@ func inSysroot(t *testing.T, sys, root string, env []string, args ...string) str
 // makes slow).
 func serveTree(t *testing.T, tr *kernfsim.Tree) string {
 	t.Helper()
-	requireFUSE(t)
+	testkit.RequireFUSE(t)
 	cached := fusefs.Options{EntryTimeout: time.Hour, AttrTimeout: time.Hour, NegativeTimeout: new(time.Hour)}
 	m, err := fusefs.MountTree(tr, t.TempDir(), fusefs.MountOptions{Options: cached})
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	t.Cleanup(func() {
-		if err := m.Unmount(); err != nil {
-			t.Error(err)
-		}
+		assert.NoError(t, m.Unmount())
 	})
 	return m.Mountpoint
 }
@@ -104,12 +100,10 @@ func serveTree(t *testing.T, tr *kernfsim.Tree) string {
 // mirrorHostSys mounts a mirror of this host's /sys under lock.
 func mirrorHostSys(t *testing.T, lock string) string {
 	t.Helper()
-	requireFUSE(t)
+	testkit.RequireFUSE(t)
 	tr := kernfsim.New(locking.MustNew(lock), kernfsim.Options{})
 	rep, err := sysfs.MirrorHost(tr, "/sys", sysfs.MirrorOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	t.Logf("%s", rep)
 	tr.Seal()
 	return serveTree(t, tr)
@@ -248,9 +242,7 @@ var bigMachineFlags = []string{"--cpus", "448", "--sockets", "4", "--threads-per
 func TestRealClientsSynthetic448(t *testing.T) {
 	c := bigMachine.WithDefaults()
 	tr, err := sysfs.NewSynthetic(locking.MustNew("rcu"), c)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	mnt := serveTree(t, tr)
 	r := runKernfsim(t, append([]string{"cpuinfo"}, bigMachineFlags...)...)
 	if r.code != 0 {
@@ -331,9 +323,7 @@ func checkHwloc(t *testing.T, out string) {
 	var top struct {
 		Objects []hwlocObject `xml:"object"`
 	}
-	if err := xml.Unmarshal([]byte(out), &top); err != nil {
-		t.Fatalf("lstopo XML: %v", err)
-	}
+	require.NoError(t, xml.Unmarshal([]byte(out), &top), "lstopo XML")
 	counts := map[string]int{}
 	var walk func(o hwlocObject)
 	walk = func(o hwlocObject) {
@@ -375,15 +365,9 @@ func checkCorePUs(t *testing.T, core hwlocObject) {
 // --tree host is a usage error.
 func TestRealClientsTreeHostFlag(t *testing.T) {
 	dir := t.TempDir()
-	if err := os.MkdirAll(filepath.Join(dir, "devices", "cpu0"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "devices", "cpu0", "online"), []byte("1\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Symlink("../devices/cpu0", filepath.Join(dir, "cpu0")); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, os.MkdirAll(filepath.Join(dir, "devices", "cpu0"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "devices", "cpu0", "online"), []byte("1\n"), 0o644))
+	require.NoError(t, os.Symlink("../devices/cpu0", filepath.Join(dir, "cpu0")))
 	r := runKernfsim(t, "tree", "--tree", "host:"+dir)
 	for _, want := range []string{"l 0777 cpu0 -> ../devices/cpu0\n", "d 0755 devices\n", "f 0644 devices/cpu0/online\n", "f 0200 bus/kernfsim/new_device\n"} {
 		if r.code != 0 || !strings.Contains(r.stdout, want) {

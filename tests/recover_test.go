@@ -5,20 +5,21 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
-
 	"testing"
 	"time"
 
-	"github.com/kernfsim/kernfsim/kernfsim"
-
+	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
+
+	"github.com/kernfsim/kernfsim/internal/testkit"
+	"github.com/kernfsim/kernfsim/kernfsim"
 )
 
 // TestKillThenForce kills the server with SIGKILL, leaving a dead mount:
 // stat says ENOTCONN, mount without --force refuses (exit 2, naming
 // --force), mount --force serves again.
 func TestKillThenForce(t *testing.T) {
-	requireFUSE(t)
+	testkit.RequireFUSE(t)
 	for _, tp := range transports(t) {
 		t.Run("transport="+tp.name, func(t *testing.T) { testKillThenForce(t, tp.args) })
 	}
@@ -52,11 +53,9 @@ func testKillThenForce(t *testing.T, transport []string) {
 // TestUnmountFromOutside unmounts a serving mount with umount(2): the
 // server notices, says so and exits 1.
 func TestUnmountFromOutside(t *testing.T) {
-	requireFUSE(t)
+	testkit.RequireFUSE(t)
 	s := startServer(t, newMountpoint(t), smallTree...)
-	if err := unix.Unmount(s.mnt, 0); err != nil {
-		t.Fatalf("umount %s: %v", s.mnt, err)
-	}
+	require.NoError(t, unix.Unmount(s.mnt, 0), "umount %s", s.mnt)
 	select {
 	case <-s.done:
 	case <-time.After(exitDeadline):

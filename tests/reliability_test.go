@@ -12,7 +12,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/require"
+
 	"github.com/kernfsim/kernfsim/internal/fusetest"
+	"github.com/kernfsim/kernfsim/internal/testkit"
 )
 
 // transports are the extra `kernfsim mount` arguments the reliability
@@ -122,9 +125,7 @@ func TestSIGTERMWithOpenFile(t *testing.T) {
 			mnt := newMountpoint(t)
 			s := startServer(t, mnt, append(append([]string{"--lock", "rwsem"}, tp.args...), smallTree...)...)
 			f, err := os.Open(filepath.Join(mnt, "devices/system/cpu/cpu0/topology/core_id"))
-			if err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, err)
 			defer f.Close()
 			d := s.stop(t)
 			if d > 2*time.Second {
@@ -169,7 +170,7 @@ func TestSIGTERMWithNestedMount(t *testing.T) {
 // leaves nothing mounted; with only the soft limit low, it raises it and
 // serves reads.
 func TestLowFDLimit(t *testing.T) {
-	requireFUSE(t)
+	testkit.RequireFUSE(t)
 	for _, n := range []int{10, 12, 63} {
 		t.Run(fmt.Sprintf("hard=%d", n), func(t *testing.T) {
 			mnt := newMountpoint(t)

@@ -2,7 +2,6 @@ package tests
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -10,14 +9,15 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
-	"github.com/kernfsim/kernfsim/internal/fusetest"
-
+	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
+
+	"github.com/kernfsim/kernfsim/internal/fusetest"
+	"github.com/kernfsim/kernfsim/internal/testkit"
 )
 
 // statusDeadline bounds the wait for a server's status line: it is a
@@ -32,7 +32,7 @@ type server struct {
 	mnt    string
 	cmd    *exec.Cmd
 	status string // the status line, without its newline
-	stderr *syncBuffer
+	stderr *testkit.SyncBuffer
 	done   chan struct{} // closed once the process has been waited for
 }
 
@@ -43,13 +43,9 @@ type server struct {
 func newMountpoint(t testing.TB) string {
 	t.Helper()
 	dir, err := filepath.EvalSymlinks(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	mnt := filepath.Join(dir, "mnt")
-	if err := os.Mkdir(mnt, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, os.Mkdir(mnt, 0o755))
 	t.Cleanup(func() { detachAll(t, mnt) })
 	return mnt
 }
@@ -81,12 +77,10 @@ func startServer(t testing.TB, mnt string, args ...string) *server {
 // command prefix (say, "ulimit -Sn 10"), if not "".
 func startServerIn(t testing.TB, prefix, mnt string, args ...string) *server {
 	t.Helper()
-	requireFUSE(t)
+	testkit.RequireFUSE(t)
 	r, w, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := &server{mnt: mnt, stderr: new(syncBuffer), done: make(chan struct{})}
+	require.NoError(t, err)
+	s := &server{mnt: mnt, stderr: new(testkit.SyncBuffer), done: make(chan struct{})}
 	s.cmd = kernfsimCmd(context.Background(), append([]string{"mount", mnt}, args...)...)
 	if prefix != "" {
 		inShell(s.cmd, prefix)
@@ -144,9 +138,7 @@ func (s *server) exited() bool {
 func (s *server) signal(t testing.TB, sig syscall.Signal) time.Duration {
 	t.Helper()
 	start := time.Now()
-	if err := s.cmd.Process.Signal(sig); err != nil {
-		t.Fatalf("kill -%d %d: %v", sig, s.cmd.Process.Pid, err)
-	}
+	require.NoError(t, s.cmd.Process.Signal(sig), "kill -%d %d", sig, s.cmd.Process.Pid)
 	select {
 	case <-s.done:
 		return time.Since(start)
@@ -184,24 +176,6 @@ func (s *server) cleanup(t testing.TB) {
 		}
 	}
 	detachAll(t, s.mnt)
-}
-
-// syncBuffer is a bytes.Buffer safe for one writer and concurrent readers.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer // protected by mu
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
 
 // wantStatus checks the status line names the mountpoint and the lock.

@@ -3,6 +3,7 @@ package tests
 import (
 	"bufio"
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,8 +15,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
 
+	"github.com/kernfsim/kernfsim/internal/testkit"
 	"github.com/kernfsim/kernfsim/kernfsim"
 )
 
@@ -57,7 +60,7 @@ func loadgenCmd(ctx context.Context, t testing.TB, args ...string) *exec.Cmd {
 // With kernel caches on, a stat of the root answers from the cache after
 // the kill: the dead-server checks must not be fooled by it.
 func TestServerKilledUnderLoad(t *testing.T) {
-	requireFUSE(t)
+	testkit.RequireFUSE(t)
 	for name, caches := range map[string][]string{"off": nil, "on": {"--attr-timeout", "30s", "--entry-timeout", "30s"}} {
 		t.Run("caches="+name, func(t *testing.T) { testServerKilledUnderLoad(t, caches) })
 	}
@@ -70,11 +73,9 @@ func testServerKilledUnderLoad(t *testing.T, caches []string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	lg := loadgenCmd(ctx, t, "--path", mnt, "--threads", "4", "--times", strconv.Itoa(times))
-	var stdout, stderr syncBuffer
+	var stdout, stderr testkit.SyncBuffer
 	lg.Stdout, lg.Stderr = &stdout, &stderr
-	if err := lg.Start(); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, lg.Start())
 	exited := make(chan error, 1)
 	go func() { exited <- lg.Wait() }()
 	awaitOpens(t, mnt, times+times/4, exited) // in the concur phase: 4 threads at once
@@ -113,26 +114,23 @@ func testServerKilledUnderLoad(t *testing.T, caches []string) {
 // failing the test if loadgen exits first or it takes over a minute.
 func awaitOpens(t *testing.T, mnt string, n int, exited <-chan error) {
 	t.Helper()
-	deadline := time.Now().Add(time.Minute)
-	for time.Now().Before(deadline) {
+	testkit.WaitFor(t, time.Minute, 20*time.Millisecond, func() error {
 		select {
 		case err := <-exited:
 			t.Fatalf("loadgen exited (%v) before the server was killed", err)
-		case <-time.After(20 * time.Millisecond):
+		default:
 		}
-		if opens(t, mnt) >= n {
-			return
+		if opens(t, mnt) < n {
+			return fmt.Errorf("the server answered fewer than %d OPENs in a minute", n)
 		}
-	}
-	t.Fatalf("the server answered fewer than %d OPENs in a minute", n)
+		return nil
+	})
 }
 
 // opens is the server's requests.OPEN counter.
 func opens(t *testing.T, mnt string) int {
 	f, err := os.Open(filepath.Join(mnt, "kernel/kernfsim/stats"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	defer f.Close()
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {

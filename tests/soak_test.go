@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kernfsim/kernfsim/internal/testkit"
 	"github.com/kernfsim/kernfsim/soak"
 )
 
@@ -32,7 +33,7 @@ var (
 // soak.Config.RSSSlack); the nodeid table back to its baseline
 // after drop_caches.
 func TestSoak(t *testing.T) {
-	requireFUSE(t)
+	testkit.RequireFUSE(t)
 	d := defaultSoak
 	if v := os.Getenv(soakEnv); v != "" {
 		var err error

@@ -11,6 +11,10 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/kernfsim/kernfsim/internal/testkit"
 )
 
 // TestStats checks `kernfsim stats MNT`: on a mount it prints the request
@@ -21,9 +25,7 @@ func TestStats(t *testing.T) {
 		t.Run("lock="+lock, func(t *testing.T) {
 			t.Parallel()
 			s := startServer(t, newMountpoint(t), append([]string{"--lock", lock}, smallTree...)...)
-			if _, err := os.Stat(filepath.Join(s.mnt, "devices/system/cpu/cpu0/topology/core_id")); err != nil {
-				t.Fatal(err)
-			}
+			testkit.Must(os.Stat(filepath.Join(s.mnt, "devices/system/cpu/cpu0/topology/core_id")))(t)
 			r := runKernfsim(t, "stats", s.mnt)
 			if r.code != 0 {
 				t.Fatalf("exit status: got %d, want 0; stderr:\n%s", r.code, r.stderr)
@@ -98,12 +100,8 @@ func watchStats(t *testing.T, mnt string, n int) ([]string, int) {
 	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
 	cmd.WaitDelay = 5 * time.Second
 	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
 	var lines []string
 	sc := bufio.NewScanner(out)
 	sc.Buffer(nil, 1<<20)

@@ -7,6 +7,10 @@ import (
 	"regexp"
 	"strconv"
 	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/kernfsim/kernfsim/internal/testkit"
 )
 
 // TestSIGTERMDuringDeferredTeardowns deletes many devices under
@@ -14,14 +18,12 @@ import (
 // SIGTERM at once: the server must complete every queued teardown before
 // it unmounts, say how many, and exit 0.
 func TestSIGTERMDuringDeferredTeardowns(t *testing.T) {
-	requireFUSE(t)
+	testkit.RequireFUSE(t)
 	mnt := newMountpoint(t)
 	s := startServer(t, mnt, append([]string{"--lock", "rcu", "--gp", "deferred", "--gp-tick", "20ms"}, smallTree...)...)
 	const n = 100
 	ctl := func(file, data string) {
-		if err := os.WriteFile(filepath.Join(mnt, "bus/kernfsim", file), []byte(data), 0); err != nil {
-			t.Fatalf("write %q to %s: %v", data, file, err)
-		}
+		require.NoError(t, os.WriteFile(filepath.Join(mnt, "bus/kernfsim", file), []byte(data), 0), "write %q to %s", data, file)
 	}
 	for i := range n {
 		ctl("new_device", fmt.Sprintf("d%d", i))

@@ -7,6 +7,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
+
+	"github.com/kernfsim/kernfsim/internal/testkit"
 	"github.com/kernfsim/kernfsim/locking"
 	"github.com/kernfsim/kernfsim/sysfs"
 )
@@ -89,13 +92,9 @@ func TestCheckMemoryFits(t *testing.T) {
 	MemAvailable = func() int64 { return 1 << 30 }
 	c := sysfs.SynthConfig{MemBlocks: sysfs.MaxSynthMemBlocks}.WithDefaults()
 	var fit int
-	if _, err := fmt.Sscanf(checkMemory(c).Error()[strings.Index(checkMemory(c).Error(), "at most"):], "at most --mem-blocks %d fits", &fit); err != nil {
-		t.Fatal(err)
-	}
+	testkit.Must(fmt.Sscanf(checkMemory(c).Error()[strings.Index(checkMemory(c).Error(), "at most"):], "at most --mem-blocks %d fits", &fit))(t)
 	c.MemBlocks = fit
-	if err := checkMemory(c); err != nil {
-		t.Errorf("--mem-blocks %d, said to fit: %v", fit, err)
-	}
+	assert.NoError(t, checkMemory(c), "--mem-blocks %d, said to fit", fit)
 	c.MemBlocks++
 	if err := checkMemory(c); err == nil {
 		t.Errorf("--mem-blocks %d, one more than fits: no error", c.MemBlocks)

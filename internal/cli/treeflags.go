@@ -83,8 +83,9 @@ type Built struct {
 	Report string
 }
 
-// StatsFunc makes the contents of a new tree's kernel/kernfsim/stats
-// (the FUSE server's stats file; the server binds to it later).
+// StatsFunc makes the contents of a new tree's kernel/kernfsim/stats:
+// the FUSE server's stats file, which fusefs.MountTree binds to its
+// server through MountOptions.Stats.
 type StatsFunc = func(*kernfsim.Tree) kernfsim.Source
 
 // Build makes the tree the flags describe, its stats file made by stats.

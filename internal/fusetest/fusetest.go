@@ -1,5 +1,6 @@
 // Package fusetest holds what tests that mount real FUSE filesystems
-// share: the skip-or-fail rules and a mount-table check.
+// share besides package testkit: whether to test FUSE-over-io_uring, and a
+// mount-table check.
 package fusetest
 
 import (
@@ -8,21 +9,15 @@ import (
 
 	"github.com/kernfsim/kernfsim/fusefs/uring"
 	"github.com/kernfsim/kernfsim/internal/mountinfo"
+	"github.com/kernfsim/kernfsim/internal/testkit"
 )
 
-// RequireFUSE skips without /dev/fuse or root, but fails when the CI
-// environment variable is set: CI machines must run the FUSE tests.
+// RequireFUSE is testkit.RequireFUSE.
+//
+// Deprecated: call testkit.RequireFUSE.
 func RequireFUSE(t testing.TB) {
 	t.Helper()
-	_, err := os.Stat("/dev/fuse")
-	switch {
-	case err == nil && os.Geteuid() == 0:
-		return
-	case os.Getenv("CI") != "":
-		t.Fatalf("FUSE tests need /dev/fuse and root under CI (stat /dev/fuse: %v, euid %d)", err, os.Geteuid())
-	default:
-		t.Skipf("no FUSE here (stat /dev/fuse: %v, euid %d)", err, os.Geteuid())
-	}
+	testkit.RequireFUSE(t)
 }
 
 // IsMounted reports whether mnt is a mount point in this mount namespace.

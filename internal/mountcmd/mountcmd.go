@@ -113,7 +113,7 @@ func (f *flags) options() (fusefs.MountOptions, error) {
 	}
 	t, err := fusefs.ParseTransport(f.transport)
 	if err != nil {
-		return o, err
+		return o, fmt.Errorf("invalid value %q for --transport: valid values are auto, devfuse, uring", f.transport)
 	}
 	o.Transport = t
 	o.Options = fusefs.Options{EntryTimeout: f.entry, AttrTimeout: f.attr, Permissions: fusefs.Permissions(f.perms)}
@@ -122,6 +122,39 @@ func (f *flags) options() (fusefs.MountOptions, error) {
 	}
 	o.Force, o.AllowOther, o.Debug = f.force, f.allowOther, f.debug
 	return o, nil
+}
+
+// settingFlags names the flag behind each fusefs.MountOptions field that
+// fusefs's errors name.
+var settingFlags = map[string]string{"Force": "--force", "Transport": "--transport"}
+
+// flagOf is the flag that sets s, with its value: "--transport devfuse".
+func flagOf(s fusefs.Setting) string {
+	f, ok := settingFlags[s.Field]
+	if !ok {
+		return s.String()
+	}
+	if s.Value != "" {
+		f += " " + s.Value
+	}
+	return f
+}
+
+// mountError is MountTree's err in the command's terms: the settings it
+// names as flags, a *cli.UsageError for bad input and a
+// *cli.RuntimeError for the rest.
+func mountError(err error) error {
+	var (
+		ue *fusefs.UsageError
+		se *fusefs.SettingError
+	)
+	switch {
+	case errors.As(err, &ue):
+		return &cli.UsageError{Err: errors.New(ue.Text(flagOf))}
+	case errors.As(err, &se):
+		return &cli.RuntimeError{Err: fmt.Errorf("%s: %w", flagOf(se.Setting), se.Err)}
+	}
+	return &cli.RuntimeError{Err: err}
 }
 
 // serve mounts, prints the status line, and waits for ctx or the server's
@@ -144,15 +177,11 @@ func serve(ctx context.Context, mountpoint string, f *flags, stdout, stderr io.W
 	if built.Report != "" {
 		fmt.Fprintln(stderr, "kernfsim: "+built.Report)
 	}
+	opts.Stats = stats
 	m, err := fusefs.MountTree(built.Tree, mountpoint, opts)
-	var ue *fusefs.UsageError
-	switch {
-	case errors.As(err, &ue):
-		return &cli.UsageError{Err: err}
-	case err != nil:
-		return &cli.RuntimeError{Err: err}
+	if err != nil {
+		return mountError(err)
 	}
-	stats.Bind(m.Server)
 	if m.FellBack != nil && opts.Transport == fusefs.TransportAuto {
 		fmt.Fprintf(stderr, "%s%v\n", client.FallbackNotice, m.FellBack)
 	}

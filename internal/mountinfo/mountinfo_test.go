@@ -1,6 +1,10 @@
 package mountinfo
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
 
 func TestIsMountpoint(t *testing.T) {
 	if ok, err := IsMountpoint("/"); err != nil || !ok {
@@ -19,9 +23,7 @@ func TestUnescape(t *testing.T) {
 
 func TestBelow(t *testing.T) {
 	subs, err := Below("/proc")
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	for _, s := range subs {
 		if len(s) <= len("/proc/") || s[:len("/proc/")] != "/proc/" {
 			t.Fatalf("Below(/proc) listed %q", s)

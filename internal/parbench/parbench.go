@@ -3,8 +3,8 @@
 // shows the code under test's scaling and not the harness's.
 //
 // testing.B.RunParallel writes two lines its workers share, and on a
-// benchmark of a few hundred nanoseconds per op that costs a tenth or
-// more of a two-CPU speed-up:
+// benchmark of a few hundred nanoseconds per op that costs a visible part
+// of a two-CPU speed-up:
 //
 //   - the iteration counter: each worker takes "grain" iterations at a
 //     time with an atomic add on one counter, and grain comes from the
@@ -16,11 +16,10 @@
 //     op, allocated by the worker goroutine: goroutines that start on the
 //     same P get neighbouring PBs on one cache line.
 //
-// Measured on a 2-vCPU VM, alone: the walker's 1 -> 2 CPU speed-up
-// (BenchmarkWalk, lock=rcu and none, op=files and missing, 2 and 48
-// goroutines, -benchtime 2000000x, three rounds interleaving the two
-// harnesses) ranged 1.10-1.95x under RunParallel and 1.84-2.02x under Run;
-// a loop of private arithmetic reaches 1.99x under either.
+// The walker's speed-up from one CPU to two (kernfsim's BenchmarkWalk,
+// lock=rcu and none) is lower and varies more under RunParallel than
+// under Run, while a loop of private arithmetic scales alike under
+// either (docs/notes/2026-12-01-walker-scaling.md).
 //
 // Run hands out iterations in chunks of a sixteenth of each worker's
 // share (at least 1, at most 4096) from a counter alone on its line, and

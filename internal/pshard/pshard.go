@@ -5,10 +5,9 @@
 // number; the grace-period readers and rwsem's counters in locking, and
 // the FUSE server's request counters and handle free lists, all use it.
 //
-// A random shard per call, the choice it replaces, made two CPUs write
-// the same line on about half their adds: each shard was last written by
-// either CPU with equal odds (locking's
-// BenchmarkGraceRead/mode=parallel/shard=random).
+// A random shard per call would make two CPUs write the same line on
+// about half their adds, since each shard is last written by either CPU
+// with equal odds (locking's BenchmarkGraceRead/mode=parallel/shard=random).
 package pshard
 
 import _ "unsafe" // go:linkname runtime.procPin

@@ -14,8 +14,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/require"
+
 	"github.com/kernfsim/kernfsim/internal/fusectl"
-	"github.com/kernfsim/kernfsim/internal/fusetest"
+	"github.com/kernfsim/kernfsim/internal/testkit"
 )
 
 // TestGuardEndsAHungFUSEClient runs a test binary that leaves a client
@@ -25,7 +27,7 @@ import (
 // bounded time. If the guard does not, the test ends the binary itself
 // (the same abort, through fusectl) and fails.
 func TestGuardEndsAHungFUSEClient(t *testing.T) {
-	fusetest.RequireFUSE(t)
+	testkit.RequireFUSE(t)
 	dir := t.TempDir()
 	guardBin, victim := filepath.Join(dir, "fuseguard"), filepath.Join(dir, "victim.test")
 	goCmd(t, "build", "-o", guardBin, ".")
@@ -37,9 +39,7 @@ func TestGuardEndsAHungFUSEClient(t *testing.T) {
 	cmd := exec.Command(guardBin, "-grace", "30s", "-exit-grace", "2s", victim, "-test.timeout=2s")
 	cmd.Stdout, cmd.Stderr = &out, &out
 	start := time.Now()
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, cmd.Start())
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
 	var err error
