@@ -52,7 +52,6 @@ var levels = map[string]int{
 	"internal/buildinfo": 55,
 	"internal/meminfo":   55,
 	"internal/textout":   55,
-	"internal/harness":   57,
 	"loadgen/harness":    57,
 
 	"loadgen":        60,
@@ -74,29 +73,24 @@ var levels = map[string]int{
 var testOnly = []string{
 	"internal/testkit", "internal/testkit/testtree", "internal/fusetest",
 	"internal/goldenfile", "internal/clitest", "internal/parbench",
+	"loadgen/internal/testproc",
 }
 
 // external limits who may import a module from outside the repository:
-// flags stay in the commands, FUSE in fusefs, plots in loadgen/plot,
+// flags stay in the commands, FUSE in fusefs (and tools/chainfs, a
+// file system served to measure the transport), plots in loadgen/plot,
 // testify in tests.
 var external = map[string][]string{
 	"github.com/spf13/cobra":       {"cmd/", "internal/cli", "internal/mountcmd"},
 	"github.com/spf13/pflag":       {"cmd/", "internal/cli", "internal/mountcmd"},
-	"github.com/hanwen/go-fuse/v2": {"fusefs", "fusefs/uring"},
+	"github.com/hanwen/go-fuse/v2": {"fusefs", "fusefs/uring", "tools/chainfs"},
 	"gonum.org/v1/plot":            {"loadgen/plot"},
 	"github.com/stretchr/testify":  {}, // and the test-only packages
 }
 
-// pending are imports the layout forbids that the tree still has, until
-// loadgen is split: the tools will import the harness, and only
-// loadgen/plot gonum. An entry no longer needed fails the test, so that it
-// is removed.
-var pending = map[[2]string]bool{
-	{"soak", "loadgen"}:              true,
-	{"teardown", "loadgen"}:          true,
-	{"kernelprobe", "loadgen"}:       true,
-	{"loadgen", "gonum.org/v1/plot"}: true,
-}
+// pending are imports the layout forbids that the tree still has. An
+// entry no longer needed fails the test, so that it is removed.
+var pending = map[[2]string]bool{}
 
 // TestImportsKeepTheLayout checks every import of every package's
 // non-test files against levels, testOnly and external. Tests may import
