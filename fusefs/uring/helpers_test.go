@@ -1,7 +1,6 @@
 package uring_test
 
 import (
-	"bytes"
 	"flag"
 	"fmt"
 	"log"
@@ -9,7 +8,6 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -19,6 +17,7 @@ import (
 
 	"github.com/kernfsim/kernfsim/fusefs/uring"
 	"github.com/kernfsim/kernfsim/internal/fusetest"
+	"github.com/kernfsim/kernfsim/internal/testkit"
 )
 
 // TestMain skips the Example where FUSE cannot be mounted (it needs
@@ -40,14 +39,14 @@ type mounted struct {
 	mnt    string // the mount point
 	orig   string // the directory it mirrors
 	served chan struct{}
-	log    *syncBuffer // the server's Logger
+	log    *testkit.SyncBuffer // the server's Logger
 }
 
 // transports are the Config.Only values a test runs with: /dev/fuse
 // always, io_uring where fusetest.URing says so.
 func transports(t *testing.T) []uring.Kind {
 	t.Helper()
-	fusetest.RequireFUSE(t)
+	testkit.RequireFUSE(t)
 	if fusetest.URing(t) {
 		return []uring.Kind{uring.DevFuse, uring.URing}
 	}
@@ -58,7 +57,7 @@ func transports(t *testing.T) []uring.Kind {
 // (and fails it under CI where the kernel has it switched off).
 func requireURing(t *testing.T) {
 	t.Helper()
-	fusetest.RequireFUSE(t)
+	testkit.RequireFUSE(t)
 	if !fusetest.URing(t) {
 		t.Skip("io_uring unavailable")
 	}
@@ -81,9 +80,9 @@ func loopback(t *testing.T, orig string) fuse.RawFileSystem {
 // test ends, failing the test if the server does not stop.
 func mount(t *testing.T, fs fuse.RawFileSystem, opts fuse.MountOptions, cfg uring.Config) *mounted {
 	t.Helper()
-	fusetest.RequireFUSE(t)
+	testkit.RequireFUSE(t)
 	dir := t.TempDir()
-	m := &mounted{mnt: filepath.Join(dir, "mnt"), orig: filepath.Join(dir, "orig"), served: make(chan struct{}), log: &syncBuffer{}}
+	m := &mounted{mnt: filepath.Join(dir, "mnt"), orig: filepath.Join(dir, "orig"), served: make(chan struct{}), log: &testkit.SyncBuffer{}}
 	for _, d := range []string{m.mnt, m.orig} {
 		if err := os.Mkdir(d, 0o755); err != nil {
 			t.Fatal(err)
@@ -187,24 +186,6 @@ func onCPU(t *testing.T, m *mounted, cpu int, what string, f func() error) error
 	})
 }
 
-// syncBuffer is a bytes.Buffer for concurrent writers (a Logger's).
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer // protected by mu
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // baseline is what a test's mounts must give back: goroutines and open
 // descriptors.
 type baseline struct{ goroutines, fds int }
@@ -252,14 +233,4 @@ func countFDs(t *testing.T) int {
 		t.Fatal(err)
 	}
 	return len(ents) - 1 // the directory's own
-}
-
-func must[T any](v T, err error) func(t *testing.T) T {
-	return func(t *testing.T) T {
-		t.Helper()
-		if err != nil {
-			t.Fatal(err)
-		}
-		return v
-	}
 }

@@ -14,6 +14,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/kernfsim/kernfsim/fusefs/uring"
+	"github.com/kernfsim/kernfsim/internal/testkit"
 )
 
 // roundTrip writes a file through the mount and reads it back through
@@ -124,7 +125,7 @@ func checkShape(t *testing.T, m *mounted, tp uring.Kind) {
 		}
 		return
 	}
-	cpus := must(uring.PossibleCPUs())(t)
+	cpus := testkit.Must(uring.PossibleCPUs())(t)
 	if s.Queues() != cpus || s.Depth() != uring.DefaultDepth || len(s.Served()) != cpus {
 		t.Errorf("over io_uring: %d queues of depth %d, %d counts; want %d of %d", s.Queues(), s.Depth(), len(s.Served()), cpus, uring.DefaultDepth)
 	}
@@ -239,7 +240,7 @@ func TestDeadQueueAborts(t *testing.T) {
 	t.Cleanup(uring.SetRegisterRingFD(false))
 	m := mount(t, nil, fuse.MountOptions{}, uring.Config{Only: uring.URing})
 	roundTrip(t, m)
-	null := must(unix.Open("/dev/null", unix.O_RDONLY|unix.O_CLOEXEC, 0))(t)
+	null := testkit.Must(unix.Open("/dev/null", unix.O_RDONLY|unix.O_CLOEXEC, 0))(t)
 	if err := unix.Dup2(null, uring.RingFD(m.srv, 0)); err != nil {
 		t.Fatal(err)
 	}
@@ -292,7 +293,7 @@ func TestPanicInHandler(t *testing.T) {
 				}
 				orig := t.TempDir()
 				m := mount(t, panicFS{loopback(t, orig)}, opts, uring.Config{Only: tp})
-				cpus := must(uring.PossibleCPUs())(t)
+				cpus := testkit.Must(uring.PossibleCPUs())(t)
 				for range 2 * cpus * uring.DefaultDepth {
 					err := within(t, m, "stat", func() error { _, err := os.Stat(filepath.Join(m.mnt, "panic")); return err })
 					if !errors.Is(err, want) {

@@ -13,13 +13,14 @@ import (
 
 	"github.com/kernfsim/kernfsim/fusefs/uring"
 	"github.com/kernfsim/kernfsim/internal/fusetest"
+	"github.com/kernfsim/kernfsim/internal/testkit"
 )
 
 // TestChainMatchesTheReference mounts the chain over each transport and
 // checks what the C reference server answers: the same contents, inode
 // numbers and modes, and ENOENT off the chain.
 func TestChainMatchesTheReference(t *testing.T) {
-	fusetest.RequireFUSE(t)
+	testkit.RequireFUSE(t)
 	kinds := []uring.Kind{uring.DevFuse}
 	if fusetest.URing(t) {
 		kinds = append(kinds, uring.URing)
