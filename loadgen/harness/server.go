@@ -23,9 +23,9 @@ import (
 const fuseSuperMagic = 0x65735546
 
 // ErrNoServer is returned for a kernfsim target when no server command is
-// available to start one.
-var ErrNoServer = errors.New("kernfsim server not available yet: measure in-process with --sim, " +
-	"or mount kernfsim yourself and give --path DIR")
+// available to start one. It is a *FieldError: its text names fields.
+var ErrNoServer error = &FieldError{Text: "kernfsim server not available yet: measure in-process with {TargetSim}, " +
+	"or mount kernfsim yourself and give {Dir} DIR"}
 
 // ServerConfig starts a kernfsim FUSE server in a separate process, so
 // that client and server do not share one Go runtime.
