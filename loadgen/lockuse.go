@@ -53,7 +53,7 @@ func lockProbeOf(t target) lockProbe {
 			return c.LockStats(), nil
 		}
 		if _, err := probe(); err != nil {
-			return nil // not a kernfsim mount (the real /sys), or an old server
+			return nil // not a kernfsim mount (the real /sys), or a server without lock counters
 		}
 		return probe
 	}

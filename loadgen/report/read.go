@@ -50,7 +50,7 @@ func ReadCompareJSON(r io.Reader) (loadgen.CompareResult, error) {
 		SinglePinned: j.SinglePinned, MinDuration: time.Duration(j.MinDurationNs), WarmUp: time.Duration(j.WarmUpNs),
 		Writers: j.Writers, WriteRate: j.WriteRate}
 	if head.SinglePinned == nil {
-		res.SinglePinned = j.Pinned // written before the single worker ran unpinned by default
+		res.SinglePinned = j.Pinned // a document without single_pinned pinned every worker alike
 	}
 	for op, ns := range j.SimCostsNs {
 		if res.SimCosts == nil {
