@@ -80,7 +80,7 @@ type writerSet struct {
 	wg       sync.WaitGroup
 	stopOnce sync.Once
 
-	mu     sync.Mutex
+	mu     sync.Mutex              // protects res, errs, all, window and spare
 	res    ChurnResult             // protected by mu
 	errs   harness.ErrorTally      // protected by mu
 	all    *hdrhistogram.Histogram // every change's latency; protected by mu

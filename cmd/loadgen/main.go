@@ -11,6 +11,14 @@
 // file that cannot be used, a dead mount), 1 for a failure at run time,
 // unexpected errors during the run, or an interrupted run (whose partial
 // results are printed).
+//
+// Lock ordering. treeFlags.mu is the only lock here:
+//
+//	treeFlags.mu
+//	  the tree's locks while BuildTree builds it (package kernfsim)
+//
+// treeFlags.mu protects the host mirrors by lock. BuildTree holds it
+// while it loads a mirror, so that runs under one lock share one mirror.
 package main
 
 import (

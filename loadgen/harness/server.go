@@ -48,7 +48,7 @@ type Server struct {
 	done chan struct{} // closed when the process has exited
 	werr error         // the process's exit; written before done is closed
 
-	outMu    sync.Mutex
+	outMu    sync.Mutex    // protects output
 	output   bytes.Buffer  // the server's stdout and stderr; protected by outMu
 	said     chan struct{} // closed at the first line on stdout
 	saidOnce sync.Once
