@@ -63,9 +63,10 @@ func Run(ctx context.Context, cfg Config) (res Result, err error) {
 }
 
 // gone reports whether the target is a mount whose server has gone: a
-// statfs of its root says the connection ended. (Not a stat: with
-// --attr-timeout the kernel answers that from its cache long after the
-// server died; statfs always reaches the server.)
+// statfs of its root says the connection ended. It is not a stat. With
+// an attribute timeout (fusefs.Options.AttrTimeout) the kernel answers a
+// stat from its cache long after the server died. statfs always reaches
+// the server.
 func (e *env) gone() bool {
 	return e.target.Kind != harness.TargetSim && harness.MountGone(e.t.abs(""))
 }
@@ -222,7 +223,7 @@ type outcome struct {
 
 // warmUp does, untimed, the first operation of each worker of the concur
 // phase, so that every path the workers use has been looked up once (the
-// real /sys's dentries are warm; a fresh --sim walker's are not).
+// real /sys's dentries are warm; a fresh TargetSim walker's are not).
 // One hwloc discovery reads every file already.
 func (e *env) warmUp() {
 	for i := range e.p.warmWorkers(e.cfg.Threads) {
