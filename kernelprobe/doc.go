@@ -5,7 +5,7 @@
 // namespace or mount it makes can reach loadgen or the host; Run starts
 // it, and Write, WriteJSON and WriteBench report the Result.
 //
-// Concurrency: Run owns its child; the child's loop runs on one locked OS
-// thread, stopped through an atomic flag by SIGTERM or SIGINT. Nothing is
-// shared between calls.
+// Concurrency. kernelprobe has no lock. Run owns its child. The child's
+// loop runs on one locked OS thread. SIGTERM or SIGINT stops it through an
+// atomic flag. Nothing is shared between calls.
 package kernelprobe

@@ -35,15 +35,15 @@ const (
 // ChurnResult is what the writers did.
 type ChurnResult struct {
 	Rate float64 // asked for, per second and writer
-	// Writers is how many wrote; 0 in a result made before they were
-	// counted, which had one.
+	// Writers is how many wrote. A saved result without the count reads
+	// 0, and had one writer.
 	Writers int
 	Adds    int64
 	Removes int64
 	Elapsed time.Duration
 	// Latency is how long each change took as its writer saw it (one
 	// create or delete, from the write's start to its return), over the
-	// whole run; zero in a result made before it was measured.
+	// whole run. It is zero in a saved result without it.
 	Latency harness.Latency
 	Errors  []harness.ErrorCount // failed writes: every one is unexpected
 }
@@ -80,7 +80,7 @@ type writerSet struct {
 	wg       sync.WaitGroup
 	stopOnce sync.Once
 
-	mu     sync.Mutex
+	mu     sync.Mutex              // protects res, errs, all, window and spare
 	res    ChurnResult             // protected by mu
 	errs   harness.ErrorTally      // protected by mu
 	all    *hdrhistogram.Histogram // every change's latency; protected by mu

@@ -67,12 +67,13 @@ type CompareConfig struct {
 	Ops     []string // op labels: files, missing, or an Op name (stat, readdir, ...)
 	Threads []int
 	Times   int // per worker; 0 means DefaultCompareTimes
-	// SimTimes is Times for sim rows, whose operations are 10-1000 times
-	// cheaper; 0 means 20 x Times.
+	// SimTimes is Times for sim rows, whose operations cost far less
+	// than a FUSE one (the readme.sh table in docs/performance.md).
+	// 0 means 20 x Times.
 	SimTimes int
-	// SysTimes is Times for the path (sys) rows' plain ops, which cost a
-	// few microseconds, 30-100 times less than a FUSE one: at Times each
-	// worker's loop would end within a scheduler tick. 0 means 10 x Times.
+	// SysTimes is Times for the path (sys) rows' plain ops. They cost far
+	// less than a FUSE one (same table). At Times, each worker's loop
+	// would end within a scheduler tick. 0 means 10 x Times.
 	SysTimes int
 	// HwlocTimes is Times for hwloc and lstopo cells, whose operation is a
 	// whole discovery (sim rows: SimTimes/Times times that); 0 means

@@ -53,11 +53,11 @@ func runGrid(ctx context.Context, cc CompareConfig, res *CompareResult, t0 time.
 }
 
 // RowOrder is the order of the rows (their indices) in repeat rep of a
-// comparison of n rows: forward in even repeats and backward in odd ones
-// (A B C, C B A: over each pair of repeats every row sits at the same
-// mean position, so a drift of the machine cancels out), and rotated by
-// one every two repeats (B C A, A C B, ...), so that no row always runs
-// first, nor always right after the same neighbour.
+// comparison of n rows. The rows go forward in even repeats and backward
+// in odd ones (A B C, C B A). Over each pair of repeats every row sits at
+// the same mean position, so a drift of the machine cancels out. The
+// order also rotates by one every two repeats (B C A, A C B, ...). So no
+// row always runs first, nor always right after the same neighbour.
 func RowOrder(rep, n int) []int {
 	order := make([]int, n)
 	for k := range order {

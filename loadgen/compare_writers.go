@@ -6,17 +6,17 @@ import (
 	"github.com/kernfsim/kernfsim/loadgen/harness"
 )
 
-// Writers in a comparison (CompareConfig.Writers): a lock whose cost is
-// on the writer's side (a percpu-rwsem's grace period per write, BRAVO's
-// revocation, rcu's copy and wait) looks free while nothing writes. With
-// writers, each cell's runs change the tree beside the readers, the
-// writers time their own changes, and the tables get a third one per op:
-// the writers' latency per change beside the lock-use table.
+// Writers in a comparison (CompareConfig.Writers). Some locks put their
+// cost on the writer's side: a percpu-rwsem's grace period per write,
+// BRAVO's revocation, rcu's copy and wait. Such a lock looks free while
+// nothing writes. With writers, each cell's runs change the tree beside
+// the readers. The writers time their own changes. The tables get a third
+// one per op, the writers' latency per change, beside the lock-use table.
 
 // writersFor is how many writers the cells of row run, and a note if the
-// row cannot have the writers asked for: the sys rows (loadgen never
-// writes to a real sysfs) and a lock that refuses writers run readers
-// only.
+// row cannot have the writers asked for. The sys rows run readers only,
+// since loadgen never writes to a real sysfs. So does a lock that refuses
+// writers.
 func (r *CompareResult) writersFor(row Row) (int, string) {
 	switch t := row.Target; {
 	case r.Writers == 0:

@@ -49,8 +49,8 @@ const (
 // Writers' defaults and limits (Config.Writers).
 const (
 	// DefaultWriteRate is each writer's changes per second when
-	// Config.Writers is given without Config.Churn (and compare's
-	// --write-rate): one every 10 ms. That is 20 changes a writer in a
+	// Config.Writers is given without Config.Churn (and
+	// CompareConfig.WriteRate's default): one every 10 ms. That is 20 changes a writer in a
 	// compare phase of DefaultCompareMinDuration, enough for a median
 	// and a rough p99, and slower than one grace period at the default
 	// tick (locking.GraceConfig.Tick), so that a writer which waits one per

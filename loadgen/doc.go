@@ -33,19 +33,25 @@
 // kernfsim FUSE server that Run starts in a separate process on a
 // temporary mountpoint (TargetKernfsim, see StartServer).
 //
-// Lock ordering (outer to inner): loadgen holds no lock across a call
-// into a target, and takes no lock inside another.
+// Lock ordering (outer to inner). loadgen holds no lock across a call
+// into a target. It takes no lock inside another, so each lock is a root:
 //
-//	writerSet.mu: the writers' counters and latency histograms, taken by
-//	each writer after each change, by a phase opening and closing its
-//	window on them, and by Result assembly after the writers stopped
-//	fdTable.mu: a sim's shared descriptor table, taken by a worker's
-//	operation before and after its walk, never during it
+//	writerSet.mu
+//	fdTable.mu
 //
-// A writer's changer (deviceChurn, prober, cgroupChurn) keeps per-writer
-// state that only that writer touches, and takes no lock. Everything else
-// a worker touches during a phase is its own (its histogram, its error
+// writerSet.mu protects the writers' counters, error tally and latency
+// histograms. Each writer takes it after each change. A phase takes it to
+// open and close its window on them. Result assembly takes it after the
+// writers stopped.
+//
+// fdTable.mu protects a sim's descriptor bitmap and its next free
+// descriptor (the kernel's files_struct.file_lock). A worker's operation
+// takes it before and after its walk, never during it.
+//
+// A writer's changer (deviceChurn, prober, cgroupChurn) has no lock. It
+// keeps per-writer state that only that writer touches. Everything else a
+// worker touches during a phase is its own (its histogram, its error
 // counts) or accessed atomically (its progress counter, the phase's stop
-// flag), and is read by the collector only after the worker has sent its
+// flag). The collector reads it only after the worker has sent its
 // result.
 package loadgen

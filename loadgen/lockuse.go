@@ -8,20 +8,21 @@ import (
 )
 
 // LockUse is how the target's lock was used during a phase, as lock_stat
-// gives it: the change of the strategy's counters over the phase
+// gives it. It holds the change of the strategy's counters over the phase
 // (locking.Stats.Sub) and the phase's wall time. A sim target's counters
-// are its tree's strategy's; a kernfsim mount's are read from its stats
-// file before and after the phase (a few requests each, under the lock,
-// counted too). A target without counters (the real /sys) has none.
+// are its tree's strategy's. A kernfsim mount's are read from its stats
+// file before and after the phase. Those reads take the lock too, and are
+// counted. A target without counters (the real /sys) has none.
 type LockUse struct {
 	locking.Stats               // the counters' change over the phase
 	Wall          time.Duration // the phase's wall time, which Utilization divides by
 }
 
 // Utilization is the time each side was held per unit of wall time
-// (locking.Stats.Utilization): for an exclusive side (every write side,
-// and mutex's read side) the fraction of the phase it was busy, for a
-// shared read side the mean number of readers inside.
+// (locking.Stats.Utilization). For an exclusive side it is the fraction
+// of the phase it was busy. Every write side is exclusive, and so is
+// mutex's read side. For a shared read side it is the mean number of
+// readers inside.
 func (u LockUse) Utilization() (read, write float64) { return u.Stats.Utilization(u.Wall) }
 
 // Contended is the fraction of acquisitions, both sides, that found the
@@ -53,7 +54,7 @@ func lockProbeOf(t target) lockProbe {
 			return c.LockStats(), nil
 		}
 		if _, err := probe(); err != nil {
-			return nil // not a kernfsim mount (the real /sys), or an old server
+			return nil // not a kernfsim mount (the real /sys), or a server without lock counters
 		}
 		return probe
 	}

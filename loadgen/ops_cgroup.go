@@ -29,7 +29,7 @@ import (
 // housekeeping does. Meanwhile writers (one, or Config.Writers) make and
 // remove containers' cgroups through bus/kernfsim/new_cgroup and
 // delete_cgroup where the target has them (a kernfsim tree with a cgroup
-// hierarchy: sysfs.SynthConfig.Cgroups, --cgroups).
+// hierarchy: sysfs.SynthConfig.Cgroups).
 
 const (
 	cgroupDir = client.CgroupDir

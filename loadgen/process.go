@@ -67,7 +67,7 @@ func (p *simProcess) close(fd int) {
 // workers running at once neighbouring descriptors, the slots' line. A nil
 // *fdTable makes none of these writes.
 type fdTable struct {
-	mu    sync.Mutex // files_struct.file_lock
+	mu    sync.Mutex // protects next and inUse; the kernel's files_struct.file_lock
 	next  int        // under mu: no descriptor below it is free (next_fd)
 	inUse []uint64   // under mu: the open-descriptor bitmap, fixed size
 	_     [cacheLine]byte

@@ -14,18 +14,21 @@ import (
 	"github.com/kernfsim/kernfsim/loadgen/harness"
 )
 
-// Run measures one configuration: set up the target and choose the files,
-// run the single phase (one worker, unpinned unless PinSingle), then the
-// concur phase (Threads workers, pinned unless NoPin), each for Times
-// operations per worker and at least MinDuration, and return what they
-// measured. A *ConfigError means bad input. When ctx is cancelled, Run
-// stops the workers, cleans up (a server it started is stopped and its
-// mountpoint removed) and returns what was measured with Interrupted set
-// and ctx's error. When a mount's server goes away midway (its root
-// answers ENOTCONN), the workers stop within a progress tick and Run
-// returns what was measured and an error saying how to recover the
-// mountpoint. While a phase's threads run, Run raises GOMAXPROCS to
-// their number plus one (see threads), and restores it after.
+// Run measures one configuration. It sets up the target and chooses the
+// files. It runs the single phase (one worker, unpinned unless
+// PinSingle), then the concur phase (Threads workers, pinned unless
+// NoPin). Each phase lasts Times operations per worker and at least
+// MinDuration. Run returns what they measured. A *ConfigError means bad
+// input.
+//
+// When ctx is cancelled, Run stops the workers and cleans up: a server it
+// started is stopped and its mountpoint removed. It returns what was
+// measured with Interrupted set, and ctx's error. When a mount's server
+// goes away midway (its root answers ENOTCONN), the workers stop within a
+// progress tick. Run returns what was measured, and an error saying how
+// to recover the mountpoint. While a phase's threads run, Run raises
+// GOMAXPROCS to their number plus one (see threads), and restores it
+// after.
 func Run(ctx context.Context, cfg Config) (res Result, err error) {
 	cfg = cfg.withDefaults()
 	if err := cfg.validate(); err != nil {
@@ -63,9 +66,10 @@ func Run(ctx context.Context, cfg Config) (res Result, err error) {
 }
 
 // gone reports whether the target is a mount whose server has gone: a
-// statfs of its root says the connection ended. (Not a stat: with
-// --attr-timeout the kernel answers that from its cache long after the
-// server died; statfs always reaches the server.)
+// statfs of its root says the connection ended. It is not a stat. With
+// an attribute timeout (fusefs.Options.AttrTimeout) the kernel answers a
+// stat from its cache long after the server died. statfs always reaches
+// the server.
 func (e *env) gone() bool {
 	return e.target.Kind != harness.TargetSim && harness.MountGone(e.t.abs(""))
 }
@@ -222,7 +226,7 @@ type outcome struct {
 
 // warmUp does, untimed, the first operation of each worker of the concur
 // phase, so that every path the workers use has been looked up once (the
-// real /sys's dentries are warm; a fresh --sim walker's are not).
+// real /sys's dentries are warm; a fresh TargetSim walker's are not).
 // One hwloc discovery reads every file already.
 func (e *env) warmUp() {
 	for i := range e.p.warmWorkers(e.cfg.Threads) {

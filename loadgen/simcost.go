@@ -15,15 +15,16 @@ import (
 
 // The sim's work outside the lock.
 //
-// A bare sim operation is the kernfs part of a system call alone: a sim
-// open/read/close costs a few hundred nanoseconds where the kernel's costs
-// microseconds, so the share of each operation spent under the tree's lock,
-// and with it the contention, is many times the kernel's. Target.SimCost
-// gives each sim operation the rest of the kernel's work (syscall entry and
-// exit, file allocation, the VFS walk around kernfs): a spin loop of a
-// fixed number of iterations, calibrated once per process, run before the
-// walk and outside any lock. It is CPU work, not a sleep, so threads
-// beyond the CPUs queue for it as they queue for the kernel's.
+// A bare sim operation is the kernfs part of a system call alone. It costs
+// a small fraction of the kernel's whole call
+// (docs/notes/2026-12-01-calibrated-sim.md). So the share of each
+// operation spent under the tree's lock is many times the kernel's, and
+// so is the contention. Target.SimCost gives each sim operation the rest
+// of the kernel's work: syscall entry and exit, file allocation, and the
+// VFS walk around kernfs. It is a spin loop of a fixed number of
+// iterations, calibrated once per process. It runs before the walk and
+// outside any lock. It is CPU work, not a sleep, so threads beyond the
+// CPUs queue for it as they queue for the kernel's.
 
 // spinRate is the spin loop's iterations per nanosecond on this machine.
 var spinRate = sync.OnceValue(func() float64 {

@@ -8,8 +8,12 @@
 // It is built on package harness (Dir, Server, ErrorTally) and runs the
 // benchmark's operations through Config.Workers (loadgen.Workers).
 //
-// Lock ordering: each actor (a reader, the churner, the storms) has one
-// mutex, actor.mu, guarding its interval's histogram, operation count
-// and error tally; the sampler takes each in turn to drain it, never two
-// at once.
+// Lock ordering. actor.mu is the only lock here, and it is a root:
+//
+//	actor.mu
+//
+// Each actor (a reader, the churner, the storms) has its own actor.mu. It
+// protects the actor's interval histogram, operation count and error
+// tally. The sampler takes each actor's in turn to drain it, never two at
+// once. No call into the server or the mount is made under it.
 package soak

@@ -83,7 +83,7 @@ func (s *sampler) sample() error {
 // actor is one reader or writer goroutine's tallies, drained by the
 // sampler.
 type actor struct {
-	mu   sync.Mutex
+	mu   sync.Mutex              // protects hist, ops and errs
 	hist *hdrhistogram.Histogram // this interval's latencies; protected by mu
 	ops  int64                   // operations in this interval; protected by mu
 	errs harness.ErrorTally      // this interval's failures; protected by mu

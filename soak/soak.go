@@ -208,7 +208,7 @@ func (c Config) validate() error {
 // Run runs the soak c describes, mode after mode, and returns what each
 // found. A mode's failed conditions are in the result (Failures), not the
 // error; the error is bad input (*ConfigError), a server that could not
-// start or died (saying how to recover a --path mount), or ctx's end
+// start or died (saying how to recover a Config.Dir mount), or ctx's end
 // (Interrupted is then set).
 func Run(ctx context.Context, c Config) (Result, error) {
 	c = c.withDefaults()

@@ -19,7 +19,8 @@
 // grace-period policy; Write, WriteJSON and WriteBench report it. It is
 // built on package harness (targets, servers, latency histograms).
 //
-// Concurrency: a storm's caller runs on one goroutine; its readers
-// (Config.Readers) each run on a locked OS thread and own their
-// histogram and error tally until the storm stops them and merges them.
+// Concurrency. teardown has no lock of its own. A storm's caller runs on
+// one goroutine. Its readers (Config.Readers) each run on a locked OS
+// thread. Each owns its histogram and error tally until the storm stops
+// them and merges them. The storm's counters are accessed atomically.
 package teardown

@@ -19,8 +19,9 @@ import (
 
 // Teardown defaults and limits.
 const (
-	// MaxSimDevices is the most devices a storm makes: about 6 million
-	// nodes, a few GiB in process.
+	// MaxSimDevices is the most devices a storm makes, about 6 million
+	// nodes in process. docs/notes/2026-12-01-building-trees.md gives a
+	// node's heap.
 	MaxSimDevices = 1 << 20
 	DefaultCount  = 5000 // the seed's 5000 mounts
 	DefaultLock   = "rcu"

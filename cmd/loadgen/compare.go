@@ -307,7 +307,7 @@ func (f *compareFlags) rows(kind string, explicit bool) ([]loadgen.Row, string, 
 			if explicit {
 				return nil, "", harness.ErrNoServer
 			}
-			return nil, "skipping the kernfsim rows: " + harness.ErrNoServer.Error(), nil
+			return nil, "skipping the kernfsim rows: " + inFlags(harness.ErrNoServer).Error(), nil
 		}
 		transports := f.transports
 		if len(transports) == 0 {

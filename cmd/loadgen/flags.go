@@ -35,7 +35,7 @@ type treeFlags struct {
 	fs    *pflag.FlagSet
 	names map[string]bool // the tree flags fs took from cli
 
-	mu      sync.Mutex
+	mu      sync.Mutex                // protects mirrors
 	mirrors map[string]*kernfsim.Tree // host mirrors by lock; protected by mu
 }
 

@@ -11,6 +11,14 @@
 // file that cannot be used, a dead mount), 1 for a failure at run time,
 // unexpected errors during the run, or an interrupted run (whose partial
 // results are printed).
+//
+// Lock ordering. treeFlags.mu is the only lock here:
+//
+//	treeFlags.mu
+//	  the tree's locks while BuildTree builds it (package kernfsim)
+//
+// treeFlags.mu protects the host mirrors by lock. BuildTree holds it
+// while it loads a mirror, so that runs under one lock share one mirror.
 package main
 
 import (
@@ -21,6 +29,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime/debug"
+	"strings"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -94,8 +103,27 @@ func classify(err error) error {
 	case errors.As(err, &usage), errors.As(err, &input), errors.As(err, &rt):
 		return err
 	}
-	return &cli.RuntimeError{Err: err}
+	return &cli.RuntimeError{Err: inFlags(err)}
 }
+
+// inFlags is err with the text of a *harness.FieldError in it put in
+// terms of flags. It unwraps to err.
+func inFlags(err error) error {
+	var fe *harness.FieldError
+	if !errors.As(err, &fe) {
+		return err
+	}
+	return &flagsError{err: err, text: strings.Replace(err.Error(), fe.Error(), fe.TextFor(hintFlag), 1)}
+}
+
+// flagsError is an error whose text inFlags put in terms of flags.
+type flagsError struct {
+	err  error
+	text string
+}
+
+func (e *flagsError) Error() string { return e.text }
+func (e *flagsError) Unwrap() error { return e.err }
 
 // noArgs refuses positional arguments as bad input (cobra.NoArgs's
 // "unknown command"), reported without the pointer to --help.

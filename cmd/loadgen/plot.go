@@ -47,6 +47,10 @@ func redraw(in, out string) error {
 	}
 	defer f.Close()
 	res, err := report.ReadCompareJSON(f)
+	var se *report.SchemaError
+	if errors.As(err, &se) {
+		err = fmt.Errorf("%w: write one with loadgen compare --format json", err)
+	}
 	if err != nil {
 		return &cli.UsageError{Err: fmt.Errorf("%s: %w", in, err)}
 	}

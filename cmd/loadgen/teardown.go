@@ -71,7 +71,7 @@ delete_device.`,
 	fs.BoolVar(&f.sim, "sim", false, "remove through the tree API in process (no FUSE)")
 	fs.StringSliceVar(&f.locks, "locks", []string{teardown.DefaultLock}, "lock strategies: rcu (a run per --gps), mutex, rwsem")
 	fs.StringSliceVar(&f.gps, "gps", gpNames(), "rcu teardown policies: normal, expedited, deferred")
-	// The names of lists were singular once; they stay as hidden aliases.
+	// The singular names are hidden aliases of the lists, for scripts.
 	fs.StringSliceVar(&f.locks, "lock", []string{teardown.DefaultLock}, "")
 	fs.StringSliceVar(&f.gps, "gp", gpNames(), "")
 	fs.MarkHidden("lock")

@@ -29,3 +29,15 @@ func (e *ConfigError) HintFor(name FieldNames) string { return name.Put(e.Hint) 
 func NewConfigError(field, hint, format string, args ...any) *ConfigError {
 	return &ConfigError{Field: field, Problem: fmt.Sprintf(format, args...), Hint: hint}
 }
+
+// FieldError is an error whose text names configuration fields as
+// {Field}, as a ConfigError's Hint does. Error names each field by
+// itself. A command names them its way with TextFor.
+type FieldError struct {
+	Text string // the message, naming fields as {Field}
+}
+
+func (e *FieldError) Error() string { return e.TextFor(nil) }
+
+// TextFor is the error's text with each field put as name puts it.
+func (e *FieldError) TextFor(name FieldNames) string { return name.Put(e.Text) }

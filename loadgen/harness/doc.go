@@ -8,6 +8,11 @@
 // tool's report embeds. It knows nothing of phases, comparisons or
 // flags: the engine is package loadgen, the flags are cmd/loadgen's.
 //
-// Lock ordering: Server.outMu guards a server's captured output and is
-// the only lock here; it is taken alone, never around another.
+// Lock ordering. Server.outMu is the only lock here, and it is a root:
+//
+//	Server.outMu
+//
+// Server.outMu protects a server's captured output. It is taken alone,
+// never around another lock. A server's first line on stdout closes
+// Server.said once outMu is released.
 package harness

@@ -104,7 +104,7 @@ type JSONMount struct {
 	AttrTimeoutNs     int64  `json:"attr_timeout_ns"`
 	NegativeTimeoutNs int64  `json:"negative_timeout_ns"`
 	// Negatives is the server's rule for missing names: lock:cached,
-	// lock:uncached or override; absent from servers too old to say.
+	// lock:uncached or override; absent from a server that does not say.
 	Negatives string `json:"negatives,omitempty"`
 	// FellBack is why a server left to choose its transport serves over
 	// /dev/fuse; absent if it did not fall back.

@@ -25,7 +25,7 @@ type Mount struct {
 	FellBack string
 	// Negatives is the server's rule for missing names: lock:cached or
 	// lock:uncached when its lock decided, override when a flag did, ""
-	// from a server too old to say.
+	// from a server that does not say.
 	Negatives string
 }
 

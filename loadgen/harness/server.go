@@ -23,9 +23,9 @@ import (
 const fuseSuperMagic = 0x65735546
 
 // ErrNoServer is returned for a kernfsim target when no server command is
-// available to start one.
-var ErrNoServer = errors.New("kernfsim server not available yet: measure in-process with --sim, " +
-	"or mount kernfsim yourself and give --path DIR")
+// available to start one. It is a *FieldError: its text names fields.
+var ErrNoServer error = &FieldError{Text: "kernfsim server not available yet: measure in-process with {TargetSim}, " +
+	"or mount kernfsim yourself and give {Dir} DIR"}
 
 // ServerConfig starts a kernfsim FUSE server in a separate process, so
 // that client and server do not share one Go runtime.
@@ -48,7 +48,7 @@ type Server struct {
 	done chan struct{} // closed when the process has exited
 	werr error         // the process's exit; written before done is closed
 
-	outMu    sync.Mutex
+	outMu    sync.Mutex    // protects output
 	output   bytes.Buffer  // the server's stdout and stderr; protected by outMu
 	said     chan struct{} // closed at the first line on stdout
 	saidOnce sync.Once

@@ -173,7 +173,7 @@ func (t Target) setup(own bool) string {
 	return s
 }
 
-// DefaultSimCred is the identity --sim workers use: an unprivileged user,
+// DefaultSimCred is the identity TargetSim workers use: an unprivileged user,
 // like someone running the benchmark, so that every permission check takes
 // the owner/group/other path rather than root's bypass.
 var DefaultSimCred = kernfsim.Cred{Uid: 1000, Gid: 1000}

@@ -21,20 +21,25 @@ const BenchName = "BenchmarkSysfs"
 //	BenchmarkSysfs/target=sim/lock=rwsem/op=files/threads=48-2  480000  449.2 ns/op  21530 worker-ns/op ...
 //
 // As with b.RunParallel, the iteration count is every worker's operations
-// together and ns/op the concur phase's wall time over them (the
-// reciprocal of ops/s); the -N suffix is GOMAXPROCS when the run began.
-// The other metrics are the workers' own mean per-op (worker-ns/op, the
-// seed's "per"), the single phase's per-op (single-ns/op), concur latency
-// percentiles (p50-ns, p99-ns, p99.9-ns), throughput (ops/s), the
-// concur/single ratio and the scaling efficiency; hwloc and lstopo lines add
-// the median and the largest worker time to done (done-ns, done-max-ns).
-// Where the target has lock counters, each side's utilization over the
-// concur phase (lock-read-util, lock-write-util: held over wall) and the
-// fraction of acquisitions that waited (lock-contended) follow; where
-// writers ran, the median and p99 of one change (write-p50-ns,
-// write-p99-ns) and the changes a second (writes/s).
-// loadgen compare writes the same metrics, a line per repeat. Figures are
-// printed as go test prints them.
+// together. ns/op is the concur phase's wall time over them, the
+// reciprocal of ops/s. The -N suffix is GOMAXPROCS when the run began.
+// The other metrics are:
+//
+//   - the workers' own mean per-op (worker-ns/op, the seed's "per");
+//   - the single phase's per-op (single-ns/op);
+//   - concur latency percentiles (p50-ns, p99-ns, p99.9-ns);
+//   - throughput (ops/s), the concur/single ratio and the scaling
+//     efficiency;
+//   - for hwloc and lstopo, the median and the largest worker time to
+//     done (done-ns, done-max-ns);
+//   - where the target has lock counters, each side's utilization over
+//     the concur phase (lock-read-util, lock-write-util, held over wall)
+//     and the fraction of acquisitions that waited (lock-contended);
+//   - where writers ran, the median and p99 of one change (write-p50-ns,
+//     write-p99-ns) and the changes a second (writes/s).
+//
+// WriteCompareBench writes the same metrics, a line per repeat. Figures
+// are printed as go test prints them.
 func WriteBench(w io.Writer, r loadgen.Result) error {
 	ew := textout.NewWriter(w)
 	harness.WriteBenchProvenance(ew, r.Provenance)

@@ -10,14 +10,17 @@ import (
 	"github.com/kernfsim/kernfsim/loadgen/harness"
 )
 
-// A comparison's findings: what its tables show, said in a few lines per
-// op, as a patch cover letter would (WriteCompareTable prints them after
-// the tables). For each target kind with a mutex row, each other lock's
-// ratio to mutex where the runs' ranges do not overlap (resolved), the
-// thread counts where they do (within noise), for the FUSE rows what
-// bounds them: the tree's own code (the sim row at one thread) against
-// the whole per-op, and how busy the lock was; and, with writers, how
-// long one change took under each lock.
+// A comparison's findings say what its tables show, in a few lines per
+// op, as a patch cover letter would. WriteCompareTable prints them after
+// the tables. For each target kind with a mutex row, they give:
+//
+//   - each other lock's ratio to mutex where the runs' ranges do not
+//     overlap (resolved), and the thread counts where they do (within
+//     noise);
+//   - for the FUSE rows, what bounds them: the tree's own code (the sim
+//     row at one thread) against the whole per-op, and how busy the lock
+//     was;
+//   - with writers, how long one change took under each lock.
 
 // Findings are the summary lines of op: a line per lock of each kind.
 func Findings(r *loadgen.CompareResult, op string) []string {

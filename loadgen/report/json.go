@@ -140,7 +140,7 @@ type JSONChurn struct {
 	Writers  int     `json:"writers,omitempty"`
 	Achieved float64 `json:"achieved"` // every writer's
 	// Latency is how long each change took as its writer saw it, over
-	// the run; absent from results made before it was measured.
+	// the run. A saved result may lack it.
 	Latency   *harness.JSONLatency `json:"latency,omitempty"`
 	Adds      int64                `json:"adds"`
 	Removes   int64                `json:"removes"`

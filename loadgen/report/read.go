@@ -9,6 +9,19 @@ import (
 	"github.com/kernfsim/kernfsim/loadgen"
 )
 
+// SchemaError is ReadCompareJSON's error for a document that is not a
+// comparison: a single run, or another schema.
+type SchemaError struct {
+	Schema string // the document's schema; "" when it has none
+}
+
+func (e *SchemaError) Error() string {
+	if e.Schema == SchemaRun {
+		return fmt.Sprintf("a single run (%s), not a comparison", e.Schema)
+	}
+	return fmt.Sprintf("schema %q, not %s", e.Schema, SchemaCompare)
+}
+
 // ReadCompareJSON reads a document WriteCompareJSON wrote back into a
 // CompareResult, with what its reports need (rows, cells and every run's
 // figures, provenance, notes, the sim rows' costs; not how those were
@@ -24,12 +37,8 @@ func ReadCompareJSON(r io.Reader) (loadgen.CompareResult, error) {
 		SinglePinned *bool `json:"single_pinned"`
 	}
 	json.Unmarshal(raw, &head)
-	switch head.Schema {
-	case SchemaCompare:
-	case SchemaRun:
-		return loadgen.CompareResult{}, fmt.Errorf("a single run (%s), not a comparison: write one with loadgen compare --format json", head.Schema)
-	default:
-		return loadgen.CompareResult{}, fmt.Errorf("schema %q, not %s: write one with loadgen compare --format json", head.Schema, SchemaCompare)
+	if head.Schema != SchemaCompare {
+		return loadgen.CompareResult{}, &SchemaError{Schema: head.Schema}
 	}
 	var j JSONCompare
 	if err := json.Unmarshal(raw, &j); err != nil {
@@ -41,7 +50,7 @@ func ReadCompareJSON(r io.Reader) (loadgen.CompareResult, error) {
 		SinglePinned: j.SinglePinned, MinDuration: time.Duration(j.MinDurationNs), WarmUp: time.Duration(j.WarmUpNs),
 		Writers: j.Writers, WriteRate: j.WriteRate}
 	if head.SinglePinned == nil {
-		res.SinglePinned = j.Pinned // written before the single worker ran unpinned by default
+		res.SinglePinned = j.Pinned // a document without single_pinned pinned every worker alike
 	}
 	for op, ns := range j.SimCostsNs {
 		if res.SimCosts == nil {

@@ -25,10 +25,11 @@ type seedFigure struct {
 }
 
 // seed002 is Ian Kent's figures ("kernfs: proposed locking and
-// concurrency improvement", 2021-06-07): Fox Chen's benchmark, 10000
-// operations per thread, as many threads as CPUs; files opens, reads and
-// closes cpus/2 distinct files, missing looks up one missing path. Base
-// 5.8.18 (kernfs_mutex) against 5.12.2 with the series.
+// concurrency improvement", 2021-06-07). They ran Fox Chen's benchmark,
+// 10000 operations per thread, as many threads as CPUs. files opens,
+// reads and closes cpus/2 distinct files. missing looks up one missing
+// path. The base is 5.8.18 (kernfs_mutex), against 5.12.2 with the
+// series.
 var seed002 = []seedFigure{
 	{"files", 16, 1, 3780 * time.Nanosecond, 4435 * time.Nanosecond},
 	{"files", 16, 16, 93362 * time.Nanosecond, 21075 * time.Nanosecond},
@@ -45,9 +46,9 @@ var Seed002Reference = harness.Reference{Seed: "002", Source: "Ian Kent, 2021, F
 	Figure: "files at 16 threads 93.4 us -> 21.1 us, at 48 578 us -> 161 us; missing at 16 81.7 us -> 23.7 us, at 48 2.14 ms -> 161 us"}
 
 // seedVerdict says what a measured ratio of rwsem to mutex shows beside
-// the seed's: reproduced where it is resolved and within a factor of 1.5
-// of the seed's, else the direction, and whether the effect is larger or
-// smaller than the seed's.
+// the seed's. It "reproduces" where the ratio is resolved and within a
+// factor of 1.5 of the seed's. Otherwise it gives the direction, and
+// whether the effect is larger or smaller than the seed's.
 func seedVerdict(r *loadgen.CompareResult, kind harness.TargetKind, f seedFigure) (cells string, verdict string) {
 	mutex, rwsem := rowCell(r, kind, "mutex", f.op, f.threads), rowCell(r, kind, "rwsem", f.op, f.threads)
 	if mutex == nil || rwsem == nil {
