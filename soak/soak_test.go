@@ -14,7 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/kernfsim/kernfsim/fusefs"
-	"github.com/kernfsim/kernfsim/internal/fusetest"
+	"github.com/kernfsim/kernfsim/internal/testkit"
 	"github.com/kernfsim/kernfsim/kernfsim"
 	"github.com/kernfsim/kernfsim/loadgen"
 	"github.com/kernfsim/kernfsim/loadgen/harness"
@@ -124,7 +124,7 @@ func TestWriteSoak(t *testing.T) {
 // their tolerance is wide here; tests/soak_test.go checks them on a
 // real server.
 func TestSoakMount(t *testing.T) {
-	fusetest.RequireFUSE(t)
+	testkit.RequireFUSE(t)
 	strategy, err := locking.New("rcu", locking.Options{})
 	require.NoError(t, err)
 	tr := kernfsim.New(strategy, kernfsim.Options{GP: kernfsim.GPNormal})

@@ -12,8 +12,8 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/kernfsim/kernfsim/internal/fusetest"
 	"github.com/kernfsim/kernfsim/internal/goldenfile"
+	"github.com/kernfsim/kernfsim/internal/testkit"
 )
 
 // TestMain lets the test binary stand in for loadgen's own re-executions
@@ -134,5 +134,5 @@ func requireSys(t *testing.T) {
 func requireFUSE(t *testing.T) {
 	t.Helper()
 	requireSys(t)
-	fusetest.RequireFUSE(t)
+	testkit.RequireFUSE(t)
 }

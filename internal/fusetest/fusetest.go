@@ -9,16 +9,7 @@ import (
 
 	"github.com/kernfsim/kernfsim/fusefs/uring"
 	"github.com/kernfsim/kernfsim/internal/mountinfo"
-	"github.com/kernfsim/kernfsim/internal/testkit"
 )
-
-// RequireFUSE is testkit.RequireFUSE.
-//
-// Deprecated: call testkit.RequireFUSE.
-func RequireFUSE(t testing.TB) {
-	t.Helper()
-	testkit.RequireFUSE(t)
-}
 
 // IsMounted reports whether mnt is a mount point in this mount namespace.
 func IsMounted(t testing.TB, mnt string) bool {

@@ -17,7 +17,7 @@ import (
 	"github.com/hanwen/go-fuse/v2/fuse"
 	"github.com/stretchr/testify/require"
 
-	"github.com/kernfsim/kernfsim/internal/fusetest"
+	"github.com/kernfsim/kernfsim/internal/testkit"
 	"github.com/kernfsim/kernfsim/loadgen/harness"
 )
 
@@ -106,7 +106,7 @@ func Self(t *testing.T, proc string) []string {
 // t without FUSE or without /sys's CPU directories.
 func FakeServer(t *testing.T) *harness.ServerConfig {
 	t.Helper()
-	fusetest.RequireFUSE(t)
+	testkit.RequireFUSE(t)
 	RequireSys(t)
 	return &harness.ServerConfig{Command: Self(t, "__fakeserve")}
 }
