@@ -91,7 +91,7 @@ func torture(t *testing.T, lock string) {
 		})
 	}
 	started.Wait()
-	tortureWriter(t, tr, devs, slots, rounds)
+	tortureWriter(t, tr, devs, slots, rounds, &reads)
 	stop()
 	wg.Wait()
 	if bad.Load() > 0 {
@@ -105,11 +105,19 @@ func torture(t *testing.T, lock string) {
 
 // tortureWriter adds, renames and removes devices in slots, checking that
 // every Remove returned only after in-flight Shows of its node ended.
-func tortureWriter(t *testing.T, tr *Tree, devs *Node, slots, rounds int) {
+// Before each change it waits for the readers to have made a read since
+// the last one, so the two interleave whatever the scheduler does.
+func tortureWriter(t *testing.T, tr *Tree, devs *Node, slots, rounds int, reads *atomic.Int64) {
 	rng := rand.New(rand.NewPCG(42, 42))
 	srcs := map[*Node]*wholeSource{}
+	deadline := time.Now().Add(time.Minute)
 	for i := range rounds {
-		runtime.Gosched() // let readers run between changes, even on one P
+		for seen := reads.Load(); reads.Load() == seen; {
+			if time.Now().After(deadline) {
+				t.Fatalf("round %d of %d: the readers made no read within a minute of the test's start", i, rounds)
+			}
+			runtime.Gosched() // let readers run between changes, even on one P
+		}
 		name := fmt.Sprintf("dev%d", rng.IntN(slots))
 		n, err := tr.Lookup(devs, name)
 		switch {
