@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"slices"
 	"strings"
 	"testing"
@@ -13,36 +12,19 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/kernfsim/kernfsim/internal/goldenfile"
 	"github.com/kernfsim/kernfsim/loadgen"
 	"github.com/kernfsim/kernfsim/loadgen/harness"
 	"github.com/kernfsim/kernfsim/sysfs"
 )
 
 func TestCompareReportsGolden(t *testing.T) {
-	for _, tc := range []struct {
-		name  string
-		write func(io.Writer, loadgen.CompareResult) error
-	}{{"compare_table.golden", WriteCompareTable}, {"compare.json.golden", WriteCompareJSON}, {"compare_bench.golden", WriteCompareBench}} {
-		t.Run(tc.name, func(t *testing.T) {
-			var b bytes.Buffer
-			require.NoError(t, tc.write(&b, compareFixture()))
-			goldenfile.Check(t, tc.name, b.String())
-		})
-	}
+	checkGolden(t, compareFixture, golden[loadgen.CompareResult]{"compare_table.golden", WriteCompareTable},
+		golden[loadgen.CompareResult]{"compare.json.golden", WriteCompareJSON}, golden[loadgen.CompareResult]{"compare_bench.golden", WriteCompareBench})
 }
 
 func TestCompareWritersReportsGolden(t *testing.T) {
-	for _, tc := range []struct {
-		name  string
-		write func(io.Writer, loadgen.CompareResult) error
-	}{{"compare_writers_table.golden", WriteCompareTable}, {"compare_writers.json.golden", WriteCompareJSON}, {"compare_writers_bench.golden", WriteCompareBench}} {
-		t.Run(tc.name, func(t *testing.T) {
-			var b bytes.Buffer
-			require.NoError(t, tc.write(&b, compareWritersFixture()))
-			goldenfile.Check(t, tc.name, b.String())
-		})
-	}
+	checkGolden(t, compareWritersFixture, golden[loadgen.CompareResult]{"compare_writers_table.golden", WriteCompareTable},
+		golden[loadgen.CompareResult]{"compare_writers.json.golden", WriteCompareJSON}, golden[loadgen.CompareResult]{"compare_writers_bench.golden", WriteCompareBench})
 }
 
 func TestSpreadAndUnresolved(t *testing.T) {

@@ -1,10 +1,16 @@
 package report
 
 import (
+	"bytes"
+	"io"
 	"strings"
 	"syscall"
+	"testing"
 	"time"
 
+	"github.com/stretchr/testify/require"
+
+	"github.com/kernfsim/kernfsim/internal/goldenfile"
 	"github.com/kernfsim/kernfsim/loadgen"
 	"github.com/kernfsim/kernfsim/loadgen/harness"
 	"github.com/kernfsim/kernfsim/locking"
@@ -131,4 +137,23 @@ var seedLike = map[string]map[int][]float64{
 	"kernfsim rwsem": {1: {45, 47, 49}, 48: {1100, 1170, 1200}},
 	"sim mutex":      {1: {0.79, 0.80, 0.81}, 48: {47, 48, 49}},
 	"sim rwsem":      {1: {0.60, 0.61, 0.62}, 48: {25, 26, 27}},
+}
+
+// golden is one writer's golden file.
+type golden[R any] struct {
+	name  string
+	write func(io.Writer, R) error
+}
+
+// checkGolden writes r with each writer and compares the output with its
+// golden file, one subtest per file.
+func checkGolden[R any](t *testing.T, r func() R, files ...golden[R]) {
+	t.Helper()
+	for _, g := range files {
+		t.Run(g.name, func(t *testing.T) {
+			var b bytes.Buffer
+			require.NoError(t, g.write(&b, r()))
+			goldenfile.Check(t, g.name, b.String())
+		})
+	}
 }

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"io"
 	"slices"
 	"strings"
 	"testing"
@@ -66,16 +65,8 @@ func TestEfficiency(t *testing.T) {
 }
 
 func TestWritersReportsGolden(t *testing.T) {
-	for _, tc := range []struct {
-		name  string
-		write func(io.Writer, loadgen.Result) error
-	}{{"seed_writers.golden", WriteSeed}, {"run_writers.json.golden", WriteJSON}, {"bench_writers.golden", WriteBench}} {
-		t.Run(tc.name, func(t *testing.T) {
-			var b bytes.Buffer
-			require.NoError(t, tc.write(&b, writersFixture()))
-			goldenfile.Check(t, tc.name, b.String())
-		})
-	}
+	checkGolden(t, writersFixture, golden[loadgen.Result]{"seed_writers.golden", WriteSeed},
+		golden[loadgen.Result]{"run_writers.json.golden", WriteJSON}, golden[loadgen.Result]{"bench_writers.golden", WriteBench})
 }
 
 func TestWarnings(t *testing.T) {
