@@ -239,3 +239,43 @@ func openFDs(t *testing.T) int {
 	require.NoError(t, err)
 	return len(ents)
 }
+
+// BenchmarkServeOp is the server's side of one open/read/close of
+// cpuN/topology/core_id with zero timeouts, called as a transport calls
+// it, without FUSE: the six LOOKUPs of the walk, OPEN, READ and RELEASE.
+// It is the tree's share of the per-op cost that scripts/measure/libfuse.sh
+// compares with libfuse's reference server (which has no tree).
+//
+//	go test -run x -bench ServeOp -count 6 ./fusefs/ | benchstat -
+func BenchmarkServeOp(b *testing.B) {
+	for _, lock := range []string{"rcu", "rwsem"} {
+		b.Run("lock="+lock, func(b *testing.B) {
+			tr, _ := newServedTree(b, lock)
+			s := NewServer(tr, Options{})
+			b.Cleanup(s.Close)
+			path := []string{"devices", "system", "cpu", "cpu0", "topology", "core_id"}
+			h := fuse.InHeader{Caller: fuse.Caller{Owner: fuse.Owner{Uid: 1000, Gid: 1000}, Pid: uint32(os.Getpid())}}
+			var entry fuse.EntryOut
+			var open fuse.OpenOut
+			buf := make([]byte, 4096)
+			b.ReportAllocs()
+			for b.Loop() {
+				h.NodeId = fuse.FUSE_ROOT_ID
+				for _, name := range path {
+					if st := s.Lookup(nil, &h, name, &entry); st != fuse.OK {
+						b.Fatalf("LOOKUP %s: %v", name, st)
+					}
+					h.NodeId = entry.NodeId
+				}
+				if st := s.Open(nil, &fuse.OpenIn{InHeader: h, Flags: syscall.O_RDONLY}, &open); st != fuse.OK {
+					b.Fatalf("OPEN: %v", st)
+				}
+				res, st := s.Read(nil, &fuse.ReadIn{InHeader: h, Fh: open.Fh, Size: uint32(len(buf))}, buf)
+				if st != fuse.OK || res.Size() == 0 {
+					b.Fatalf("READ: %v, %d bytes", st, res.Size())
+				}
+				s.Release(nil, &fuse.ReleaseIn{InHeader: h, Fh: open.Fh})
+			}
+		})
+	}
+}

@@ -13,7 +13,7 @@ import (
 // numbers, modes and file contents, so that the two servers differ only
 // in their transports.
 type chain struct {
-	fuse.RawFileSystem // ENOSYS for everything else
+	fuse.RawFileSystem // everything else: go-fuse's defaults (ENOSYS for most)
 }
 
 const (
@@ -93,3 +93,8 @@ func (chain) Read(_ <-chan struct{}, in *fuse.ReadIn, buf []byte) (fuse.ReadResu
 }
 
 func (chain) Release(<-chan struct{}, *fuse.ReleaseIn) {}
+
+// Flush is not implemented, as in the reference server: libfuse answers
+// ENOSYS for an operation its server leaves out, and the kernel then
+// sends no more FLUSHes on the connection.
+func (chain) Flush(<-chan struct{}, *fuse.FlushIn) fuse.Status { return fuse.ENOSYS }
