@@ -27,6 +27,7 @@ type Stats struct {
 	PollsAfterPrime                uint64            // server.polls_after_prime: any is a defect
 	Transport                      string            // server.transport: devfuse or uring
 	Queues, QueueDepth             uint64            // transport.queues, transport.depth (io_uring)
+	DeferTaskRun                   bool              // transport.defer_taskrun: the rings defer their task work (io_uring)
 	Requests                       map[string]uint64 // requests.OPCODE
 	// notify.*: kernel cache notifications (fusefs.NotifyStats)
 	NotifyQueued, NotifyCoalesced, NotifySent, NotifyPending, NotifyOverflows, NotifyUnwaited uint64
@@ -60,7 +61,7 @@ type Stats struct {
 // fields maps each known key to where its value goes.
 func (s *Stats) fields() map[string]any {
 	return map[string]any{
-		"transport.queues": &s.Queues, "transport.depth": &s.QueueDepth,
+		"transport.queues": &s.Queues, "transport.depth": &s.QueueDepth, "transport.defer_taskrun": &s.DeferTaskRun,
 		"server.nodeids": &s.Nodeids, "server.open_files": &s.OpenFiles, "server.goroutines": &s.Goroutines,
 		"server.polls_after_prime": &s.PollsAfterPrime,
 		"notify.queued":            &s.NotifyQueued, "notify.coalesced": &s.NotifyCoalesced, "notify.sent": &s.NotifySent,

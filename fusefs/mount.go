@@ -28,6 +28,9 @@ type MountOptions struct {
 	Debug         bool // log every request (go-fuse's debug output)
 	// Transport is how requests reach the server; "" means TransportAuto.
 	Transport TransportKind
+	// URingDeferTaskRun sets the io_uring queues up with deferred task
+	// work (uring.Config.DeferTaskRun); nothing on /dev/fuse.
+	URingDeferTaskRun bool
 	// Stats, if set, is the tree's stats file (kernel/kernfsim/stats):
 	// MountTree binds it to the new server before the mount serves.
 	Stats *StatsFile
@@ -175,7 +178,7 @@ func (m *Mount) mount(opts MountOptions) error {
 	if want == TransportURing && why != nil {
 		return usage("%s: %v; or use %s", settingTransportURing, why, settingTransportDev)
 	}
-	cfg := uring.Config{}
+	cfg := uring.Config{DeferTaskRun: opts.URingDeferTaskRun}
 	switch {
 	case want == TransportDevFuse || why != nil:
 		cfg.Only = uring.DevFuse

@@ -128,6 +128,7 @@ func (f *StatsFile) Show(_ context.Context, buf *bytes.Buffer) error {
 			if ti.ring != nil {
 				line("transport.queues", ti.ring.Queues())
 				line("transport.depth", ti.ring.Depth())
+				line("transport.defer_taskrun", boolDigit(ti.ring.DeferTaskRun()))
 				for q, n := range ti.ring.Served() {
 					line(fmt.Sprintf("transport.queue%d.requests", q), n)
 				}

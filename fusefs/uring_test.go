@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"log"
 	"os"
 	"path/filepath"
@@ -107,42 +108,73 @@ func (b *blockingStore) Store(context.Context, []byte) error {
 // stats a file from the same CPU: over io_uring both requests are the
 // same queue's, and the stat must not wait for the store.
 func TestBlockingStoreDoesNotHoldItsQueue(t *testing.T) {
-	forEachTransport(t, func(t *testing.T, tp TransportKind) {
-		tr, _ := newServedTree(t, "rcu")
-		m := mountTest(t, tr, MountOptions{Transport: tp})
-		bs := &blockingStore{started: make(chan struct{}), release: make(chan struct{})}
-		testkit.Must(tr.AddAttr(tr.Root(), "blocking_store", 0o200, bs))(t)
-		wrote := make(chan error, 1)
-		onCPU0(t, func() error {
-			f, err := os.OpenFile(filepath.Join(m.Mountpoint, "blocking_store"), os.O_WRONLY, 0)
-			if err == nil {
-				_, err = f.Write([]byte("x"))
-				f.Close()
+	forEachTransport(t, func(t *testing.T, tp TransportKind) { checkBlockingStore(t, MountOptions{Transport: tp}) })
+}
+
+// checkBlockingStore is TestBlockingStoreDoesNotHoldItsQueue on a mount
+// with opts.
+func checkBlockingStore(t *testing.T, opts MountOptions) {
+	tr, _ := newServedTree(t, "rcu")
+	m := mountTest(t, tr, opts)
+	bs := &blockingStore{started: make(chan struct{}), release: make(chan struct{})}
+	testkit.Must(tr.AddAttr(tr.Root(), "blocking_store", 0o200, bs))(t)
+	wrote := make(chan error, 1)
+	onCPU0(t, func() error {
+		f, err := os.OpenFile(filepath.Join(m.Mountpoint, "blocking_store"), os.O_WRONLY, 0)
+		if err == nil {
+			_, err = f.Write([]byte("x"))
+			f.Close()
+		}
+		return err
+	}, wrote)
+	select {
+	case <-bs.started:
+	case err := <-wrote:
+		t.Fatalf("the write returned (%v) before its store started", err)
+	case <-time.After(30 * time.Second):
+		t.Fatal("the store did not start within 30 s")
+	}
+	statted := make(chan error, 1)
+	onCPU0(t, func() error {
+		_, err := os.Stat(filepath.Join(m.Mountpoint, "devices/system/cpu/cpu0/topology/core_id"))
+		return err
+	}, statted)
+	select {
+	case err := <-statted:
+		assert.NoError(t, err, "stat while a store blocks")
+	case <-time.After(30 * time.Second):
+		t.Errorf("a stat from the store's CPU waited 30 s for the blocked store")
+		defer func() { <-statted }() // it ends once the store has returned
+	}
+	close(bs.release)
+	assert.NoError(t, <-wrote, "write to the blocking attribute")
+}
+
+// TestDeferTaskRun serves over rings set up with deferred task work: the
+// stats file says so (and a default mount says not), the whole tree
+// reads as it is, and a blocked store keeps its queue free (its reply
+// reaches the queue thread through the wake eventfd, whose poll then
+// completes as deferred work).
+func TestDeferTaskRun(t *testing.T) {
+	testkit.RequireFUSE(t)
+	if !fusetest.URing(t) {
+		t.Skip("io_uring unavailable")
+	}
+	for _, deferTW := range []bool{false, true} {
+		t.Run(fmt.Sprintf("defer=%v", deferTW), func(t *testing.T) {
+			tr, sf := newServedTree(t, "rcu")
+			m := mountTest(t, tr, MountOptions{Transport: TransportURing, URingDeferTaskRun: deferTW, Stats: sf})
+			tr.Freeze(true)
+			compareWithTree(t, tr, m.Mountpoint)
+			tr.Freeze(false)
+			st := testkit.Must(client.ParseStats(testkit.Must(os.ReadFile(filepath.Join(m.Mountpoint, "kernel/kernfsim/stats")))(t)))(t)
+			assert.Equal(t, "uring", st.Transport)
+			assert.Equal(t, deferTW, st.DeferTaskRun, "transport.defer_taskrun")
+			if deferTW {
+				checkBlockingStore(t, MountOptions{Transport: TransportURing, URingDeferTaskRun: true})
 			}
-			return err
-		}, wrote)
-		select {
-		case <-bs.started:
-		case err := <-wrote:
-			t.Fatalf("the write returned (%v) before its store started", err)
-		case <-time.After(30 * time.Second):
-			t.Fatal("the store did not start within 30 s")
-		}
-		statted := make(chan error, 1)
-		onCPU0(t, func() error {
-			_, err := os.Stat(filepath.Join(m.Mountpoint, "devices/system/cpu/cpu0/topology/core_id"))
-			return err
-		}, statted)
-		select {
-		case err := <-statted:
-			assert.NoError(t, err, "stat while a store blocks")
-		case <-time.After(30 * time.Second):
-			t.Errorf("a stat from the store's CPU waited 30 s for the blocked store")
-			defer func() { <-statted }() // it ends once the store has returned
-		}
-		close(bs.release)
-		assert.NoError(t, <-wrote, "write to the blocking attribute")
-	})
+		})
+	}
 }
 
 // onCPU0 runs f on a thread pinned to CPU 0 and sends its error to done.

@@ -52,21 +52,31 @@ func TestPosixClient(t *testing.T) {
 
 // TestPosix runs go-fuse's posixtest.All against go-fuse's loopback file
 // system over each transport, with READDIRPLUS on (go-fuse's default)
-// and off, each case on a mount of its own, its client a child process
-// (this test binary again), which shares nothing with the server.
+// and off, and over io_uring with DeferTaskRun too, each case on a mount
+// of its own, its client a child process (this test binary again), which
+// shares nothing with the server.
 func TestPosix(t *testing.T) {
+	type variant struct {
+		cfg uring.Config
+		rdp bool
+	}
+	var variants []variant
 	for _, tp := range transports(t) {
-		for _, rdp := range []bool{true, false} {
-			t.Run(fmt.Sprintf("transport=%s/readdirplus=%v", tp, rdp), func(t *testing.T) {
-				for _, name := range posixCases() {
-					t.Run(name, func(t *testing.T) {
-						t.Parallel()
-						m := mount(t, nil, posixOptions(rdp), uring.Config{Only: tp})
-						runPosixChild(t, m, name)
-					})
-				}
-			})
+		variants = append(variants, variant{uring.Config{Only: tp}, true}, variant{uring.Config{Only: tp}, false})
+		if tp == uring.URing {
+			variants = append(variants, variant{uring.Config{Only: tp, DeferTaskRun: true}, true})
 		}
+	}
+	for _, v := range variants {
+		t.Run(fmt.Sprintf("transport=%s/readdirplus=%v/defer=%v", v.cfg.Only, v.rdp, v.cfg.DeferTaskRun), func(t *testing.T) {
+			for _, name := range posixCases() {
+				t.Run(name, func(t *testing.T) {
+					t.Parallel()
+					m := mount(t, nil, posixOptions(v.rdp), v.cfg)
+					runPosixChild(t, m, name)
+				})
+			}
+		})
 	}
 }
 

@@ -37,6 +37,7 @@ type queue struct {
 	stopped bool      // the stop eventfd fired
 	failed  error     // the first REGISTER the kernel refused
 	holdP   bool      // a busy queue waits holding its P (Config.KeepGOMAXPROCS unset)
+	deferTW bool      // the ring defers task work to this thread's waits (Config.DeferTaskRun)
 
 	// WRITE and SETATTR are served on goroutines of their own (see
 	// serveAsync): a store may block (delete_device waits a grace period
@@ -70,7 +71,7 @@ func (q *queue) setup() error {
 		return fmt.Errorf("queue %d: pin to CPU %d: %w", q.id, q.id, err)
 	}
 	var err error
-	if q.ring, err = newRing(uint32(q.depth + 2)); err != nil {
+	if q.ring, err = newRing(uint32(q.depth+2), q.deferTW); err != nil {
 		return fmt.Errorf("queue %d: %w", q.id, err)
 	}
 	q.ringFD = q.ring.fd

@@ -12,9 +12,11 @@ import (
 // io_uring ABI (include/uapi/linux/io_uring.h). golang.org/x/sys has only
 // the syscall numbers.
 const (
-	setupCQSize    = 1 << 3
-	setupSubmitAll = 1 << 7
-	setupSQE128    = 1 << 10
+	setupCQSize       = 1 << 3
+	setupSubmitAll    = 1 << 7
+	setupSQE128       = 1 << 10
+	setupSingleIssuer = 1 << 12
+	setupDeferTaskRun = 1 << 13
 
 	featSingleMmap = 1 << 0
 
@@ -107,9 +109,14 @@ type ring struct {
 }
 
 // newRing sets up a ring of entries SQEs (128 bytes each) and twice as
-// many CQEs, and maps it.
-func newRing(entries uint32) (*ring, error) {
+// many CQEs, and maps it. With deferTW only the calling thread may submit
+// to it, and the kernel runs its task work in that thread's waits
+// (Config.DeferTaskRun).
+func newRing(entries uint32, deferTW bool) (*ring, error) {
 	p := params{flags: setupSQE128 | setupCQSize | setupSubmitAll, cqEntries: 2 * entries}
+	if deferTW {
+		p.flags |= setupSingleIssuer | setupDeferTaskRun
+	}
 	fd, _, errno := unix.Syscall(unix.SYS_IO_URING_SETUP, uintptr(entries), uintptr(unsafe.Pointer(&p)), 0)
 	if errno != 0 {
 		return nil, fmt.Errorf("io_uring_setup: %w", errno)

@@ -42,7 +42,7 @@ func startRings(h *handler, devFD int, g geometry, onFatal func(error)) (*ringSe
 	var wg sync.WaitGroup
 	var err error
 	for id := range g.queues {
-		q := &queue{id: id, depth: g.depth, payload: g.payload, devFD: devFD, handler: h, holdP: g.holdP}
+		q := &queue{id: id, depth: g.depth, payload: g.payload, devFD: devFD, handler: h, holdP: g.holdP, deferTW: g.deferTW}
 		q.cancel.Store(new(make(chan struct{})))
 		if q.stopFD, err = unix.Eventfd(0, unix.EFD_CLOEXEC); err != nil {
 			err = fmt.Errorf("eventfd: %w", err)
@@ -113,7 +113,7 @@ func (rs *ringSet) abandon() {
 // refuses it and, as for any refused REGISTER before the ring is ready,
 // serves the connection over /dev/fuse from then on.
 func poison(devFD int) {
-	r, err := newRing(1)
+	r, err := newRing(1, false)
 	if err != nil {
 		return
 	}

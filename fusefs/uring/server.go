@@ -399,6 +399,10 @@ func (s *Server) Polls() uint64 {
 	return s.rings.handler.polls.Load()
 }
 
+// DeferTaskRun reports whether the queues' rings defer their task work
+// (Config.DeferTaskRun); false on /dev/fuse.
+func (s *Server) DeferTaskRun() bool { return s.onURing && s.geometry.deferTW }
+
 // PinnedBytes is the memory the queues' buffers hold for the
 // connection's life: Queues × Depth × (a 4 KiB header page + the payload,
 // MaxWrite rounded up to pages, at least 8 KiB). 0 on /dev/fuse.

@@ -2,6 +2,7 @@ package uring_test
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -52,15 +53,27 @@ func waitReleased(t *testing.T, m *mounted) {
 }
 
 // TestServeAndUnmount mounts, serves a write and a read, and unmounts,
-// on each transport: the server says what it got, and once it has
-// stopped every goroutine and descriptor it made is gone.
+// on each transport, and over io_uring also with DeferTaskRun: the server
+// says what it got, and once it has stopped every goroutine and
+// descriptor it made is gone.
 func TestServeAndUnmount(t *testing.T) {
+	var cases []uring.Config
 	for _, tp := range transports(t) {
-		t.Run("transport="+string(tp), func(t *testing.T) {
+		cases = append(cases, uring.Config{Only: tp})
+		if tp == uring.URing {
+			cases = append(cases, uring.Config{Only: tp, DeferTaskRun: true})
+		}
+	}
+	for _, cfg := range cases {
+		tp := cfg.Only
+		t.Run(fmt.Sprintf("transport=%s/defer=%v", tp, cfg.DeferTaskRun), func(t *testing.T) {
 			base := takeBaseline(t)
-			m := mount(t, nil, fuse.MountOptions{}, uring.Config{Only: tp})
+			m := mount(t, nil, fuse.MountOptions{}, cfg)
 			roundTrip(t, m)
 			checkShape(t, m, tp)
+			if m.srv.DeferTaskRun() != cfg.DeferTaskRun {
+				t.Errorf("DeferTaskRun: got %v, want %v", m.srv.DeferTaskRun(), cfg.DeferTaskRun)
+			}
 			m.unmount(t)
 			if err := m.srv.Unmount(); err != nil {
 				t.Errorf("a second Unmount: %v", err)

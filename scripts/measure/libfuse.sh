@@ -12,9 +12,11 @@
 # chainfs (tools/chainfs) is the reference server's logic in Go over
 # kernfsim's io_uring transport: the transport alone, without the tree.
 # PIN=-p pins client thread i to CPU i (the server's work per request,
-# without the client's migrations). VARIANT, if set, is an environment
-# for a second kernfsim server (say GOMAXPROCS=4) measured beside the
-# first as kernfsim-variant; KERNFSIM_BASE, if set, is another kernfsim
+# without the client's migrations). VARIANT (an environment, say
+# GOMAXPROCS=4) and VARIANT_ARGS (mount flags, say --uring-defer-taskrun),
+# if either is set, make a second kernfsim server measured beside the
+# first as kernfsim-variant; CHAINFS_VARIANT_ARGS (say --defer-taskrun)
+# does the same for chainfs; KERNFSIM_BASE, if set, is another kernfsim
 # binary measured beside it as kernfsim-base.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -38,9 +40,13 @@ start libfuse "$CHAIN" -o io_uring
 start libfuse-d4 "$CHAIN" -o io_uring -o io_uring_q_depth=4
 start chainfs bin/chainfs --transport uring
 servers="kernfsim chainfs libfuse libfuse-d4"
-if [ -n "${VARIANT:-}" ]; then
-	start kernfsim-variant env $VARIANT bin/kernfsim mount --lock "${LOCK:-rcu}" --transport uring
+if [ -n "${VARIANT:-}${VARIANT_ARGS:-}" ]; then
+	start kernfsim-variant env ${VARIANT:-} bin/kernfsim mount --lock "${LOCK:-rcu}" --transport uring ${VARIANT_ARGS:-}
 	servers="$servers kernfsim-variant"
+fi
+if [ -n "${CHAINFS_VARIANT_ARGS:-}" ]; then
+	start chainfs-variant bin/chainfs --transport uring $CHAINFS_VARIANT_ARGS
+	servers="$servers chainfs-variant"
 fi
 if [ -n "${KERNFSIM_BASE:-}" ]; then
 	start kernfsim-base "$KERNFSIM_BASE" mount --lock "${LOCK:-rcu}" --transport uring

@@ -30,16 +30,17 @@ func run(args []string) int {
 	flags := flag.NewFlagSet("chainfs", flag.ContinueOnError)
 	transport := flags.String("transport", "uring", "uring or devfuse")
 	depth := flags.Int("depth", 0, "requests a queue holds (0: the transport's default)")
+	deferTW := flags.Bool("defer-taskrun", false, "set the rings up with deferred task work (uring.Config.DeferTaskRun)")
 	if err := flags.Parse(args); err != nil {
 		return 2
 	}
 	if flags.NArg() != 1 || (*transport != "uring" && *transport != "devfuse") {
-		fmt.Fprintln(os.Stderr, "usage: chainfs [--transport uring|devfuse] [--depth N] MOUNTPOINT")
+		fmt.Fprintln(os.Stderr, "usage: chainfs [--transport uring|devfuse] [--depth N] [--defer-taskrun] MOUNTPOINT")
 		return 2
 	}
 	mnt := flags.Arg(0)
 	opts := &fuse.MountOptions{DirectMount: true, DisableXAttrs: true, DisableReadDirPlus: true, MaxBackground: 12}
-	srv, err := uring.NewServer(chain{fuse.NewDefaultRawFileSystem()}, mnt, opts, uring.Config{Only: uring.Kind(*transport), Depth: *depth})
+	srv, err := uring.NewServer(chain{fuse.NewDefaultRawFileSystem()}, mnt, opts, uring.Config{Only: uring.Kind(*transport), Depth: *depth, DeferTaskRun: *deferTW})
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "chainfs: %v\n", err)
 		return 1
