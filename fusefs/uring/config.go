@@ -58,10 +58,11 @@ type Config struct {
 	// IORING_SETUP_DEFER_TASKRUN: the kernel hands a queue thread its
 	// requests inside the thread's own io_uring_enter, where by default
 	// it queues task work and signals the thread (TWA_SIGNAL). On two
-	// vCPUs (scripts/measure/libfuse.sh) it took 3-5% off the per-op
-	// cost with one client per CPU, and added 4% with four: woken
-	// clients then preempt the queue thread about twice as often in the
-	// middle of its replies. libfuse leaves it off (lib/fuse_uring.c).
+	// vCPUs (scripts/measure/libfuse.sh) it took 2-8% off the per-op
+	// cost with one client per CPU, and added 1-4% with two or more:
+	// woken clients then preempt the queue thread about twice as often
+	// in the middle of its replies. libfuse leaves it off
+	// (lib/fuse_uring.c).
 	DeferTaskRun bool
 }
 
