@@ -132,6 +132,8 @@ func checkBlockingStore(t *testing.T, opts MountOptions) {
 	case err := <-wrote:
 		t.Fatalf("the write returned (%v) before its store started", err)
 	case <-time.After(30 * time.Second):
+		abortConnection(t, m)
+		awaitBounded(t, "the write", wrote)
 		t.Fatal("the store did not start within 30 s")
 	}
 	statted := make(chan error, 1)
@@ -144,10 +146,19 @@ func checkBlockingStore(t *testing.T, opts MountOptions) {
 		assert.NoError(t, err, "stat while a store blocks")
 	case <-time.After(30 * time.Second):
 		t.Errorf("a stat from the store's CPU waited 30 s for the blocked store")
-		defer func() { <-statted }() // it ends once the store has returned
+		defer awaitBounded(t, "the stat", statted) // it ends once the store has returned
 	}
 	close(bs.release)
-	assert.NoError(t, <-wrote, "write to the blocking attribute")
+	select {
+	case err := <-wrote:
+		assert.NoError(t, err, "write to the blocking attribute")
+	case <-time.After(30 * time.Second):
+		// The store returned, but its reply never reached the kernel:
+		// abort, so that the writer ends and the test fails, not hangs.
+		t.Errorf("the write did not return within 30 s of its store")
+		abortConnection(t, m)
+		awaitBounded(t, "the write", wrote)
+	}
 }
 
 // TestDeferTaskRun serves over rings set up with deferred task work: the

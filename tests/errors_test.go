@@ -32,6 +32,7 @@ func TestMountErrors(t *testing.T) {
 		{"permissions", emptyDir, []string{"--permissions", "foo"}, []string{"--permissions", "foo", "kernel, server"}},
 		{"pprof", emptyDir, []string{"--pprof", "0.0.0.0:6060"}, []string{"--pprof", "loopback", "--pprof-any"}},
 		{"cpus", emptyDir, []string{"--cpus", "0"}, []string{"--cpus", "0"}},
+		{"defer-taskrun on devfuse", emptyDir, []string{"--transport", "devfuse", "--uring-defer-taskrun"}, []string{"--uring-defer-taskrun", "--transport devfuse"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -74,6 +74,14 @@ func TestServeAndUnmount(t *testing.T) {
 			if m.srv.DeferTaskRun() != cfg.DeferTaskRun {
 				t.Errorf("DeferTaskRun: got %v, want %v", m.srv.DeferTaskRun(), cfg.DeferTaskRun)
 			}
+			if tp == uring.URing {
+				// The kernel's view: only a ring with deferred task work
+				// refuses a wait from another thread.
+				err := uring.EnterFromOutside(m.srv, 0)
+				if cfg.DeferTaskRun != errors.Is(err, syscall.EEXIST) || (!cfg.DeferTaskRun && err != nil) {
+					t.Errorf("a wait on queue 0's ring from another thread: got %v; want EEXIST only with DeferTaskRun", err)
+				}
+			}
 			m.unmount(t)
 			if err := m.srv.Unmount(); err != nil {
 				t.Errorf("a second Unmount: %v", err)
@@ -180,6 +188,10 @@ func TestFallBack(t *testing.T) {
 			uring.SetRegisterShortfall(4096)
 			t.Cleanup(func() { uring.SetRegisterShortfall(0) })
 		}},
+		{name: "register-refused-defer", cfg: uring.Config{DeferTaskRun: true}, why: "refused the queues", setup: func(t *testing.T) {
+			uring.SetRegisterShortfall(4096)
+			t.Cleanup(func() { uring.SetRegisterShortfall(0) })
+		}},
 	}
 	for _, c := range cases {
 		t.Run("case="+c.name, func(t *testing.T) {
@@ -249,9 +261,16 @@ func isMounted(mnt string) (bool, error) {
 // rings by fd here (a registered ring fd would not see the fd replaced).
 func TestDeadQueueAborts(t *testing.T) {
 	requireURing(t)
+	for _, deferTW := range []bool{false, true} {
+		t.Run(fmt.Sprintf("defer=%v", deferTW), func(t *testing.T) { checkDeadQueueAborts(t, deferTW) })
+	}
+}
+
+// checkDeadQueueAborts is TestDeadQueueAborts with rings of deferTW.
+func checkDeadQueueAborts(t *testing.T, deferTW bool) {
 	base := takeBaseline(t)
 	t.Cleanup(uring.SetRegisterRingFD(false))
-	m := mount(t, nil, fuse.MountOptions{}, uring.Config{Only: uring.URing})
+	m := mount(t, nil, fuse.MountOptions{}, uring.Config{Only: uring.URing, DeferTaskRun: deferTW})
 	roundTrip(t, m)
 	null := testkit.Must(unix.Open("/dev/null", unix.O_RDONLY|unix.O_CLOEXEC, 0))(t)
 	if err := unix.Dup2(null, uring.RingFD(m.srv, 0)); err != nil {

@@ -17,8 +17,9 @@ import (
 // varies by up to 15% with what earlier builds left in partly used spans
 // (rcu, 10000 blocks: 29.9 to 35.4 MB over four builds with a CPU kept
 // busy), so a memory block counts 3600 bytes, above the largest seen.
-// TestTreeMemory keeps the figures an upper bound. A container of --cgroups takes 23-25 KiB
-// (its cgroup and half its pod's, 57 files each, measured with 4000).
+// A container of --cgroups takes 23-25 KiB (its cgroup and half its
+// pod's, 57 files each, measured with 4000). TestTreeMemory keeps the
+// figures an upper bound.
 const (
 	memBlockBytes = 3600
 	cpuBytes      = 20 << 10

@@ -117,6 +117,9 @@ func (f *flags) options() (fusefs.MountOptions, error) {
 	if err != nil {
 		return o, fmt.Errorf("invalid value %q for --transport: valid values are auto, devfuse, uring", f.transport)
 	}
+	if f.deferTW && t == fusefs.TransportDevFuse {
+		return o, errors.New("--uring-defer-taskrun does not apply to --transport devfuse: it sets up io_uring rings; drop one of them")
+	}
 	o.Transport, o.URingDeferTaskRun = t, f.deferTW
 	o.Options = fusefs.Options{EntryTimeout: f.entry, AttrTimeout: f.attr, Permissions: fusefs.Permissions(f.perms)}
 	if f.negativeSet {
