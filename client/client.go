@@ -34,25 +34,25 @@ const (
 // follows on the line.
 const FallbackNotice = "kernfsim: serving over /dev/fuse, not io_uring: "
 
-// NewDevice is the write to new_device that creates device name with
-// nattrs extra attributes: "NAME NATTRS\n".
-func NewDevice(name string, nattrs int) []byte {
+// NewDeviceLine is the line to write to new_device to create device
+// name with nattrs extra attributes: "NAME NATTRS\n".
+func NewDeviceLine(name string, nattrs int) []byte {
 	return []byte(name + " " + strconv.Itoa(nattrs) + "\n")
 }
 
-// DeleteDevices is the write to delete_device that removes the devices
-// names, under one grace period: "NAME [NAME...]\n".
-func DeleteDevices(names ...string) []byte {
+// DeleteDevicesLine is the line to write to delete_device to remove the
+// devices names under one grace period: "NAME [NAME...]\n".
+func DeleteDevicesLine(names ...string) []byte {
 	return []byte(strings.Join(names, " ") + "\n")
 }
 
-// NewCgroup is the write to new_cgroup that makes the cgroup at path
-// (below CgroupDir, as mkdir(2) would there): "PATH\n".
-func NewCgroup(path string) []byte { return []byte(path + "\n") }
+// NewCgroupLine is the line to write to new_cgroup to make the cgroup at
+// path (below CgroupDir, as mkdir(2) would there): "PATH\n".
+func NewCgroupLine(path string) []byte { return []byte(path + "\n") }
 
-// DeleteCgroup is the write to delete_cgroup that removes the cgroup at
-// path, as rmdir(2) would: "PATH\n".
-func DeleteCgroup(path string) []byte { return []byte(path + "\n") }
+// DeleteCgroupLine is the line to write to delete_cgroup to remove the
+// cgroup at path, as rmdir(2) would: "PATH\n".
+func DeleteCgroupLine(path string) []byte { return []byte(path + "\n") }
 
 // ErrSyntax is a control-file write that is not "NAME [NATTRS]",
 // "NAME [NAME...]" or "PATH".

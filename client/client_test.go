@@ -10,13 +10,13 @@ import (
 )
 
 func TestControlWritesParse(t *testing.T) {
-	name, n, err := ParseNewDevice(NewDevice("dev7", 3), 64)
+	name, n, err := ParseNewDevice(NewDeviceLine("dev7", 3), 64)
 	if err != nil || name != "dev7" || n != 3 {
-		t.Fatalf("ParseNewDevice(NewDevice(dev7, 3)): got %q, %d, %v", name, n, err)
+		t.Fatalf("ParseNewDevice(NewDeviceLine(dev7, 3)): got %q, %d, %v", name, n, err)
 	}
-	names, err := ParseDeleteDevices(DeleteDevices("a", "b", "c"))
+	names, err := ParseDeleteDevices(DeleteDevicesLine("a", "b", "c"))
 	if err != nil || !slices.Equal(names, []string{"a", "b", "c"}) {
-		t.Fatalf("ParseDeleteDevices(DeleteDevices(a, b, c)): got %q, %v", names, err)
+		t.Fatalf("ParseDeleteDevices(DeleteDevicesLine(a, b, c)): got %q, %v", names, err)
 	}
 	if name, n, err := ParseNewDevice([]byte("solo"), 64); err != nil || name != "solo" || n != 0 {
 		t.Fatalf("ParseNewDevice(solo): got %q, %d, %v; want solo, 0", name, n, err)
@@ -57,7 +57,7 @@ func TestParseStats(t *testing.T) {
 
 func TestCgroupControlWritesParse(t *testing.T) {
 	for _, p := range []string{"kubepods.slice", "kubepods.slice/kubepods-podx.slice/cri-containerd-1.scope"} {
-		for _, data := range [][]byte{NewCgroup(p), DeleteCgroup(p), NewCgroup("/" + p)} {
+		for _, data := range [][]byte{NewCgroupLine(p), DeleteCgroupLine(p), NewCgroupLine("/" + p)} {
 			if got, err := ParseCgroupPath(data); err != nil || got != p {
 				t.Errorf("ParseCgroupPath(%q): got %q, %v; want %q", data, got, err, p)
 			}

@@ -223,7 +223,7 @@ func newDeviceChurn(t target, writers int, field string) (*deviceChurn, error) {
 		names := make([]string, churnSlots)
 		for i := range names {
 			names[i] = "loadgen" + strconv.Itoa(w*churnSlots+i)
-			t.write(churnDelete, client.DeleteDevices(names[i])) // ENODEV when absent, as expected
+			t.write(churnDelete, client.DeleteDevicesLine(names[i])) // ENODEV when absent, as expected
 		}
 		d.names, d.present = append(d.names, names), append(d.present, make([]bool, churnSlots))
 	}
@@ -247,9 +247,9 @@ func (d *deviceChurn) change(w int) (bool, string, error) {
 	name, removed := d.names[w][i], d.present[w][i]
 	var err error
 	if removed {
-		err = d.t.write(churnDelete, client.DeleteDevices(name))
+		err = d.t.write(churnDelete, client.DeleteDevicesLine(name))
 	} else {
-		err = d.t.write(churnControl, client.NewDevice(name, DefaultChurnAttrs))
+		err = d.t.write(churnControl, client.NewDeviceLine(name, DefaultChurnAttrs))
 	}
 	if err == nil {
 		d.present[w][i] = !removed
@@ -262,7 +262,7 @@ func (d *deviceChurn) cleanup() {
 	for w, names := range d.names {
 		for i, n := range names {
 			if d.present[w][i] {
-				d.t.write(churnDelete, client.DeleteDevices(n))
+				d.t.write(churnDelete, client.DeleteDevicesLine(n))
 			}
 		}
 	}

@@ -189,10 +189,10 @@ func makeCgroupChurn(t target, writers int) (*cgroupChurn, error) {
 		scopes := make([]string, churnSlots)
 		for i := range scopes {
 			scopes[i] = pod + "/cri-containerd-" + cgroupMark + itoa(w) + "x" + itoa(i) + ".scope"
-			t.write(client.DeleteCgroupPath, client.DeleteCgroup(scopes[i]))
+			t.write(client.DeleteCgroupPath, client.DeleteCgroupLine(scopes[i]))
 		}
-		t.write(client.DeleteCgroupPath, client.DeleteCgroup(pod))
-		if err := t.write(client.NewCgroupPath, client.NewCgroup(pod)); err != nil {
+		t.write(client.DeleteCgroupPath, client.DeleteCgroupLine(pod))
+		if err := t.write(client.NewCgroupPath, client.NewCgroupLine(pod)); err != nil {
 			c.cleanup()
 			return nil, fmt.Errorf("making the writers' pod %s: %v", pod, err)
 		}
@@ -207,9 +207,9 @@ func (c *cgroupChurn) change(w int) (bool, string, error) {
 	path, removed := c.scopes[w][i], c.present[w][i]
 	var err error
 	if removed {
-		err = c.t.write(client.DeleteCgroupPath, client.DeleteCgroup(path))
+		err = c.t.write(client.DeleteCgroupPath, client.DeleteCgroupLine(path))
 	} else {
-		err = c.t.write(client.NewCgroupPath, client.NewCgroup(path))
+		err = c.t.write(client.NewCgroupPath, client.NewCgroupLine(path))
 	}
 	if err == nil {
 		c.present[w][i] = !removed
@@ -222,9 +222,9 @@ func (c *cgroupChurn) cleanup() {
 	for w, pod := range c.pods {
 		for i, s := range c.scopes[w] {
 			if c.present[w][i] {
-				c.t.write(client.DeleteCgroupPath, client.DeleteCgroup(s))
+				c.t.write(client.DeleteCgroupPath, client.DeleteCgroupLine(s))
 			}
 		}
-		c.t.write(client.DeleteCgroupPath, client.DeleteCgroup(pod))
+		c.t.write(client.DeleteCgroupPath, client.DeleteCgroupLine(pod))
 	}
 }

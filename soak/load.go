@@ -250,9 +250,9 @@ func (l *load) churn(a *actor) {
 		name := churnName + strconv.Itoa(i)
 		var err error
 		if l.present[i] {
-			err = l.t.Write(client.DeleteDevicePath, client.DeleteDevices(name))
+			err = l.t.Write(client.DeleteDevicePath, client.DeleteDevicesLine(name))
 		} else {
-			err = l.t.Write(client.NewDevicePath, client.NewDevice(name, 2))
+			err = l.t.Write(client.NewDevicePath, client.NewDeviceLine(name, 2))
 		}
 		a.record(0, err, false, name)
 		if err == nil {
@@ -275,7 +275,7 @@ func (l *load) storm(a *actor) {
 		var names []string
 		for i := range l.c.StormSize {
 			name := stormName + strconv.Itoa(i)
-			err := l.t.Write(client.NewDevicePath, client.NewDevice(name, 1))
+			err := l.t.Write(client.NewDevicePath, client.NewDeviceLine(name, 1))
 			a.record(0, err, false, name)
 			if err == nil {
 				names = append(names, name)
@@ -284,7 +284,7 @@ func (l *load) storm(a *actor) {
 		if len(names) == 0 {
 			continue
 		}
-		err := l.t.Write(client.DeleteDevicePath, client.DeleteDevices(names...))
+		err := l.t.Write(client.DeleteDevicePath, client.DeleteDevicesLine(names...))
 		a.record(0, err, false, stormName+"*")
 		if err == nil {
 			l.storms.Add(1)
@@ -333,7 +333,7 @@ func (l *load) finish() {
 		}
 	}
 	if len(names) > 0 {
-		if err := l.t.Write(client.DeleteDevicePath, client.DeleteDevices(names...)); err != nil {
+		if err := l.t.Write(client.DeleteDevicePath, client.DeleteDevicesLine(names...)); err != nil {
 			l.writers[0].record(0, err, false, strings.Join(names, " "))
 		}
 	}

@@ -205,8 +205,8 @@ func TestCgroupABI(t *testing.T) {
 	testkit.ForEachLock(t, testtree.Writers, func(t *testing.T, lock string) {
 		_, w := cgroupTree(t, lock, 2)
 		pod, ctr := "kubepods.slice/kubepods-podtest.slice", "kubepods.slice/kubepods-podtest.slice/cri-containerd-test.scope"
-		require.NoError(t, rootWrite(w, client.NewCgroupPath, string(client.NewCgroup(pod))))
-		require.NoError(t, rootWrite(w, client.NewCgroupPath, string(client.NewCgroup("/"+ctr))))
+		require.NoError(t, rootWrite(w, client.NewCgroupPath, string(client.NewCgroupLine(pod))))
+		require.NoError(t, rootWrite(w, client.NewCgroupPath, string(client.NewCgroupLine("/"+ctr))))
 		dir := "fs/cgroup/" + ctr + "/"
 		mem := testkit.Must(client.ParseFlatKeyed([]byte(synthRead(t, w, dir+"memory.stat"))))(t)
 		checkMemoryStat(t, ctr, mem, synthRead(t, w, dir+"memory.current"))
@@ -214,11 +214,11 @@ func TestCgroupABI(t *testing.T) {
 		if got := synthRead(t, w, dir+"cgroup.procs"); got != "" {
 			t.Errorf("a new cgroup's cgroup.procs %q, want none", got)
 		}
-		if err := rootWrite(w, client.DeleteCgroupPath, string(client.DeleteCgroup(pod))); !errors.Is(err, syscall.EBUSY) {
+		if err := rootWrite(w, client.DeleteCgroupPath, string(client.DeleteCgroupLine(pod))); !errors.Is(err, syscall.EBUSY) {
 			t.Errorf("deleting a slice with a container: got %v, want EBUSY", err)
 		}
-		require.NoError(t, rootWrite(w, client.DeleteCgroupPath, string(client.DeleteCgroup(ctr))))
-		require.NoError(t, rootWrite(w, client.DeleteCgroupPath, string(client.DeleteCgroup(pod))))
+		require.NoError(t, rootWrite(w, client.DeleteCgroupPath, string(client.DeleteCgroupLine(ctr))))
+		require.NoError(t, rootWrite(w, client.DeleteCgroupPath, string(client.DeleteCgroupLine(pod))))
 		_, err := w.Lresolve(kernfsim.RootCred, "fs/cgroup/"+pod)
 		testkit.WantErrno(t, err, syscall.ENOENT)
 	})

@@ -222,14 +222,14 @@ func (m *mountTarget) write(fd int, data []byte) error {
 }
 
 func (m *mountTarget) create(name string, attrs int) error {
-	if err := m.write(m.add, client.NewDevice(name, attrs)); err != nil {
+	if err := m.write(m.add, client.NewDeviceLine(name, attrs)); err != nil {
 		return fmt.Errorf("new_device %s: %w", name, err)
 	}
 	return nil
 }
 
 func (m *mountTarget) remove(names []string) error {
-	if err := m.write(m.del, client.DeleteDevices(names...)); err != nil {
+	if err := m.write(m.del, client.DeleteDevicesLine(names...)); err != nil {
 		return fmt.Errorf("delete_device %s: %w", names[0], err)
 	}
 	return nil
