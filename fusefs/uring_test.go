@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"fmt"
 	"log"
 	"os"
 	"path/filepath"
@@ -85,6 +84,7 @@ func TestStatsShowTransport(t *testing.T) {
 		if st.Transport != string(tp) {
 			t.Fatalf("stats over %s: server.transport %q", tp, st.Transport)
 		}
+		assert.False(t, st.DeferTaskRun, "transport.defer_taskrun of a default mount")
 		cpus := testkit.Must(uring.PossibleCPUs())(t)
 		if tp == TransportURing && (st.Queues != uint64(cpus) || st.QueueDepth != uring.DefaultDepth || !strings.Contains(string(b), "transport.queue0.requests ")) {
 			t.Fatalf("stats over io_uring: %d queues of depth %d (want %d of %d), per-queue counts in\n%s", st.Queues, st.QueueDepth, cpus, uring.DefaultDepth, b)
@@ -162,30 +162,27 @@ func checkBlockingStore(t *testing.T, opts MountOptions) {
 }
 
 // TestDeferTaskRun serves over rings set up with deferred task work: the
-// stats file says so (and a default mount says not), the whole tree
-// reads as it is, and a blocked store keeps its queue free (its reply
-// reaches the queue thread through the wake eventfd, whose poll then
-// completes as deferred work).
+// stats file says so (TestStatsShowTransport checks that a default mount
+// says not), the whole tree reads as it is, and a blocked store keeps its
+// queue free (its reply reaches the queue thread through the wake
+// eventfd, whose poll then completes as deferred work).
 func TestDeferTaskRun(t *testing.T) {
 	testkit.RequireFUSE(t)
 	if !fusetest.URing(t) {
 		t.Skip("io_uring unavailable")
 	}
-	for _, deferTW := range []bool{false, true} {
-		t.Run(fmt.Sprintf("defer=%v", deferTW), func(t *testing.T) {
-			tr, sf := newServedTree(t, "rcu")
-			m := mountTest(t, tr, MountOptions{Transport: TransportURing, URingDeferTaskRun: deferTW, Stats: sf})
-			tr.Freeze(true)
-			compareWithTree(t, tr, m.Mountpoint)
-			tr.Freeze(false)
-			st := testkit.Must(client.ParseStats(testkit.Must(os.ReadFile(filepath.Join(m.Mountpoint, "kernel/kernfsim/stats")))(t)))(t)
-			assert.Equal(t, "uring", st.Transport)
-			assert.Equal(t, deferTW, st.DeferTaskRun, "transport.defer_taskrun")
-			if deferTW {
-				checkBlockingStore(t, MountOptions{Transport: TransportURing, URingDeferTaskRun: true})
-			}
-		})
-	}
+	opts := MountOptions{Transport: TransportURing, URingDeferTaskRun: true}
+	tr, sf := newServedTree(t, "rcu")
+	withStats := opts
+	withStats.Stats = sf
+	m := mountTest(t, tr, withStats)
+	tr.Freeze(true)
+	compareWithTree(t, tr, m.Mountpoint)
+	tr.Freeze(false)
+	st := testkit.Must(client.ParseStats(testkit.Must(os.ReadFile(filepath.Join(m.Mountpoint, "kernel/kernfsim/stats")))(t)))(t)
+	assert.Equal(t, "uring", st.Transport)
+	assert.True(t, st.DeferTaskRun, "transport.defer_taskrun")
+	checkBlockingStore(t, opts)
 }
 
 // onCPU0 runs f on a thread pinned to CPU 0 and sends its error to done.
