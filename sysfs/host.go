@@ -545,11 +545,9 @@ func (r hostRead) source(writable bool) kernfsim.Source {
 var readBufs = sync.Pool{New: func() any { b := make([]byte, kernfsim.PageSize+1); return &b }}
 
 // readHostFile reads up to max bytes of f, and one more to tell whether
-// there was more, if f is still the regular file listed. The open does
-// not block on a FIFO (O_NONBLOCK), and nothing is read from a file that
-// is not the one listed.
+// there was more, if f is still the regular file listed (openRegular).
 func readHostFile(f *attrFile, max int) hostRead {
-	fd, changed, err := openChecked(f.dir.fd, f.name, unix.O_RDONLY|unix.O_NONBLOCK, f.id)
+	fd, changed, err := openRegular(f.dir.fd, f.name, f.id)
 	if changed {
 		return hostRead{changed: true}
 	}
@@ -557,11 +555,6 @@ func readHostFile(f *attrFile, max int) hostRead {
 		return hostRead{errno: kernfsim.Errno(err)}
 	}
 	defer unix.Close(fd)
-	// Read as before the check: a regular file blocking or not is the
-	// filesystem's business (FUSE passes the flag on).
-	if _, err := unix.FcntlInt(uintptr(fd), unix.F_SETFL, 0); err != nil {
-		return hostRead{errno: kernfsim.Errno(err)}
-	}
 	bp := readBufs.Get().(*[]byte)
 	defer readBufs.Put(bp)
 	buf := (*bp)[:max+1]

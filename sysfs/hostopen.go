@@ -1,6 +1,7 @@
 package sysfs
 
 import (
+	"fmt"
 	"strings"
 	"sync/atomic"
 
@@ -134,6 +135,58 @@ func openChecked(dirfd int, rel string, flags int, want fileID) (fd int, changed
 		return -1, true, unix.ESTALE
 	}
 	return fd, false, nil
+}
+
+// openRegular opens name in dir for reading if it is the regular file
+// want. It first opens it O_PATH, which opens nothing (a FIFO, device or
+// socket swapped in is never opened), checks that, then opens that very
+// inode through /proc/self/fd. Without /proc it opens name O_NONBLOCK
+// (a FIFO or device swapped in is then opened but never read, and a FIFO
+// does not block) and checks that instead.
+func openRegular(dirfd int, name string, want fileID) (fd int, changed bool, err error) {
+	pfd, changed, err := openChecked(dirfd, name, unix.O_PATH, want)
+	if err != nil {
+		return -1, changed, err
+	}
+	fd, err = retry(func() (int, error) {
+		return unix.Open(fmt.Sprintf("%s%d", procSelfFD, pfd), unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	})
+	unix.Close(pfd)
+	if err == unix.ENOENT { // no /proc
+		return openNonblock(dirfd, name, want)
+	}
+	if err != nil {
+		return -1, false, err
+	}
+	if !sameFile(fd, want) { // /proc is not what it should be
+		unix.Close(fd)
+		return -1, true, unix.ESTALE
+	}
+	return fd, false, nil
+}
+
+// openNonblock is openRegular without /proc.
+func openNonblock(dirfd int, name string, want fileID) (fd int, changed bool, err error) {
+	fd, changed, err = openChecked(dirfd, name, unix.O_RDONLY|unix.O_NONBLOCK, want)
+	if err != nil {
+		return -1, changed, err
+	}
+	// Read as without the check: whether a regular file's reads block is
+	// its filesystem's business (FUSE passes the flag on).
+	if _, err := unix.FcntlInt(uintptr(fd), unix.F_SETFL, 0); err != nil {
+		unix.Close(fd)
+		return -1, false, err
+	}
+	return fd, false, nil
+}
+
+// procSelfFD is where openRegular reopens an O_PATH fd; tests point it
+// elsewhere to cover the fallback.
+var procSelfFD = "/proc/self/fd/"
+
+func sameFile(fd int, want fileID) bool {
+	var st unix.Stat_t
+	return unix.Fstat(fd, &st) == nil && idOf(&st) == want
 }
 
 // dirFD is an open host directory, shared by the scanner and the reads

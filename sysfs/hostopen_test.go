@@ -1,6 +1,8 @@
 package sysfs
 
 import (
+	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -12,16 +14,20 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// forEachResolve runs fn with openat2, then with the per-component walk.
+// forEachResolve runs fn with openat2 and /proc, then with their
+// fallbacks: the per-component walk, and opening O_NONBLOCK.
 func forEachResolve(t *testing.T, fn func(t *testing.T)) {
-	for _, walk := range []bool{false, true} {
-		name := "resolve=openat2"
-		if walk {
-			name = "resolve=walk"
+	for _, fallback := range []bool{false, true} {
+		name := "resolve=openat2,reopen=proc"
+		if fallback {
+			name = "resolve=walk,reopen=nonblock"
 		}
 		t.Run(name, func(t *testing.T) {
-			old := noOpenat2.Swap(walk)
-			defer noOpenat2.Store(old)
+			old, oldProc := noOpenat2.Swap(fallback), procSelfFD
+			defer func() { noOpenat2.Store(old); procSelfFD = oldProc }()
+			if fallback {
+				procSelfFD = "/nonexistent/"
+			}
 			fn(t)
 		})
 	}
@@ -106,31 +112,72 @@ func TestOpenBeneathMountPoint(t *testing.T) {
 	})
 }
 
-// TestMirrorHostChanged swaps an attribute for a symlink to a secret, and
-// another for a FIFO, just before each is read: both are reported
-// changed and fail EIO, nothing is read from either, and nothing blocks.
+// TestMirrorHostChanged swaps an attribute for a symlink to a secret,
+// another for a FIFO and, as root, a third for a device node, just
+// before each is read: each is reported changed and fails EIO, nothing
+// is read from any, and nothing blocks. The FIFO and the device node are
+// not even opened (inotify sees no open): the O_PATH check comes first,
+// also where /proc is missing.
+// Preconditions: not parallel (forEachResolve sets package variables).
 func TestMirrorHostChanged(t *testing.T) {
 	forEachResolve(t, func(t *testing.T) {
 		dir, secret := makeSwapHost(t, -1)
+		swaps := map[string]string{"a": "l", "f": "p"}
+		if os.Geteuid() == 0 {
+			require.NoError(t, os.WriteFile(filepath.Join(dir, "g"), []byte(plainContents[0]), 0o644))
+			require.NoError(t, unix.Mknod(filepath.Join(dir, "n"), unix.S_IFCHR|0o666, int(unix.Mkdev(1, 3)))) // /dev/null
+			swaps["g"] = "n"
+		}
+		opens := watchOpens(t, dir, slices.Collect(maps.Values(swaps)))
 		defer swapRead(func(f *attrFile, max int) hostRead {
-			if p := map[string]string{"a": "l", "f": "p"}[f.name]; p != "" {
+			if p := swaps[f.name]; p != "" {
 				require.NoError(t, unix.Renameat2(f.dir.fd, f.name, f.dir.fd, p, unix.RENAME_EXCHANGE))
 			}
 			return readHostFile(f, max)
 		})()
 		tr, rep := mirrorTest(t, "rwsem", dir, MirrorOptions{})
-		slices.Sort(rep.Changed)
-		if want := []string{"a", "f"}; !slices.Equal(rep.Changed, want) {
+		want := slices.Sorted(maps.Keys(swaps))
+		if slices.Sort(rep.Changed); !slices.Equal(rep.Changed, want) {
 			t.Errorf("got Changed %q, want %q", rep.Changed, want)
 		}
-		for _, p := range []string{"a", "f"} {
+		for _, p := range want {
 			if got, e := readMirrored(t, tr, p); e != syscall.EIO {
 				t.Errorf("%s: got %q (errno %v), want EIO", p, got, e)
 			}
 		}
 		checkSwapMirror(t, tr, rep, secret)
-		if s := rep.String(); !strings.Contains(s, "2 entries were another file when opened than when listed") {
-			t.Errorf("report %q does not count the 2 changed entries", s)
+		if s, n := rep.String(), len(want); !strings.Contains(s, fmt.Sprintf("%d entries were another file when opened than when listed", n)) {
+			t.Errorf("report %q does not count the %d changed entries", s, n)
+		}
+		if got := opens(); got != 0 {
+			t.Errorf("the FIFO or device node swapped in was opened %d times", got)
+		}
+		fifo, err := unix.Open(filepath.Join(dir, "f"), unix.O_RDONLY|unix.O_NONBLOCK|unix.O_CLOEXEC, 0) // now the FIFO
+		require.NoError(t, err)
+		unix.Close(fifo)
+		if got := opens(); got != 1 {
+			t.Errorf("the watch saw %d opens of the FIFO opened once", got)
 		}
 	})
+}
+
+// watchOpens watches names in dir for opens (inotify IN_OPEN); the
+// function returned says how many there were since.
+func watchOpens(t *testing.T, dir string, names []string) func() int {
+	fd, err := unix.InotifyInit1(unix.IN_NONBLOCK | unix.IN_CLOEXEC)
+	require.NoError(t, err)
+	t.Cleanup(func() { unix.Close(fd) })
+	for _, name := range names {
+		_, err := unix.InotifyAddWatch(fd, filepath.Join(dir, name), unix.IN_OPEN)
+		require.NoError(t, err)
+	}
+	return func() int {
+		buf := make([]byte, 64<<10)
+		n, err := unix.Read(fd, buf)
+		if err == unix.EAGAIN {
+			return 0
+		}
+		require.NoError(t, err)
+		return n / unix.SizeofInotifyEvent // no names: events on the watched files themselves
+	}
 }
