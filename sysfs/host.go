@@ -180,6 +180,7 @@ type mirror struct {
 	t        *kernfsim.Tree
 	dir      string
 	root     int    // dir, opened O_PATH; every directory is opened below it
+	rootID   fileID // what root is
 	dev      uint64 // dir's filesystem; nothing on another one is entered
 	opts     MirrorOptions
 	rep      *MirrorReport // written by the scanner; readers report through their jobs
@@ -227,7 +228,7 @@ type attrFile struct {
 }
 
 func newMirror(t *kernfsim.Tree, dir string, root int, st unix.Stat_t, opts MirrorOptions, rep *MirrorReport) *mirror {
-	return &mirror{t: t, dir: dir, root: root, dev: st.Dev, opts: opts, rep: rep,
+	return &mirror{t: t, dir: dir, root: root, rootID: idOf(&st), dev: st.Dev, opts: opts, rep: rep,
 		attrs: map[attrKey]*kernfsim.Attr{}, jobs: make(chan *hostEntry, 256), readFile: hostReadFile}
 }
 
@@ -239,11 +240,7 @@ func (m *mirror) scan() []*hostDir {
 		m.wg.Add(1)
 		go m.reader()
 	}
-	var st unix.Stat_t
-	if err := unix.Fstat(m.root, &st); err != nil {
-		panic(err) // an open fd
-	}
-	dirs := []*hostDir{{id: idOf(&st)}}
+	dirs := []*hostDir{{id: m.rootID}}
 	for i := 0; i < len(dirs); i++ {
 		d := dirs[i]
 		m.scanDir(d)
