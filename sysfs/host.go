@@ -5,14 +5,14 @@ import (
 	"context"
 	"fmt"
 	"io/fs"
-	"os"
 	"path"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/kernfsim/kernfsim/kernfsim"
 )
@@ -91,6 +91,11 @@ type MirrorReport struct {
 	// Skipped are entries not mirrored, or directories mirrored without
 	// their contents, each with the reason.
 	Skipped []MirrorSkip
+	// Changed are entries found to be another file (or none) when opened
+	// than the one listed: something was swapped in between. Nothing is
+	// read from what was swapped in: an attribute is added failing EIO, a
+	// directory is added empty, a symlink is left out.
+	Changed []string
 	Elapsed time.Duration
 	Options MirrorOptions // as used, defaults filled in
 }
@@ -123,6 +128,12 @@ const (
 // dir's mode and owner. The report counts everything added and lists
 // everything left out.
 //
+// Whoever can write dir cannot make the mirror read anything else, nor
+// hang it: every entry is opened from its directory's fd, following no
+// symlink and crossing no mount, and checked against its listing before
+// it is read; a FIFO, socket or device node is never read (hostopen.go;
+// TestMirrorHostSwapRace).
+//
 // Locking: host files are read without any tree lock; the tree's write
 // side is taken once per directory (AddBatch) and once for the root's
 // attributes, so a 100,000-entry directory costs one acquisition.
@@ -132,16 +143,14 @@ func MirrorHost(t *kernfsim.Tree, dir string, opts MirrorOptions) (MirrorReport,
 	if n := t.Nodes(); n != 1 {
 		return rep, fmt.Errorf("mirror %s: the tree must be empty, it has %d nodes", dir, n)
 	}
-	var st syscall.Stat_t
-	if err := syscall.Stat(dir, &st); err != nil {
-		return rep, &fs.PathError{Op: "mirror", Path: dir, Err: err}
-	}
-	if st.Mode&syscall.S_IFMT != syscall.S_IFDIR {
-		return rep, &fs.PathError{Op: "mirror", Path: dir, Err: syscall.ENOTDIR}
+	root, st, err := openRoot(dir)
+	if err != nil {
+		return rep, err
 	}
 	rep.Options = opts.withDefaults()
-	m := newMirror(t, dir, st.Dev, rep.Options, &rep)
+	m := newMirror(t, dir, root, st, rep.Options, &rep)
 	dirs := m.scan()
+	unix.Close(root)
 	if err := m.build(dirs, st); err != nil {
 		return rep, err
 	}
@@ -149,18 +158,36 @@ func MirrorHost(t *kernfsim.Tree, dir string, opts MirrorOptions) (MirrorReport,
 	return rep, nil
 }
 
+// openRoot opens dir (following a symlink there: the caller named it)
+// for openBeneath, and stats it.
+func openRoot(dir string) (int, unix.Stat_t, error) {
+	var st unix.Stat_t
+	fd, err := unix.Open(dir, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err == nil {
+		if err = unix.Fstat(fd, &st); err != nil {
+			unix.Close(fd)
+		}
+	}
+	if err != nil {
+		return -1, st, &fs.PathError{Op: "mirror", Path: dir, Err: err}
+	}
+	return fd, st, nil
+}
+
 // mirror is one MirrorHost load: a scanner that walks dir on the calling
 // goroutine and readers that read attributes meanwhile.
 type mirror struct {
 	t        *kernfsim.Tree
 	dir      string
+	root     int    // dir, opened O_PATH; every directory is opened below it
+	rootID   fileID // what root is
 	dev      uint64 // dir's filesystem; nothing on another one is entered
 	opts     MirrorOptions
 	rep      *MirrorReport // written by the scanner; readers report through their jobs
 	attrs    map[attrKey]*kernfsim.Attr
 	jobs     chan *hostEntry
 	wg       sync.WaitGroup
-	readFile func(path string, max int) hostRead // hostReadFile when the load began
+	readFile func(f *attrFile, max int) hostRead // hostReadFile when the load began
 }
 
 type attrKey struct {
@@ -171,25 +198,37 @@ type attrKey struct {
 // hostDir is one scanned directory.
 type hostDir struct {
 	rel     string         // below the mirrored dir; "" for the root
+	id      fileID         // what its parent's listing said it is
 	node    *kernfsim.Node // set by build before its entries are added
 	entries []*hostEntry
 }
 
-// hostEntry is one scanned entry. For an attribute with a path, one
-// reader fills in spec.Source, truncated, errno and timedOut; the scanner
-// reads them only after every reader is done (wg.Wait).
+// hostEntry is one scanned entry. For an attribute with a file, one
+// reader fills in spec.Source, truncated, errno, timedOut and changed;
+// the scanner reads them only after every reader is done (wg.Wait).
 type hostEntry struct {
 	name      string
 	spec      kernfsim.NodeSpec
-	sub       *hostDir // a directory to descend into
-	path      string   // an attribute to read: its host path
+	sub       *hostDir  // a directory to descend into
+	file      *attrFile // an attribute to read
 	truncated bool
 	errno     syscall.Errno
 	timedOut  bool
+	changed   bool
 }
 
-func newMirror(t *kernfsim.Tree, dir string, dev uint64, opts MirrorOptions, rep *MirrorReport) *mirror {
-	return &mirror{t: t, dir: dir, dev: dev, opts: opts, rep: rep,
+// attrFile is an attribute to read: its name in its open directory, and
+// what the listing said it is. It holds a reference on dir, which the
+// read releases.
+type attrFile struct {
+	dir  *dirFD
+	name string
+	rel  string // below the mirrored dir
+	id   fileID
+}
+
+func newMirror(t *kernfsim.Tree, dir string, root int, st unix.Stat_t, opts MirrorOptions, rep *MirrorReport) *mirror {
+	return &mirror{t: t, dir: dir, root: root, rootID: idOf(&st), dev: st.Dev, opts: opts, rep: rep,
 		attrs: map[attrKey]*kernfsim.Attr{}, jobs: make(chan *hostEntry, 256), readFile: hostReadFile}
 }
 
@@ -201,7 +240,7 @@ func (m *mirror) scan() []*hostDir {
 		m.wg.Add(1)
 		go m.reader()
 	}
-	dirs := []*hostDir{{}}
+	dirs := []*hostDir{{id: m.rootID}}
 	for i := 0; i < len(dirs); i++ {
 		d := dirs[i]
 		m.scanDir(d)
@@ -209,7 +248,7 @@ func (m *mirror) scan() []*hostDir {
 			if e.sub != nil {
 				dirs = append(dirs, e.sub)
 			}
-			if e.path != "" {
+			if e.file != nil {
 				m.jobs <- e
 			}
 		}
@@ -221,57 +260,79 @@ func (m *mirror) scan() []*hostDir {
 
 // scanDir lists d's entries and stats each one.
 func (m *mirror) scanDir(d *hostDir) {
-	names, err := readDirNames(filepath.Join(m.dir, d.rel))
+	dir := m.openDir(d)
+	if dir == nil {
+		return
+	}
+	defer dir.release()
+	names, err := listNames(dir.fd)
 	if err != nil {
 		m.skip(d.rel, SkipUnreadable+" ("+kernfsim.ErrnoName(kernfsim.Errno(err))+")")
 		return
 	}
 	slices.Sort(names)
 	for _, name := range names {
-		if e := m.scanEntry(d.rel, name); e != nil {
+		if e := m.scanEntry(d.rel, name, dir); e != nil {
 			d.entries = append(d.entries, e)
 		}
 	}
 }
 
-func readDirNames(path string) ([]string, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
+// openDir opens d for listing if it is still the directory listed; if
+// not, it is reported and left empty (nil).
+func (m *mirror) openDir(d *hostDir) *dirFD {
+	rel := d.rel
+	if rel == "" {
+		rel = "."
 	}
-	defer f.Close()
-	return f.Readdirnames(-1)
+	fd, changed, err := openChecked(m.root, rel, unix.O_RDONLY|unix.O_DIRECTORY, d.id)
+	switch {
+	case changed:
+		m.rep.Changed = append(m.rep.Changed, d.rel)
+		return nil
+	case err != nil:
+		m.skip(d.rel, SkipUnreadable+" ("+kernfsim.ErrnoName(kernfsim.Errno(err))+")")
+		return nil
+	}
+	return newDirFD(fd)
 }
 
 // scanEntry stats one entry and returns what to add for it, or nil if it
 // is skipped (and reported).
-func (m *mirror) scanEntry(parent, name string) *hostEntry {
+func (m *mirror) scanEntry(parent, name string, dir *dirFD) *hostEntry {
 	rel := joinSynthPath(parent, name)
 	if kernfsim.ValidateName(name) != 0 {
 		m.skip(rel, SkipInvalidName)
 		return nil
 	}
-	hostPath := filepath.Join(m.dir, rel)
-	var st syscall.Stat_t
-	if err := syscall.Lstat(hostPath, &st); err != nil {
+	var st unix.Stat_t
+	if err := unix.Fstatat(dir.fd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
 		m.skip(rel, SkipVanished)
 		return nil
 	}
 	e := &hostEntry{name: name}
-	switch st.Mode & syscall.S_IFMT {
-	case syscall.S_IFDIR:
+	switch st.Mode & unix.S_IFMT {
+	case unix.S_IFDIR:
 		e.spec = kernfsim.NodeSpec{Kind: kernfsim.KindDir}
 		if st.Dev != m.dev {
 			m.skip(rel, SkipMountPoint)
 		} else {
-			e.sub = &hostDir{rel: rel}
+			e.sub = &hostDir{rel: rel, id: idOf(&st)}
 		}
-	case syscall.S_IFREG:
+	case unix.S_IFREG:
 		e.spec = kernfsim.NodeSpec{Kind: kernfsim.KindAttr}
 		m.scanAttr(e, rel, st.Mode)
-	case syscall.S_IFLNK:
-		target, err := os.Readlink(hostPath)
-		if err != nil {
+		if e.file != nil {
+			dir.acquire()
+			e.file.dir, e.file.name, e.file.id = dir, name, idOf(&st)
+		}
+	case unix.S_IFLNK:
+		target, changed, err := readSymlink(dir, name, idOf(&st))
+		switch {
+		case changed:
+			m.rep.Changed = append(m.rep.Changed, rel)
+			return nil
+		case err != nil:
 			m.skip(rel, SkipBadSymlink+" ("+kernfsim.ErrnoName(kernfsim.Errno(err))+")")
 			return nil
 		}
@@ -300,7 +361,7 @@ func (m *mirror) scanAttr(e *hostEntry, rel string, mode uint32) {
 		m.rep.NoRead = append(m.rep.NoRead, rel)
 		e.spec.Source = hostRead{errno: syscall.EIO}.source(writable)
 	default:
-		e.path = filepath.Join(m.dir, rel)
+		e.file = &attrFile{rel: rel}
 	}
 }
 
@@ -324,7 +385,7 @@ func matchTail(patterns []string, rel string) bool {
 }
 
 // shared is the one *Attr for st's mode and owner.
-func (m *mirror) shared(st syscall.Stat_t) *kernfsim.Attr {
+func (m *mirror) shared(st unix.Stat_t) *kernfsim.Attr {
 	k := attrKey{fs.FileMode(st.Mode) & fs.ModePerm, st.Uid, st.Gid}
 	if st.Mode&syscall.S_IFMT == syscall.S_IFLNK {
 		k.mode = 0o777
@@ -345,7 +406,7 @@ func (m *mirror) skip(rel, reason string) {
 // build adds the scanned directories to the tree, one AddBatch per
 // directory, parents first, and gives the root the mode and owner of the
 // mirrored dir.
-func (m *mirror) build(dirs []*hostDir, root syscall.Stat_t) error {
+func (m *mirror) build(dirs []*hostDir, root unix.Stat_t) error {
 	a := m.shared(root)
 	err := m.t.Setattr(m.t.Root(), kernfsim.SetattrArgs{Valid: kernfsim.SetMode | kernfsim.SetUid | kernfsim.SetGid, Mode: a.Mode, Uid: a.Uid, Gid: a.Gid}, kernfsim.RootCred)
 	if err != nil {
@@ -381,7 +442,7 @@ func (m *mirror) addDir(d *hostDir) error {
 
 // count adds e to the report.
 func (m *mirror) count(e *hostEntry) {
-	rel := func() string { return strings.TrimPrefix(e.path, m.dir+"/") }
+	rel := func() string { return e.file.rel }
 	switch e.spec.Kind {
 	case kernfsim.KindDir:
 		m.rep.Dirs++
@@ -390,6 +451,8 @@ func (m *mirror) count(e *hostEntry) {
 	case kernfsim.KindAttr:
 		m.rep.Attrs++
 		switch {
+		case e.changed:
+			m.rep.Changed = append(m.rep.Changed, rel())
 		case e.timedOut:
 			m.rep.TimedOut = append(m.rep.TimedOut, rel())
 		case e.errno != 0:
@@ -425,6 +488,7 @@ type hostRead struct {
 	data      string
 	truncated bool
 	errno     syscall.Errno
+	changed   bool // the file was not the one listed: nothing was read
 }
 
 // reader reads the attributes handed to it until the jobs run out.
@@ -439,7 +503,11 @@ func (m *mirror) reader() {
 // read goes on in its own goroutine, and what it returns is dropped.
 func (m *mirror) read(e *hostEntry) {
 	done := make(chan hostRead, 1)
-	go func() { done <- m.readFile(e.path, m.opts.MaxFileSize) }()
+	f := e.file
+	go func() {
+		defer f.dir.release()
+		done <- m.readFile(f, m.opts.MaxFileSize)
+	}()
 	timer := time.NewTimer(m.opts.ReadTimeout)
 	defer timer.Stop()
 	var r hostRead
@@ -448,6 +516,10 @@ func (m *mirror) read(e *hostEntry) {
 	case <-timer.C:
 		r = hostRead{errno: syscall.ETIMEDOUT}
 		e.timedOut = true
+	}
+	if r.changed {
+		r = hostRead{errno: syscall.EIO}
+		e.changed = true
 	}
 	e.truncated, e.errno = r.truncated, r.errno
 	e.spec.Source = r.source(e.spec.Attr.Mode&0o222 != 0)
@@ -469,22 +541,25 @@ func (r hostRead) source(writable bool) kernfsim.Source {
 
 var readBufs = sync.Pool{New: func() any { b := make([]byte, kernfsim.PageSize+1); return &b }}
 
-// readHostFile reads up to max bytes of path, and one more to tell whether
-// there was more.
-func readHostFile(path string, max int) hostRead {
-	fd, err := syscall.Open(path, syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
+// readHostFile reads up to max bytes of f, and one more to tell whether
+// there was more, if f is still the regular file listed (openRegular).
+func readHostFile(f *attrFile, max int) hostRead {
+	fd, changed, err := openRegular(f.dir.fd, f.name, f.id)
+	if changed {
+		return hostRead{changed: true}
+	}
 	if err != nil {
 		return hostRead{errno: kernfsim.Errno(err)}
 	}
-	defer syscall.Close(fd)
+	defer unix.Close(fd)
 	bp := readBufs.Get().(*[]byte)
 	defer readBufs.Put(bp)
 	buf := (*bp)[:max+1]
 	n := 0
 	for n < len(buf) {
-		k, err := syscall.Read(fd, buf[n:])
+		k, err := unix.Read(fd, buf[n:])
 		switch {
-		case err == syscall.EINTR:
+		case err == unix.EINTR:
 			continue
 		case err != nil:
 			return hostRead{errno: kernfsim.Errno(err)}
@@ -516,6 +591,9 @@ func (r MirrorReport) String() string {
 	}
 	if len(r.TimedOut) > 0 {
 		fmt.Fprintf(&b, "\n  %d attributes took over %v to read and fail ETIMEDOUT: %s", len(r.TimedOut), r.Options.ReadTimeout, examples(r.TimedOut))
+	}
+	if len(r.Changed) > 0 {
+		fmt.Fprintf(&b, "\n  %d entries were another file when opened than when listed (swapped while loading; nothing read from them): attributes fail EIO, directories added empty, symlinks left out: %s", len(r.Changed), examples(r.Changed))
 	}
 	for _, reason := range skipReasons(r.Skipped) {
 		var paths []string

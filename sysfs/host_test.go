@@ -172,14 +172,14 @@ func TestMirrorHostUnreadable(t *testing.T) {
 // or accepted as sysfs would.
 func TestMirrorHostReadErrno(t *testing.T) {
 	dir := makeHost(t, fakeHost)
-	defer swapRead(func(path string, max int) hostRead {
-		switch filepath.Base(path) {
+	defer swapRead(func(f *attrFile, max int) hostRead {
+		switch f.name {
 		case "core_id":
 			return hostRead{errno: syscall.ENODATA}
 		case "online":
 			return hostRead{errno: syscall.EINVAL}
 		}
-		return readHostFile(path, max)
+		return readHostFile(f, max)
 	})()
 	tr, rep := mirrorTest(t, "rwsem", dir, MirrorOptions{})
 	for _, tc := range []struct {
@@ -204,7 +204,7 @@ func TestMirrorHostReadErrno(t *testing.T) {
 }
 
 // swapRead replaces the host read for a test and returns the undo.
-func swapRead(fn func(path string, max int) hostRead) func() {
+func swapRead(fn func(f *attrFile, max int) hostRead) func() {
 	old := hostReadFile
 	hostReadFile = fn
 	return func() { hostReadFile = old }
@@ -214,11 +214,11 @@ func TestMirrorHostTimeout(t *testing.T) {
 	dir := makeHost(t, fakeHost)
 	release := make(chan struct{})
 	defer close(release)
-	defer swapRead(func(path string, max int) hostRead {
-		if filepath.Base(path) == "core_id" {
+	defer swapRead(func(f *attrFile, max int) hostRead {
+		if f.name == "core_id" {
 			<-release // a read that hangs until the test ends
 		}
-		return readHostFile(path, max)
+		return readHostFile(f, max)
 	})()
 	start := time.Now()
 	tr, rep := mirrorTest(t, "mutex", dir, MirrorOptions{ReadTimeout: 50 * time.Millisecond})
