@@ -89,6 +89,7 @@ type geometry struct {
 	payload int  // bytes of payload per entry
 	holdP   bool // busy queues wait holding their P (see Config.KeepGOMAXPROCS)
 	deferTW bool // rings defer task work to the queue thread's own waits (Config.DeferTaskRun)
+	maxEnts int  // entries a queue may grow to (grow.go)
 }
 
 // pinned is the memory of the queues' buffers: a header page and a
@@ -110,12 +111,12 @@ func plan(cfg Config, cpus, maxWrite int) (geometry, int, error) {
 	}
 	limit := cfg.MaxPinnedBytes
 	if limit <= 0 || g.pinned() <= limit {
-		return g, maxWrite, nil
+		return g.withGrowth(limit), maxWrite, nil
 	}
 	perQueue := limit / int64(g.queues)
 	g.depth = int(min(int64(g.depth), max(1, perQueue/int64(hdrPage+g.payload))))
 	if g.pinned() <= limit {
-		return g, maxWrite, nil
+		return g.withGrowth(limit), maxWrite, nil
 	}
 	page := int64(os.Getpagesize())
 	g.payload = int((perQueue - hdrPage) / page * page)
@@ -124,7 +125,7 @@ func plan(cfg Config, cpus, maxWrite int) (geometry, int, error) {
 		return geometry{}, 0, fmt.Errorf("%w: %d queues (one per possible CPU) of one %d-byte entry need %d bytes, MaxPinnedBytes is %d",
 			ErrPinnedCap, cpus, hdrPage+minPayload, smallest.pinned(), limit)
 	}
-	return g, g.payload, nil
+	return g.withGrowth(limit), g.payload, nil
 }
 
 // payloadSize is what the kernel requires of each entry's payload:
@@ -151,4 +152,16 @@ func effectiveMaxWrite(m int) int {
 		}
 	}
 	return min(m, limit*os.Getpagesize())
+}
+
+// withGrowth sets how many entries a queue may grow to: maxGrow, or
+// fewer where limit (Config.MaxPinnedBytes, if set) cannot hold them on
+// every queue.
+func (g geometry) withGrowth(limit int64) geometry {
+	g.maxEnts = max(g.depth, maxGrow)
+	if limit > 0 {
+		extra := (limit - g.pinned()) / (int64(g.queues) * int64(hdrPage+g.payload))
+		g.maxEnts = g.depth + int(min(max(extra, 0), int64(max(maxGrow-g.depth, 0))))
+	}
+	return g
 }

@@ -84,8 +84,9 @@ type cqe struct {
 }
 
 // ring is one io_uring instance: its fd and the three shared mappings.
-// It is used by one thread only (the queue's), so nothing here is locked;
-// the head and tail words shared with the kernel are accessed atomically.
+// It is used by one thread at a time (the queue's leader; the lead passes
+// with an atomic handshake, handoff.go), so nothing here is locked; the
+// head and tail words shared with the kernel are accessed atomically.
 type ring struct {
 	fd      int
 	sqMap   []byte
@@ -94,6 +95,7 @@ type ring struct {
 	sqHead  *uint32 // written by the kernel
 	sqTail  *uint32 // written by us
 	sqMask  uint32
+	sqSize  uint32
 	sqArray unsafe.Pointer
 	cqHead  *uint32 // written by us
 	cqTail  *uint32 // written by the kernel
@@ -155,6 +157,7 @@ func (r *ring) mmap(p *params) error {
 	r.sqHead = (*uint32)(unsafe.Add(sq, p.sqOff.head))
 	r.sqTail = (*uint32)(unsafe.Add(sq, p.sqOff.tail))
 	r.sqMask = *(*uint32)(unsafe.Add(sq, p.sqOff.ringMask))
+	r.sqSize = p.sqEntries
 	r.sqArray = unsafe.Add(sq, p.sqOff.array)
 	r.cqHead = (*uint32)(unsafe.Add(cq, p.cqOff.head))
 	r.cqTail = (*uint32)(unsafe.Add(cq, p.cqOff.tail))
@@ -188,17 +191,20 @@ type rsrcUpdate struct {
 
 // registerRing registers the ring's fd with the calling thread's
 // io_uring context, so that the thread's io_uring_enter calls skip the
-// fd table. Call it on the thread that enters the ring. Where the kernel
-// refuses (before Linux 5.18) the plain fd stays in use.
-func (r *ring) registerRing() {
+// fd table, and returns what that thread gives io_uring_enter: the
+// registered index and enterRegisteredRing, or, where the kernel refuses
+// (before Linux 5.18), the plain fd and no flag. A registration belongs
+// to its thread: each thread that leads the ring calls it once.
+func (r *ring) registerRing() (fd, flags uintptr) {
 	if !registerRingFD {
-		return
+		return uintptr(r.fd), 0
 	}
 	u := rsrcUpdate{offset: ^uint32(0), data: uint64(r.fd)}
 	n, _, errno := unix.Syscall6(unix.SYS_IO_URING_REGISTER, uintptr(r.fd), registerRingFDs, uintptr(unsafe.Pointer(&u)), 1, 0, 0)
 	if errno == 0 && n == 1 {
-		r.enterFD, r.enterFlags = uintptr(u.offset), enterRegisteredRing
+		return uintptr(u.offset), enterRegisteredRing
 	}
+	return uintptr(r.fd), 0
 }
 
 // close unmaps the ring and closes its fd; the kernel then cancels every
@@ -220,10 +226,15 @@ func (r *ring) close() {
 	}
 }
 
-// next returns a zeroed SQE at the tail, to be published by push. The
-// caller never has more SQEs outstanding than the ring holds (one per
-// ring entry plus the stop poll).
+// next returns a zeroed SQE at the tail, to be published by push. A
+// full submission queue is submitted first: a queue that has grown has
+// more entries than its ring has SQEs.
 func (r *ring) next() *sqe {
+	for r.pending() == r.sqSize {
+		if err := r.submit(); err != nil {
+			break // the wait that follows reports it
+		}
+	}
 	tail := *r.sqTail // only we write it
 	idx := tail & r.sqMask
 	s := (*sqe)(unsafe.Pointer(&r.sqeMap[int(idx)*sqeSize]))
@@ -275,15 +286,20 @@ func enterError(errno unix.Errno) error {
 	return fmt.Errorf("io_uring_enter: %w", errno)
 }
 
-// reap calls fn for every CQE there is and frees their slots.
-func (r *ring) reap(fn func(userData uint64, res int32)) int {
+// reap calls fn for every CQE there is, freeing each slot before the
+// call, until fn returns false; it returns how many it took. A CQE is
+// taken once: after a false, the next reap (by whichever thread leads the
+// ring then) starts at the one after.
+func (r *ring) reap(fn func(userData uint64, res int32) bool) int {
 	head := *r.cqHead
 	tail := atomic.LoadUint32(r.cqTail)
 	for h := head; h != tail; h++ {
 		c := (*cqe)(unsafe.Add(r.cqes, cqeSize*uintptr(h&r.cqMask)))
 		ud, res := c.userData, c.res
 		atomic.StoreUint32(r.cqHead, h+1)
-		fn(ud, res)
+		if !fn(ud, res) {
+			return int(h + 1 - head)
+		}
 	}
 	return int(tail - head)
 }

@@ -42,15 +42,16 @@ func startRings(h *handler, devFD int, g geometry, onFatal func(error)) (*ringSe
 	var wg sync.WaitGroup
 	var err error
 	for id := range g.queues {
-		q := &queue{id: id, depth: g.depth, payload: g.payload, devFD: devFD, handler: h, holdP: g.holdP, deferTW: g.deferTW}
-		q.cancel.Store(new(make(chan struct{})))
+		q := &queue{id: id, depth: g.depth, maxEnts: g.maxEnts, payload: g.payload, devFD: devFD, handler: h,
+			holdP: g.holdP, deferTW: g.deferTW}
+		q.threads, q.fatal = &wg, rs.fail
 		if q.stopFD, err = unix.Eventfd(0, unix.EFD_CLOEXEC); err != nil {
 			err = fmt.Errorf("eventfd: %w", err)
 			break
 		}
 		rs.queues = append(rs.queues, q)
 		wg.Add(1)
-		go func() { defer wg.Done(); q.run(setup, rs.register, rs.results, rs.fail) }()
+		go func() { defer wg.Done(); q.run(setup, rs.register, rs.results) }()
 	}
 	stopWatch := make(chan struct{})
 	go rs.watch(stopWatch)
@@ -144,6 +145,16 @@ func (rs *ringSet) closeStopFDs() {
 	for _, q := range rs.queues {
 		unix.Close(q.stopFD)
 	}
+}
+
+// handoffs returns how many times a blocked handler's lead was taken, and
+// how many entries were registered beyond the first, over every queue.
+func (rs *ringSet) handoffs() (taken, grown uint64) {
+	for _, q := range rs.queues {
+		taken += q.handoffs.Load()
+		grown += q.grown.Load()
+	}
+	return taken, grown
 }
 
 // served returns the number of requests each queue has answered.

@@ -230,7 +230,9 @@ func (s *Server) prepare(o *fuse.MountOptions, cfg Config) error {
 func (s *Server) startRings(fs fuse.RawFileSystem, fd int, o *fuse.MountOptions) fuse.RawFileSystem {
 	ringFD, err := unix.FcntlInt(uintptr(fd), unix.F_DUPFD_CLOEXEC, 0)
 	if err == nil {
-		s.rings, err = startRings(newHandler(fs, o), ringFD, s.geometry, s.fatal)
+		h := newHandler(fs, o)
+		h.mnt = s.mnt
+		s.rings, err = startRings(h, ringFD, s.geometry, s.fatal)
 		if err != nil {
 			unix.Close(ringFD)
 		}
@@ -448,4 +450,16 @@ func (s *Server) InodeRetrieveCache(node uint64, offset int64, dest []byte) (int
 		return 0, fuse.ENOSYS
 	}
 	return s.Server.InodeRetrieveCache(node, offset, dest)
+}
+
+// Handoffs returns how many times a queue's lead was taken from a handler
+// that was still running after one watch period, and how many ring
+// entries the queues registered beyond their first depth to stay ahead of
+// requests served off the lead (handoff.go, grow.go). Both are 0 on
+// /dev/fuse.
+func (s *Server) Handoffs() (taken, grown uint64) {
+	if s.rings == nil || !s.onURing {
+		return 0, 0
+	}
+	return s.rings.handoffs()
 }
