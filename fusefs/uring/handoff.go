@@ -17,7 +17,8 @@ import (
 // behind the handler that waits for it.
 //
 // So a queue has several threads, all pinned to its CPU, and a lead word
-// says what its leader is doing:
+// holds a generation, which every takeover advances, and what its leader
+// is doing:
 //
 //	leadRing    the leader is in the ring's code (waiting, reaping,
 //	            committing)
@@ -27,11 +28,15 @@ import (
 //
 // Only the leader moves leadRing → leadServing and, when its handler
 // returns, back with a CAS. Only the watchdog moves leadServing →
-// leadTaken, with a CAS, and then wakes a parked thread of the queue (or
-// starts one) that stores leadRing and leads from then on. The two CASes
-// decide who commits the request: if the leader's CAS wins, it commits
-// inline as always; if the watchdog's wins, the old leader hands its
-// reply to the new one (handBack), as a WRITE's goroutine does, and parks.
+// leadTaken, with a CAS that also advances the generation, and then wakes
+// a parked thread of the queue (or starts one) that stores leadRing and
+// leads from then on. The two CASes decide who commits the request: if
+// the leader's CAS wins, it commits inline as always; if the watchdog's
+// wins, the old leader hands its reply to the new one (handBack), as a
+// WRITE's goroutine does, and parks. The generation is what makes the old
+// leader's CAS fail when the new leader is itself inside a handler by
+// then: without it, both would lead the ring (an ABA), each registering
+// and committing entries the other had.
 // Every ring and queue field marked "leader only" passes between the
 // threads through these atomics, so the new leader sees what the old one
 // did (Go's atomics are sequentially consistent).
@@ -41,10 +46,15 @@ import (
 // may only be entered by its creator, so its lead is never taken: such a
 // queue keeps the hazard, as its doc says.
 const (
-	leadRing uint32 = iota
+	leadRing uint64 = iota
 	leadServing
 	leadTaken
+
+	leadState = 3 // the state's bits of the lead word; the generation is above them
 )
+
+// leadWord is the lead word of generation gen in state.
+func leadWord(gen, state uint64) uint64 { return gen<<2 | state }
 
 // errLostLead ends a thread's loop when the watchdog gave its queue's
 // lead to another thread.
@@ -66,12 +76,13 @@ type worker struct {
 	// Own thread only.
 	enterFD, enterFlags uintptr // this thread's way into the ring (ring.registerRing)
 	entered             bool
-	lost                bool // the watchdog took the lead while this thread served
+	lost                bool   // the watchdog took the lead while this thread served
+	gen                 uint64 // the lead word's generation while this thread leads
 }
 
 // handoff is the part of a queue that passes the lead between threads.
 type handoff struct {
-	lead     atomic.Uint32          // leadRing, leadServing or leadTaken
+	lead     atomic.Uint64          // leadWord(generation, leadRing, leadServing or leadTaken)
 	leader   atomic.Pointer[worker] // the thread leading, or about to
 	handoffs atomic.Uint64          // leads taken from a blocked handler
 	grown    atomic.Uint64          // entries registered after the first depth (grow)
@@ -118,10 +129,10 @@ func (q *queue) serveInline(w *worker, e int) bool {
 	ent := q.ents[e]
 	in := copyHeader(ent)
 	w.begin(in.Unique, in.Pid)
-	q.lead.Store(leadServing)
+	q.lead.Store(leadWord(w.gen, leadServing))
 	unique := q.answer(ent, in, *w.cancel.Load())
 	w.end()
-	if q.lead.CompareAndSwap(leadServing, leadRing) {
+	if q.lead.CompareAndSwap(leadWord(w.gen, leadServing), leadWord(w.gen, leadRing)) {
 		q.commit(e, unique)
 		return true
 	}
@@ -172,7 +183,8 @@ func (q *queue) becomeLeader(w *worker) {
 	w.lost = false
 	q.leader.Store(w)
 	w.enterRing(q.ring)
-	q.lead.Store(leadRing)
+	w.gen = q.lead.Load() >> 2
+	q.lead.Store(leadWord(w.gen, leadRing))
 }
 
 // takeOver gives the lead to another thread if the leader is still
@@ -180,9 +192,13 @@ func (q *queue) becomeLeader(w *worker) {
 // counted as served off the lead before the CAS, so that its handBack
 // can never come first.
 func (q *queue) takeOver() {
+	v := q.lead.Load()
+	if v&leadState != leadServing {
+		return
+	}
 	q.busy.Add(1)
 	q.offLead.add()
-	if !q.lead.CompareAndSwap(leadServing, leadTaken) {
+	if !q.lead.CompareAndSwap(v, leadWord(v>>2+1, leadTaken)) {
 		q.busy.Add(-1)
 		q.offLead.done()
 		return

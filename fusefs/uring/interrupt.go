@@ -75,7 +75,7 @@ func (q *queue) watch() {
 			w.serving.CompareAndSwap(u, u|interruptedBit) {
 			close(*cancel)
 		}
-		if same && w == leader && !q.deferTW && q.lead.Load() == leadServing {
+		if same && w == leader && !q.deferTW && q.lead.Load()&leadState == leadServing {
 			q.takeOver()
 		}
 	}
