@@ -41,18 +41,19 @@ type Config struct {
 	// requests, a WRITE or SETATTR in progress included.
 	MaxPinnedBytes int64
 
-	// KeepGOMAXPROCS, if set, leaves GOMAXPROCS alone, and the queue
-	// threads wait for requests in plain blocking system calls. By
-	// default a busy queue thread waits holding its P, so the Go
-	// runtime's monitor never takes the P back and is not woken to do
-	// so, and while the queues live GOMAXPROCS is one higher per queue,
-	// so that the rest of the process keeps the Ps it had. Setting
-	// GOMAXPROCS, as any call to runtime.GOMAXPROCS does, also stops the
-	// runtime from updating it to the CPU limit of the process. A process
-	// run with GODEBUG=asyncpreemptoff=1 is served as if KeepGOMAXPROCS
-	// were set: without the runtime's preemption signal a garbage
+	// HoldP, if set, makes a busy queue thread wait for its next
+	// request holding its P, so the Go runtime's monitor never takes the
+	// P back and is not woken to do so; while the queues live,
+	// GOMAXPROCS is one higher per queue, so that the rest of the process
+	// keeps the Ps it had. It is off by default, because setting
+	// GOMAXPROCS, as any call to runtime.GOMAXPROCS does, stops the
+	// runtime from updating it to the process's CPU limit for the whole
+	// process: a library must not do that unasked. kernfsim opts in
+	// (docs/notes/2026-12-02-uring-holds-its-p.md has the figures). A
+	// process run with GODEBUG=asyncpreemptoff=1 is served as if HoldP
+	// were unset: without the runtime's preemption signal a garbage
 	// collection would wait for an idle queue's next request.
-	KeepGOMAXPROCS bool
+	HoldP bool
 
 	// DeferTaskRun sets each ring up with IORING_SETUP_SINGLE_ISSUER and
 	// IORING_SETUP_DEFER_TASKRUN: the kernel hands a queue thread its
@@ -68,7 +69,7 @@ type Config struct {
 
 // holdsP reports whether queue threads of cfg wait holding their P.
 func (cfg Config) holdsP() bool {
-	return !cfg.KeepGOMAXPROCS && !strings.Contains(os.Getenv("GODEBUG"), "asyncpreemptoff=1")
+	return cfg.HoldP && !strings.Contains(os.Getenv("GODEBUG"), "asyncpreemptoff=1")
 }
 
 // DefaultDepth is the number of requests a queue can hold at once.
@@ -87,7 +88,7 @@ type geometry struct {
 	queues  int  // one per possible CPU
 	depth   int  // ring entries per queue
 	payload int  // bytes of payload per entry
-	holdP   bool // busy queues wait holding their P (see Config.KeepGOMAXPROCS)
+	holdP   bool // busy queues wait holding their P (see Config.HoldP)
 	deferTW bool // rings defer task work to the queue thread's own waits (Config.DeferTaskRun)
 	maxEnts int  // entries a queue may grow to (grow.go)
 }

@@ -50,8 +50,8 @@
 // comes. Its preemption signal (after 10 ms) ends such a wait, and the
 // queue then waits in a plain blocking system call until its next
 // request, holding no P. While the queues live, GOMAXPROCS is one higher
-// per queue, so that the rest of the process keeps its Ps;
-// Config.KeepGOMAXPROCS opts out of both. docs/notes/2026-12-02-uring-
+// per queue, so that the rest of the process keeps its Ps. Both only with
+// Config.HoldP: a library leaves GOMAXPROCS alone unless asked. docs/notes/2026-12-02-uring-
 // holds-its-p.md has the measurements behind this.
 //
 // Memory the kernel writes into (rings, header pages, payloads) is mapped
