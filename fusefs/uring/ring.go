@@ -119,11 +119,11 @@ func newRing(entries uint32, deferTW bool) (*ring, error) {
 	if deferTW {
 		p.flags |= setupSingleIssuer | setupDeferTaskRun
 	}
-	fd, _, errno := unix.Syscall(unix.SYS_IO_URING_SETUP, uintptr(entries), uintptr(unsafe.Pointer(&p)), 0)
+	fd, errno := ringKernel.setup(entries, &p)
 	if errno != 0 {
 		return nil, fmt.Errorf("io_uring_setup: %w", errno)
 	}
-	r := &ring{fd: int(fd), enterFD: fd}
+	r := &ring{fd: fd, enterFD: uintptr(fd)}
 	if err := r.mmap(&p); err != nil {
 		r.close()
 		return nil, err
@@ -141,16 +141,16 @@ func (r *ring) mmap(p *params) error {
 	var err error
 	flags := unix.MAP_SHARED | unix.MAP_POPULATE
 	prot := unix.PROT_READ | unix.PROT_WRITE
-	if r.sqMap, err = unix.Mmap(r.fd, offSQRing, sqSize, prot, flags); err != nil {
+	if r.sqMap, err = ringKernel.mmap(r.fd, offSQRing, sqSize, prot, flags); err != nil {
 		return fmt.Errorf("mmap io_uring SQ ring: %w", err)
 	}
 	r.cqMap = r.sqMap
 	if !r.single {
-		if r.cqMap, err = unix.Mmap(r.fd, offCQRing, cqSize, prot, flags); err != nil {
+		if r.cqMap, err = ringKernel.mmap(r.fd, offCQRing, cqSize, prot, flags); err != nil {
 			return fmt.Errorf("mmap io_uring CQ ring: %w", err)
 		}
 	}
-	if r.sqeMap, err = unix.Mmap(r.fd, offSQEs, int(p.sqEntries)*sqeSize, prot, flags); err != nil {
+	if r.sqeMap, err = ringKernel.mmap(r.fd, offSQEs, int(p.sqEntries)*sqeSize, prot, flags); err != nil {
 		return fmt.Errorf("mmap io_uring SQEs: %w", err)
 	}
 	sq, cq := unsafe.Pointer(&r.sqMap[0]), unsafe.Pointer(&r.cqMap[0])
@@ -170,7 +170,7 @@ func (r *ring) mmap(p *params) error {
 // names it with IOSQE_FIXED_FILE skips the fd table.
 func (r *ring) registerFile(fd int) error {
 	fds := [1]int32{int32(fd)}
-	_, _, errno := unix.Syscall6(unix.SYS_IO_URING_REGISTER, uintptr(r.fd), registerFiles, uintptr(unsafe.Pointer(&fds[0])), 1, 0, 0)
+	_, errno := ringKernel.register(r.fd, registerFiles, unsafe.Pointer(&fds[0]), 1)
 	if errno != 0 {
 		return fmt.Errorf("io_uring_register(IORING_REGISTER_FILES): %w", errno)
 	}
@@ -200,7 +200,7 @@ func (r *ring) registerRing() (fd, flags uintptr) {
 		return uintptr(r.fd), 0
 	}
 	u := rsrcUpdate{offset: ^uint32(0), data: uint64(r.fd)}
-	n, _, errno := unix.Syscall6(unix.SYS_IO_URING_REGISTER, uintptr(r.fd), registerRingFDs, uintptr(unsafe.Pointer(&u)), 1, 0, 0)
+	n, errno := ringKernel.register(r.fd, registerRingFDs, unsafe.Pointer(&u), 1)
 	if errno == 0 && n == 1 {
 		return uintptr(u.offset), enterRegisteredRing
 	}
@@ -211,17 +211,17 @@ func (r *ring) registerRing() (fd, flags uintptr) {
 // command still pending on it.
 func (r *ring) close() {
 	if r.sqeMap != nil {
-		unix.Munmap(r.sqeMap)
+		ringKernel.munmap(r.sqeMap)
 	}
 	if r.cqMap != nil && !r.single {
-		unix.Munmap(r.cqMap)
+		ringKernel.munmap(r.cqMap)
 	}
 	if r.sqMap != nil {
-		unix.Munmap(r.sqMap)
+		ringKernel.munmap(r.sqMap)
 	}
 	r.sqeMap, r.cqMap, r.sqMap = nil, nil, nil
 	if r.fd >= 0 {
-		unix.Close(r.fd)
+		ringKernel.close(r.fd)
 		r.fd = -1
 	}
 }
@@ -251,8 +251,7 @@ func (r *ring) pending() uint32 { return *r.sqTail - atomic.LoadUint32(r.sqHead)
 
 // submit submits every pending SQE without waiting.
 func (r *ring) submit() error {
-	_, _, errno := unix.Syscall6(unix.SYS_IO_URING_ENTER, r.enterFD, uintptr(r.pending()), 0, r.enterFlags, 0, 0)
-	return enterError(errno)
+	return enterError(ringKernel.enter(r.enterFD, uintptr(r.pending()), 0, r.enterFlags, false))
 }
 
 // wait submits every pending SQE and blocks until at least one CQE is
@@ -267,13 +266,7 @@ func (r *ring) submit() error {
 // a garbage collection stop it. Without holdP the wait is a plain
 // blocking system call, which the runtime may take the P from.
 func (r *ring) wait(holdP bool) error {
-	var errno unix.Errno
-	if holdP {
-		_, _, errno = unix.RawSyscall6(unix.SYS_IO_URING_ENTER, r.enterFD, uintptr(r.pending()), 1, r.enterFlags|enterGetEvents, 0, 0)
-	} else {
-		_, _, errno = unix.Syscall6(unix.SYS_IO_URING_ENTER, r.enterFD, uintptr(r.pending()), 1, r.enterFlags|enterGetEvents, 0, 0)
-	}
-	return enterError(errno)
+	return enterError(ringKernel.enter(r.enterFD, uintptr(r.pending()), 1, r.enterFlags|enterGetEvents, holdP))
 }
 
 // enterError is io_uring_enter's errno as an error, nil for those after
@@ -303,3 +296,56 @@ func (r *ring) reap(fn func(userData uint64, res int32) bool) int {
 	}
 	return int(tail - head)
 }
+
+// ringKernel is the kernel's end of every ring: the system calls, or a
+// test's fake of io_uring and FUSE's commands on it (fakekernel_test.go),
+// which serves hundreds of queues on a machine with two CPUs. Set only
+// while no ring exists.
+var ringKernel kernelEnd = sysKernel{}
+
+// kernelEnd is what a ring asks of the kernel.
+type kernelEnd interface {
+	// setup is io_uring_setup: it fills p and returns the ring's fd.
+	setup(entries uint32, p *params) (int, unix.Errno)
+	// mmap maps the ring's part at offset (offSQRing, offCQRing,
+	// offSQEs).
+	mmap(fd int, offset int64, size, prot, flags int) ([]byte, error)
+	munmap(b []byte)
+	// enter is io_uring_enter; raw is whether the caller holds its P
+	// through the wait (ring.wait).
+	enter(fd, toSubmit, minComplete, flags uintptr, raw bool) unix.Errno
+	// register is io_uring_register.
+	register(fd int, op uintptr, arg unsafe.Pointer, n uintptr) (uintptr, unix.Errno)
+	close(fd int)
+}
+
+// sysKernel is the real kernel.
+type sysKernel struct{}
+
+func (sysKernel) setup(entries uint32, p *params) (int, unix.Errno) {
+	fd, _, errno := unix.Syscall(unix.SYS_IO_URING_SETUP, uintptr(entries), uintptr(unsafe.Pointer(p)), 0)
+	return int(fd), errno
+}
+
+func (sysKernel) mmap(fd int, offset int64, size, prot, flags int) ([]byte, error) {
+	return unix.Mmap(fd, offset, size, prot, flags)
+}
+
+func (sysKernel) munmap(b []byte) { unix.Munmap(b) }
+
+func (sysKernel) enter(fd, toSubmit, minComplete, flags uintptr, raw bool) unix.Errno {
+	var errno unix.Errno
+	if raw {
+		_, _, errno = unix.RawSyscall6(unix.SYS_IO_URING_ENTER, fd, toSubmit, minComplete, flags, 0, 0)
+	} else {
+		_, _, errno = unix.Syscall6(unix.SYS_IO_URING_ENTER, fd, toSubmit, minComplete, flags, 0, 0)
+	}
+	return errno
+}
+
+func (sysKernel) register(fd int, op uintptr, arg unsafe.Pointer, n uintptr) (uintptr, unix.Errno) {
+	r, _, errno := unix.Syscall6(unix.SYS_IO_URING_REGISTER, uintptr(fd), op, uintptr(arg), n, 0, 0)
+	return r, errno
+}
+
+func (sysKernel) close(fd int) { unix.Close(fd) }
