@@ -33,8 +33,8 @@ type queue struct {
 	id      int     // the ring's index
 	qids    []qidOf // the FUSE queues it serves
 	depth   int     // entries registered per qid at start
-	maxEnts int // entries a qid may grow to (see grow)
-	payload int // bytes of payload per entry
+	maxEnts int     // entries a qid may grow to (see grow)
+	payload int     // bytes of payload per entry
 	devFD   int
 	handler *handler
 	ring    *ring
