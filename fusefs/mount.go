@@ -178,7 +178,7 @@ func (m *Mount) mount(opts MountOptions) error {
 	if want == TransportURing && why != nil {
 		return usage("%s: %v; or use %s", settingTransportURing, why, settingTransportDev)
 	}
-	cfg := uring.Config{DeferTaskRun: opts.URingDeferTaskRun}
+	cfg := uring.Config{DeferTaskRun: opts.URingDeferTaskRun, HoldP: true}
 	switch {
 	case want == TransportDevFuse || why != nil:
 		cfg.Only = uring.DevFuse

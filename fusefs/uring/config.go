@@ -41,18 +41,30 @@ type Config struct {
 	// requests, a WRITE or SETATTR in progress included.
 	MaxPinnedBytes int64
 
-	// KeepGOMAXPROCS, if set, leaves GOMAXPROCS alone, and the queue
-	// threads wait for requests in plain blocking system calls. By
-	// default a busy queue thread waits holding its P, so the Go
-	// runtime's monitor never takes the P back and is not woken to do
-	// so, and while the queues live GOMAXPROCS is one higher per queue,
-	// so that the rest of the process keeps the Ps it had. Setting
-	// GOMAXPROCS, as any call to runtime.GOMAXPROCS does, also stops the
-	// runtime from updating it to the CPU limit of the process. A process
-	// run with GODEBUG=asyncpreemptoff=1 is served as if KeepGOMAXPROCS
-	// were set: without the runtime's preemption signal a garbage
+	// HoldP, if set, makes a busy queue thread wait for its next
+	// request holding its P, so the Go runtime's monitor never takes the
+	// P back and is not woken to do so; while the queues live,
+	// GOMAXPROCS is one higher per queue, so that the rest of the process
+	// keeps the Ps it had. It is off by default, because setting
+	// GOMAXPROCS, as any call to runtime.GOMAXPROCS does, stops the
+	// runtime from updating it to the process's CPU limit for the whole
+	// process: a library must not do that unasked. kernfsim opts in
+	// (docs/notes/2026-12-02-uring-holds-its-p.md has the figures). A
+	// process run with GODEBUG=asyncpreemptoff=1 is served as if HoldP
+	// were unset: without the runtime's preemption signal a garbage
 	// collection would wait for an idle queue's next request.
-	KeepGOMAXPROCS bool
+	HoldP bool
+
+	// Rings, if above 0 and below the number of possible CPUs, folds the
+	// kernel's per-CPU queues onto that many rings: qid q is served by
+	// ring q mod Rings, whose threads may run on any of its qids' CPUs.
+	// The kernel still requires every possible CPU's queue to register
+	// (fuse_uring_do_register), and each still gets Depth entries; what
+	// folding bounds is threads (and, with HoldP, Ps), which otherwise
+	// grow with the host's CPU count: 448 on a 448-CPU host. The price is
+	// locality: a request may be served on another CPU than its caller's.
+	// 0 (the default) is one ring per possible CPU, as libfuse has.
+	Rings int
 
 	// DeferTaskRun sets each ring up with IORING_SETUP_SINGLE_ISSUER and
 	// IORING_SETUP_DEFER_TASKRUN: the kernel hands a queue thread its
@@ -68,7 +80,7 @@ type Config struct {
 
 // holdsP reports whether queue threads of cfg wait holding their P.
 func (cfg Config) holdsP() bool {
-	return !cfg.KeepGOMAXPROCS && !strings.Contains(os.Getenv("GODEBUG"), "asyncpreemptoff=1")
+	return cfg.HoldP && !strings.Contains(os.Getenv("GODEBUG"), "asyncpreemptoff=1")
 }
 
 // DefaultDepth is the number of requests a queue can hold at once.
@@ -87,8 +99,10 @@ type geometry struct {
 	queues  int  // one per possible CPU
 	depth   int  // ring entries per queue
 	payload int  // bytes of payload per entry
-	holdP   bool // busy queues wait holding their P (see Config.KeepGOMAXPROCS)
+	holdP   bool // busy queues wait holding their P (see Config.HoldP)
 	deferTW bool // rings defer task work to the queue thread's own waits (Config.DeferTaskRun)
+	maxEnts int  // entries a qid may grow to (grow.go)
+	rings   int  // rings the queues are folded onto (Config.Rings); queues if not folded
 }
 
 // pinned is the memory of the queues' buffers: a header page and a
@@ -101,7 +115,14 @@ func (g geometry) pinned() int64 {
 // maxWrite, within cfg.MaxPinnedBytes, and returns the MaxWrite to mount
 // with (maxWrite, or less to fit the cap).
 func plan(cfg Config, cpus, maxWrite int) (geometry, int, error) {
-	g := geometry{queues: cpus, depth: cfg.Depth, payload: payloadSize(maxWrite), holdP: cfg.holdsP(), deferTW: cfg.DeferTaskRun}
+	g := geometry{queues: cpus, depth: cfg.Depth, payload: payloadSize(maxWrite), holdP: cfg.holdsP(), deferTW: cfg.DeferTaskRun,
+		rings: cpus}
+	if cfg.Rings < 0 {
+		return geometry{}, 0, fmt.Errorf("Rings %d is negative: give 0 for one ring per possible CPU", cfg.Rings)
+	}
+	if cfg.Rings > 0 {
+		g.rings = min(cfg.Rings, cpus)
+	}
 	if g.depth <= 0 {
 		g.depth = DefaultDepth
 	}
@@ -110,12 +131,12 @@ func plan(cfg Config, cpus, maxWrite int) (geometry, int, error) {
 	}
 	limit := cfg.MaxPinnedBytes
 	if limit <= 0 || g.pinned() <= limit {
-		return g, maxWrite, nil
+		return g.withGrowth(limit), maxWrite, nil
 	}
 	perQueue := limit / int64(g.queues)
 	g.depth = int(min(int64(g.depth), max(1, perQueue/int64(hdrPage+g.payload))))
 	if g.pinned() <= limit {
-		return g, maxWrite, nil
+		return g.withGrowth(limit), maxWrite, nil
 	}
 	page := int64(os.Getpagesize())
 	g.payload = int((perQueue - hdrPage) / page * page)
@@ -124,7 +145,7 @@ func plan(cfg Config, cpus, maxWrite int) (geometry, int, error) {
 		return geometry{}, 0, fmt.Errorf("%w: %d queues (one per possible CPU) of one %d-byte entry need %d bytes, MaxPinnedBytes is %d",
 			ErrPinnedCap, cpus, hdrPage+minPayload, smallest.pinned(), limit)
 	}
-	return g, g.payload, nil
+	return g.withGrowth(limit), g.payload, nil
 }
 
 // payloadSize is what the kernel requires of each entry's payload:
@@ -151,4 +172,16 @@ func effectiveMaxWrite(m int) int {
 		}
 	}
 	return min(m, limit*os.Getpagesize())
+}
+
+// withGrowth sets how many entries a queue may grow to: maxGrow, or
+// fewer where limit (Config.MaxPinnedBytes, if set) cannot hold them on
+// every queue.
+func (g geometry) withGrowth(limit int64) geometry {
+	g.maxEnts = max(g.depth, maxGrow)
+	if limit > 0 {
+		extra := (limit - g.pinned()) / (int64(g.queues) * int64(hdrPage+g.payload))
+		g.maxEnts = g.depth + int(min(max(extra, 0), int64(max(maxGrow-g.depth, 0))))
+	}
+	return g
 }

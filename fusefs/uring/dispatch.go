@@ -84,6 +84,7 @@ type handler struct {
 	logger       *log.Logger           // go-fuse's MountOptions.Logger
 	debug        *log.Logger           // every request and reply is logged to it; nil: none
 	panicked     func(any) fuse.Status // go-fuse's MountOptions.PanicHandler, or its default
+	mnt          string                // the mountpoint, for a queue's nudge (grow.go); "" for none
 }
 
 // newHandler serves fs as go-fuse's loop would with opts, whose Logger

@@ -166,24 +166,27 @@ func within(t *testing.T, m *mounted, what string, f func() error) error {
 	return nil
 }
 
-// onCPU runs f on a thread pinned to cpu, within the deadline. The
-// thread ends with the goroutine (it is never unlocked).
+// onCPU runs f on a thread pinned to cpu, within the deadline.
 func onCPU(t *testing.T, m *mounted, cpu int, what string, f func() error) error {
 	t.Helper()
-	return within(t, m, what, func() error {
-		errc := make(chan error, 1)
-		go func() {
-			runtime.LockOSThread()
-			var set unix.CPUSet
-			set.Set(cpu)
-			if err := unix.SchedSetaffinity(0, &set); err != nil {
-				errc <- err
-				return
-			}
-			errc <- f()
-		}()
-		return <-errc
-	})
+	return within(t, m, what, func() error { return pinned(cpu, f) })
+}
+
+// pinned runs f on a thread of its own pinned to cpu. The thread ends
+// with its goroutine (it is never unlocked).
+func pinned(cpu int, f func() error) error {
+	errc := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread()
+		var set unix.CPUSet
+		set.Set(cpu)
+		if err := unix.SchedSetaffinity(0, &set); err != nil {
+			errc <- err
+			return
+		}
+		errc <- f()
+	}()
+	return <-errc
 }
 
 // baseline is what a test's mounts must give back: goroutines and open

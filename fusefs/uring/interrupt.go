@@ -23,24 +23,24 @@ const interruptedBit = 1
 // watchPeriod is how long a request runs before its caller is checked.
 const watchPeriod = 10 * time.Millisecond
 
-// beginRequest publishes the request the queue thread starts serving.
-func (q *queue) beginRequest(unique uint64, pid uint32) {
-	q.caller.Store(pid)
-	q.serving.Store(unique)
+// begin publishes the request w's thread starts serving inline.
+func (w *worker) begin(unique uint64, pid uint32) {
+	w.caller.Store(pid)
+	w.serving.Store(unique)
 }
 
-// endRequest clears it, and replaces the cancel channel if the watchdog
-// closed it.
-func (q *queue) endRequest() {
-	if q.serving.Swap(0)&interruptedBit != 0 {
-		q.cancel.Store(new(make(chan struct{})))
+// end clears it, and replaces the cancel channel if the watchdog closed
+// it.
+func (w *worker) end() {
+	if w.serving.Swap(0)&interruptedBit != 0 {
+		w.cancel.Store(new(make(chan struct{})))
 	}
 }
 
-// watch runs until done, interrupting requests whose callers have a
-// signal pending.
+// watch runs until done: every watchPeriod it interrupts requests whose
+// callers have a signal pending, and takes the lead from handlers that
+// have held it a whole period (handoff.go).
 func (rs *ringSet) watch(done <-chan struct{}) {
-	last := make([]uint64, len(rs.queues))
 	tick := time.NewTicker(watchPeriod)
 	defer tick.Stop()
 	for {
@@ -49,18 +49,34 @@ func (rs *ringSet) watch(done <-chan struct{}) {
 			return
 		case <-tick.C:
 		}
-		for i, q := range rs.queues {
-			// The channel is loaded after serving read u and before the
-			// CAS: it is replaced only by the endRequest of a request
-			// whose bit was set, which comes before u began, so a CAS
-			// that succeeds proves it is u's.
-			u := q.serving.Load()
-			cancel := q.cancel.Load()
-			if u != 0 && u == last[i] && u&interruptedBit == 0 && signalPending(q.caller.Load()) &&
-				q.serving.CompareAndSwap(u, u|interruptedBit) {
-				close(*cancel)
-			}
-			last[i] = u
+		for _, q := range rs.queues {
+			q.watch()
+		}
+	}
+}
+
+// watch is one tick of the watchdog over q's threads.
+func (q *queue) watch() {
+	ws := q.workers.Load()
+	if ws == nil {
+		return
+	}
+	leader := q.leader.Load()
+	for _, w := range *ws {
+		// The channel is loaded after serving read u and before the
+		// CAS: it is replaced only by the end of a request whose bit was
+		// set, which comes before u began, so a CAS that succeeds proves
+		// it is u's.
+		u := w.serving.Load()
+		cancel := w.cancel.Load()
+		same := u != 0 && u&^interruptedBit == w.seen
+		w.seen = u &^ interruptedBit
+		if same && u&interruptedBit == 0 && signalPending(w.caller.Load()) &&
+			w.serving.CompareAndSwap(u, u|interruptedBit) {
+			close(*cancel)
+		}
+		if same && w == leader && !q.deferTW && q.lead.Load()&leadState == leadServing {
+			q.takeOver()
 		}
 	}
 }

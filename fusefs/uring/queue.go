@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
-	"sync"
 	"sync/atomic"
 	"syscall"
 	"unsafe"
@@ -18,45 +17,69 @@ const (
 	wakeTag = ^uint64(0) - 1 // user_data of the wake eventfd's poll
 )
 
-// queue is one per-CPU FUSE queue: an io_uring, depth ring entries whose
-// header pages and payloads live in one anonymous mapping outside the Go
-// heap, and the OS thread, pinned to the queue's CPU, that owns them.
-// Every field but served is used by that thread only.
+// queue is one io_uring serving one or more of the kernel's per-CPU FUSE
+// queues (qids: one per possible CPU, or several folded onto one ring by
+// Config.Rings), its ring entries, whose header pages and payloads live
+// in anonymous mappings outside the Go heap, and the OS threads, pinned
+// to its qids' CPUs, that serve them.
+//
+// One thread at a time leads the queue (handoff.go): only the leader
+// enters the ring, reaps its completions and touches the fields marked
+// "leader only". A thread stays leader while it serves a request inline;
+// if the handler is still running after one watchdog period, the watchdog
+// hands the lead to another thread, and the first thread, once its
+// handler returns, hands its reply over like a deferred one.
 type queue struct {
-	id      int
-	depth   int
-	payload int // bytes of payload per entry
+	id      int     // the ring's index
+	qids    []qidOf // the FUSE queues it serves
+	depth   int     // entries registered per qid at start
+	maxEnts int     // entries a qid may grow to (see grow)
+	payload int     // bytes of payload per entry
 	devFD   int
 	handler *handler
 	ring    *ring
-	ringFD  int       // ring.fd, immutable after setup (teardown clears ring); for tests
-	mem     []byte    // depth × (hdrPage + payload); the kernel writes into it
-	scratch []scratch // per entry; used by whoever serves it (this thread, or a deferred request's goroutine)
-	stopFD  int       // eventfd, owned by the ringSet; a write ends the loop
-	live    int       // entries the kernel has not released
-	stopped bool      // the stop eventfd fired
-	failed  error     // the first REGISTER the kernel refused
-	holdP   bool      // a busy queue waits holding its P (Config.KeepGOMAXPROCS unset)
-	deferTW bool      // the ring defers task work to this thread's waits (Config.DeferTaskRun)
+	ringFD  int  // ring.fd, immutable after setup (teardown clears ring); for tests
+	holdP   bool // a busy queue waits holding its P (Config.HoldP)
+	deferTW bool // the ring defers task work to its creator's waits (Config.DeferTaskRun): no handoff
+	stopFD  int  // eventfd, owned by the ringSet; a write ends the loop
 
-	// WRITE and SETATTR are served on goroutines of their own (see
-	// serveAsync): a store may block (delete_device waits a grace period
-	// under --gp normal), and the queue's other requests must not wait
-	// for it.
-	wakeFD   int            // eventfd: a deferred reply is ready; owned by the queue thread
-	finished chan finished  // deferred replies ready to commit; capacity depth, so a send never blocks
-	async    sync.WaitGroup // goroutines serving deferred requests; waited for before the buffers go
+	// Leader only.
+	ents    []*ringEntry // by user_data; grows, never shrinks
+	maps    [][]byte     // the mappings behind ents, unmapped by teardown
+	live    int          // entries the kernel has not released, over every qid
+	stopped bool         // the stop eventfd fired
+	failed  error        // the first REGISTER the kernel refused
 
-	// Shared with the interrupt watchdog (interrupt.go), on the queue's
-	// own cache lines.
-	serving atomic.Uint64 // unique of the request being served, 0 if none; | interruptedBit
-	caller  atomic.Uint32 // its caller's thread id
-	// cancel is the channel passed to the file system for the request
-	// being served: closed by the watchdog only, replaced by the queue
-	// thread (endRequest) once closed; accessed atomically.
-	cancel atomic.Pointer[chan struct{}]
+	// Requests served off the leader: WRITE and SETATTR on goroutines of
+	// their own (serveAsync; a store may block, as delete_device waits a
+	// grace period under --gp normal), and inline requests whose thread
+	// lost the lead. Their replies come back through finished and the
+	// wake eventfd; the leader commits them.
+	wakeFD   int           // eventfd: a reply served off the leader is ready
+	finished chan finished // capacity maxEnts, so a send never blocks
+	offLead  pending       // those requests still running; waited for before the buffers go
+
+	handoff // the lead word and the queue's threads (handoff.go)
+
 	served atomic.Uint64 // requests answered; read by Server.Served
 	_      [64]byte      // keep these off the next queue's cache line
+}
+
+// qidOf is one FUSE queue of a ring.
+type qidOf struct {
+	qid  int
+	ents int          // its entries; leader only
+	live int          // its entries the kernel has not released; leader only
+	busy atomic.Int32 // its entries held by requests served off the leader
+}
+
+// ringEntry is one ring entry: its header page and payload, in memory
+// the kernel writes into, and its Go-side scratch.
+type ringEntry struct {
+	hdr     unsafe.Pointer // hdrPage bytes
+	payload []byte
+	qi      int // its qid's index in queue.qids
+	sc      scratch
 }
 
 // setup pins the calling (locked) thread to the queue's CPU and makes the
@@ -64,11 +87,9 @@ type queue struct {
 // The queue of a CPU that is possible but offline (EINVAL) stays
 // unpinned: it gets requests only once the CPU comes online, and the
 // kernel still needs it registered.
-func (q *queue) setup() error {
-	var set unix.CPUSet
-	set.Set(q.id)
-	if err := unix.SchedSetaffinity(0, &set); err != nil && !errors.Is(err, syscall.EINVAL) {
-		return fmt.Errorf("queue %d: pin to CPU %d: %w", q.id, q.id, err)
+func (q *queue) setup(w *worker) error {
+	if err := q.pin(); err != nil {
+		return err
 	}
 	var err error
 	if q.ring, err = newRing(uint32(q.depth+2), q.deferTW); err != nil {
@@ -79,27 +100,59 @@ func (q *queue) setup() error {
 		q.teardown()
 		return fmt.Errorf("queue %d: %w", q.id, err)
 	}
-	q.ring.registerRing()
+	w.enterRing(q.ring)
 	if q.wakeFD, err = unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK); err != nil {
 		q.teardown()
 		return fmt.Errorf("queue %d: eventfd: %w", q.id, err)
 	}
-	q.finished = make(chan finished, q.depth)
-	q.scratch = make([]scratch, q.depth)
-	size := q.depth * (hdrPage + q.payload)
-	q.mem, err = unix.Mmap(-1, 0, size, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS|unix.MAP_POPULATE)
-	if err != nil {
-		q.teardown()
-		return fmt.Errorf("queue %d: map %d bytes of ring buffers: %w", q.id, size, err)
+	q.finished = make(chan finished, q.maxEnts*len(q.qids))
+	for qi := range q.qids {
+		if err := q.addEntries(qi, q.depth); err != nil {
+			q.teardown()
+			return err
+		}
 	}
 	return nil
 }
 
+// pin binds the calling thread to the CPUs of the queue's qids.
+func (q *queue) pin() error {
+	var set unix.CPUSet
+	for i := range q.qids {
+		set.Set(q.qids[i].qid)
+	}
+	if err := unix.SchedSetaffinity(0, &set); err != nil && !errors.Is(err, syscall.EINVAL) {
+		return fmt.Errorf("queue %d: pin to the CPUs of its qids: %w", q.id, err)
+	}
+	return nil
+}
+
+// addEntries maps n more entries for the qid q.qids[qi] and appends them
+// to ents.
+// Preconditions: the caller leads the queue.
+func (q *queue) addEntries(qi, n int) error {
+	size := n * (hdrPage + q.payload)
+	mem, err := unix.Mmap(-1, 0, size, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS|unix.MAP_POPULATE)
+	if err != nil {
+		return fmt.Errorf("queue %d: map %d bytes of ring buffers: %w", q.id, size, err)
+	}
+	q.maps = append(q.maps, mem)
+	for i := range n {
+		off := i * (hdrPage + q.payload)
+		q.ents = append(q.ents, &ringEntry{hdr: unsafe.Pointer(&mem[off]), qi: qi,
+			payload: mem[off+hdrPage : off+hdrPage+q.payload : off+hdrPage+q.payload]})
+	}
+	q.qids[qi].ents += n
+	return nil
+}
+
 // teardown releases the ring first (the kernel cancels what is still
-// registered on it), then the buffers. The eventfd belongs to the
-// ringSet, which closes it once every queue thread has ended.
+// registered on it), then the buffers, once no request served off the
+// leader can write into them. The stop eventfd belongs to the ringSet,
+// which closes it once every queue thread has ended.
 func (q *queue) teardown() {
-	q.async.Wait() // no goroutine writes into the buffers once they go
+	q.offLead.wait()
+	q.retire()
 	if q.wakeFD > 0 {
 		unix.Close(q.wakeFD)
 		q.wakeFD = 0
@@ -108,19 +161,10 @@ func (q *queue) teardown() {
 		q.ring.close()
 		q.ring = nil
 	}
-	if q.mem != nil {
-		unix.Munmap(q.mem)
-		q.mem = nil
+	for _, m := range q.maps {
+		unix.Munmap(m)
 	}
-}
-
-func (q *queue) header(e int) unsafe.Pointer {
-	return unsafe.Pointer(&q.mem[e*(hdrPage+q.payload)])
-}
-
-func (q *queue) payloadOf(e int) []byte {
-	off := e*(hdrPage+q.payload) + hdrPage
-	return q.mem[off : off+q.payload : off+q.payload]
+	q.maps, q.ents = nil, nil
 }
 
 // registerShortfall is cut off the payload each REGISTER hands over; a
@@ -131,41 +175,49 @@ var registerShortfall = 0
 // register hands every entry to the kernel and arms the stop poll. A
 // REGISTER the kernel refuses completes at once with an error, which
 // also makes the kernel fall back to /dev/fuse for the connection.
-func (q *queue) register() error {
-	for e := range q.depth {
-		h := q.header(e)
-		iov := (*[2]unix.Iovec)(unsafe.Add(h, hdrIovecs))
-		p := q.payloadOf(e)
-		iov[0] = unix.Iovec{Base: (*byte)(h), Len: hdrSize}
-		iov[1] = unix.Iovec{Base: &p[0], Len: uint64(len(p) - registerShortfall)}
-		s := q.cmd(e, cmdRegister)
-		s.addr, s.len = uint64(uintptr(unsafe.Pointer(iov))), 2
-		q.ring.push()
+func (q *queue) register(w *worker) error {
+	for e := range q.ents {
+		q.registerEntry(e)
 	}
 	s := q.ring.next()
 	s.opcode, s.fd, s.opFlags, s.userData = opPollAdd, int32(q.stopFD), unix.POLLIN, stopTag
 	q.ring.push()
 	q.armWake()
-	q.live = q.depth
+	q.live = len(q.ents)
+	for qi := range q.qids {
+		q.qids[qi].live = q.qids[qi].ents
+	}
 	for q.ring.pending() > 0 {
 		if err := q.ring.submit(); err != nil {
 			return fmt.Errorf("queue %d: %w", q.id, err)
 		}
 	}
-	q.ring.reap(q.registered)
+	q.ring.reap(func(ud uint64, res int32) bool { return q.registered(w, ud, res) })
 	return q.failed
+}
+
+// registerEntry pushes entry e's REGISTER.
+// Preconditions: the caller leads the queue.
+func (q *queue) registerEntry(e int) {
+	ent := q.ents[e]
+	iov := (*[2]unix.Iovec)(unsafe.Add(ent.hdr, hdrIovecs))
+	iov[0] = unix.Iovec{Base: (*byte)(ent.hdr), Len: hdrSize}
+	iov[1] = unix.Iovec{Base: &ent.payload[0], Len: uint64(len(ent.payload) - registerShortfall)}
+	s := q.cmd(e, cmdRegister)
+	s.addr, s.len = uint64(uintptr(unsafe.Pointer(iov))), 2
+	q.ring.push()
 }
 
 // registered handles a completion that arrives while registering: a
 // refusal, or already a request (the last queue to register makes the
 // ring ready).
-func (q *queue) registered(ud uint64, res int32) {
+func (q *queue) registered(w *worker, ud uint64, res int32) bool {
 	if res < 0 && ud != stopTag && ud != wakeTag && q.failed == nil {
-		q.live--
+		q.release(int(ud))
 		q.failed = fmt.Errorf("queue %d: FUSE_IO_URING_CMD_REGISTER: %w", q.id, syscall.Errno(-res))
-		return
+		return true
 	}
-	q.complete(ud, res)
+	return q.complete(w, ud, res)
 }
 
 // cmd starts a URING_CMD SQE for entry e, on /dev/fuse as the ring's
@@ -173,33 +225,45 @@ func (q *queue) registered(ud uint64, res int32) {
 func (q *queue) cmd(e int, op uint32) *sqe {
 	s := q.ring.next()
 	s.opcode, s.flags, s.fd, s.cmdOp, s.userData = opUringCmd, sqeFixedFile, 0, op, uint64(e)
-	(*cmdReq)(unsafe.Pointer(&s.cmd[0])).qid = uint16(q.id)
+	(*cmdReq)(unsafe.Pointer(&s.cmd[0])).qid = uint16(q.qids[q.ents[e].qi].qid)
 	return s
 }
 
-// loop serves requests until the kernel has released every entry (the
-// connection ended) or the stop eventfd fires. Each turn is one
-// io_uring_enter: it commits the replies of the last turn, which also
-// fetches the next requests, and waits for at least one.
+// loop serves requests, as the queue's leader, until the kernel has
+// released every entry (the connection ended) or the stop eventfd fires;
+// it returns errLostLead if the watchdog gave the lead to another thread
+// while w was serving. Each turn is one io_uring_enter: it commits the
+// replies of the last turn, which also fetches the next requests, and
+// waits for at least one.
 //
 // A queue that had work waits for more holding its P (ring.wait); one
 // whose wait ended with nothing (the runtime preempted it after 10 ms, or
 // another signal came) waits in a plain blocking system call until its
 // next request, so that an idle queue holds no P.
-func (q *queue) loop() error {
+func (q *queue) loop(w *worker) error {
 	holdP := q.holdP
+	lead := true
 	for q.live > 0 && !q.stopped {
+		q.grow()
 		if err := q.ring.wait(holdP); err != nil {
 			return fmt.Errorf("queue %d: %w", q.id, err)
 		}
-		holdP = q.ring.reap(q.complete) > 0 && q.holdP
+		n := q.ring.reap(func(ud uint64, res int32) bool {
+			lead = q.complete(w, ud, res)
+			return lead
+		})
+		if !lead {
+			return errLostLead
+		}
+		holdP = n > 0 && q.holdP
 	}
 	return nil
 }
 
 // complete handles one CQE: a request to serve, a command to repeat, or
-// the kernel releasing the entry.
-func (q *queue) complete(ud uint64, res int32) {
+// the kernel releasing the entry. It returns false if w lost the lead
+// while serving, and must not touch the ring again.
+func (q *queue) complete(w *worker, ud uint64, res int32) bool {
 	switch {
 	case ud == stopTag:
 		q.stopped = true
@@ -208,51 +272,49 @@ func (q *queue) complete(ud uint64, res int32) {
 	case res == 0 && deferred(q.opcode(int(ud))):
 		q.serveAsync(int(ud))
 	case res == 0:
-		unique := q.serve(int(ud))
-		q.commit(int(ud), unique)
+		return q.serveInline(w, int(ud))
 	case res == -int32(syscall.EINTR) || res == -int32(syscall.EAGAIN):
-		q.commit(int(ud), (*entInOut)(unsafe.Add(q.header(int(ud)), hdrEntInOut)).commitID)
+		q.commit(int(ud), (*entInOut)(unsafe.Add(q.ents[ud].hdr, hdrEntInOut)).commitID)
 	default: // ENOTCONN, ECONNABORTED, ECANCELED: the connection ended
-		q.live--
+		q.release(int(ud))
 	}
+	return true
+}
+
+// release counts entry e as released by the kernel.
+// Preconditions: the caller leads the queue.
+func (q *queue) release(e int) {
+	q.live--
+	q.qids[q.ents[e].qi].live--
 }
 
 // commit sends entry e's reply and fetches its next request.
+// Preconditions: the caller leads the queue.
 func (q *queue) commit(e int, unique uint64) {
 	s := q.cmd(e, cmdCommitAndFetch)
 	(*cmdReq)(unsafe.Pointer(&s.cmd[0])).commitID = unique
 	q.ring.push()
 }
 
-// serve answers the request in entry e in place and returns its unique.
-func (q *queue) serve(e int) uint64 {
-	in := q.copyHeader(e)
-	q.beginRequest(in.Unique, in.Pid)
-	unique := q.answer(e, in, *q.cancel.Load())
-	q.endRequest()
-	return unique
-}
-
-// copyHeader copies entry e's in-header where the reply cannot overwrite
-// it and returns the copy.
-func (q *queue) copyHeader(e int) *fuse.InHeader {
-	h := q.header(e)
-	copy(unsafe.Slice((*byte)(unsafe.Add(h, hdrInCopy)), inHeaderSize), unsafe.Slice((*byte)(h), inHeaderSize))
-	return (*fuse.InHeader)(unsafe.Add(h, hdrInCopy))
+// copyHeader copies ent's in-header where the reply cannot overwrite it
+// and returns the copy.
+func copyHeader(ent *ringEntry) *fuse.InHeader {
+	copy(unsafe.Slice((*byte)(unsafe.Add(ent.hdr, hdrInCopy)), inHeaderSize), unsafe.Slice((*byte)(ent.hdr), inHeaderSize))
+	return (*fuse.InHeader)(unsafe.Add(ent.hdr, hdrInCopy))
 }
 
 // opcode is the opcode of the request in entry e.
-func (q *queue) opcode(e int) uint32 { return (*fuse.InHeader)(q.header(e)).Opcode }
+func (q *queue) opcode(e int) uint32 { return (*fuse.InHeader)(q.ents[e].hdr).Opcode }
 
-// answer dispatches the request in entry e and writes its reply in place.
-func (q *queue) answer(e int, in *fuse.InHeader, cancel <-chan struct{}) uint64 {
-	h := q.header(e)
-	ent := (*entInOut)(unsafe.Add(h, hdrEntInOut))
+// answer dispatches the request in ent and writes its reply in place.
+func (q *queue) answer(ent *ringEntry, in *fuse.InHeader, cancel <-chan struct{}) uint64 {
+	h := ent.hdr
+	eio := (*entInOut)(unsafe.Add(h, hdrEntInOut))
 	unique := in.Unique
 	if q.handler.debug != nil {
-		logRequest(q.handler.debug, q.id, in, q.payloadOf(e)[:ent.payloadSz])
+		logRequest(q.handler.debug, q.qids[ent.qi].qid, in, ent.payload[:eio.payloadSz])
 	}
-	n, st := q.handler.dispatch(in, cancel, q.payloadOf(e), int(ent.payloadSz), &q.scratch[e])
+	n, st := q.handler.dispatch(in, cancel, ent.payload, int(eio.payloadSz), &ent.sc)
 	if st != fuse.OK {
 		n = 0
 	}
@@ -260,7 +322,7 @@ func (q *queue) answer(e int, in *fuse.InHeader, cancel <-chan struct{}) uint64 
 		logReply(q.handler.debug, in, st, n)
 	}
 	*(*fuse.OutHeader)(h) = fuse.OutHeader{Length: uint32(outHeaderSize + n), Status: -int32(st), Unique: unique}
-	ent.payloadSz = uint32(n)
+	eio.payloadSz = uint32(n)
 	// The kernel copies only the opcode's own in-struct next time: clear
 	// the rest, so a shorter struct never reads this request's bytes.
 	*(*[hdrEntInOut - hdrOpIn]byte)(unsafe.Add(h, hdrOpIn)) = [hdrEntInOut - hdrOpIn]byte{}
@@ -272,10 +334,10 @@ func (q *queue) answer(e int, in *fuse.InHeader, cancel <-chan struct{}) uint64 
 // queue thread: those that can change the tree. A writer may wait (a
 // grace period, or the kernel's handling of the cache notifications it
 // sends, which can wait for a lookup queued on this very queue); the
-// queue thread never does, so no tree writer ever runs on it.
+// leader never does, so no tree writer ever runs on it.
 func deferred(op uint32) bool { return op == opWrite || op == opSetattr }
 
-// finished is a deferred request whose reply is in its entry.
+// finished is a reply served off the leader, in its entry.
 type finished struct {
 	entry  int
 	unique uint64
@@ -283,30 +345,40 @@ type finished struct {
 
 // serveAsync serves the request in entry e on a goroutine of its own,
 // which writes the reply in place (the kernel leaves an entry alone until
-// it is committed) and wakes the queue thread to commit it. The watchdog
+// it is committed) and hands it to the leader to commit. The watchdog
 // does not see such a request: a signal to its caller does not cancel it.
+// Preconditions: the caller leads the queue.
 func (q *queue) serveAsync(e int) {
-	in := q.copyHeader(e)
-	q.async.Add(1)
+	ent := q.ents[e]
+	in := copyHeader(ent)
+	q.qids[ent.qi].busy.Add(1)
+	q.offLead.add()
 	go func() {
-		defer q.async.Done()
-		unique := q.answer(e, in, nil)
-		q.finished <- finished{e, unique}
-		var one = [8]byte{1}
-		unix.Write(q.wakeFD, one[:])
+		unique := q.answer(ent, in, nil)
+		q.handBack(e, unique)
 	}()
 }
 
-// commitFinished commits every deferred reply that is ready and, if
-// rearm (the poll did not fail), re-arms the wake poll: after draining,
-// so that a reply finished meanwhile finds the eventfd readable and fires
-// the new poll.
+// handBack gives the leader a reply served off the lead, to commit.
+func (q *queue) handBack(e int, unique uint64) {
+	q.finished <- finished{e, unique}
+	var one = [8]byte{1}
+	unix.Write(q.wakeFD, one[:])
+	q.offLead.done()
+}
+
+// commitFinished commits every reply served off the leader that is ready
+// and, if rearm (the poll did not fail), re-arms the wake poll: after
+// draining, so that a reply finished meanwhile finds the eventfd readable
+// and fires the new poll.
+// Preconditions: the caller leads the queue.
 func (q *queue) commitFinished(rearm bool) {
 	var buf [8]byte
 	unix.Read(q.wakeFD, buf[:])
 	for {
 		select {
 		case f := <-q.finished:
+			q.qids[q.ents[f.entry].qi].busy.Add(-1)
 			q.commit(f.entry, f.unique)
 		default:
 			if rearm && !q.stopped {
@@ -330,12 +402,13 @@ func (q *queue) stop() {
 	unix.Write(q.stopFD, one[:])
 }
 
-// run is the queue's thread: set up, wait to be told to register, serve
-// until the connection ends, tear down. The goroutine never unlocks its
-// thread, so the thread (and its CPU affinity) ends with it.
-func (q *queue) run(setup chan<- error, register <-chan bool, registered chan<- error, fatal func(error)) {
+// run is the queue's first thread: set up, wait to be told to register,
+// serve until the connection ends, tear down. The goroutine never
+// unlocks its thread, so the thread (and its CPU affinity) ends with it.
+func (q *queue) run(setup chan<- error, register <-chan bool, registered chan<- error) {
 	runtime.LockOSThread()
-	if err := q.setup(); err != nil {
+	w := q.newWorker()
+	if err := q.setup(w); err != nil {
 		setup <- err
 		return
 	}
@@ -344,12 +417,15 @@ func (q *queue) run(setup chan<- error, register <-chan bool, registered chan<- 
 		q.teardown()
 		return
 	}
-	err := q.register()
+	err := q.register(w)
 	registered <- err
 	if err == nil || q.live > 0 {
-		if err := q.loop(); err != nil && !errors.Is(err, syscall.EBADF) {
-			fatal(err)
-		}
+		q.serveLeading(w)
+		return
 	}
 	q.teardown()
 }
+
+// isEBADF reports whether err is the EBADF of a ring whose fd a test
+// replaced.
+func isEBADF(err error) bool { return errors.Is(err, syscall.EBADF) }

@@ -84,8 +84,9 @@ type cqe struct {
 }
 
 // ring is one io_uring instance: its fd and the three shared mappings.
-// It is used by one thread only (the queue's), so nothing here is locked;
-// the head and tail words shared with the kernel are accessed atomically.
+// It is used by one thread at a time (the queue's leader; the lead passes
+// with an atomic handshake, handoff.go), so nothing here is locked; the
+// head and tail words shared with the kernel are accessed atomically.
 type ring struct {
 	fd      int
 	sqMap   []byte
@@ -94,6 +95,7 @@ type ring struct {
 	sqHead  *uint32 // written by the kernel
 	sqTail  *uint32 // written by us
 	sqMask  uint32
+	sqSize  uint32
 	sqArray unsafe.Pointer
 	cqHead  *uint32 // written by us
 	cqTail  *uint32 // written by the kernel
@@ -117,11 +119,11 @@ func newRing(entries uint32, deferTW bool) (*ring, error) {
 	if deferTW {
 		p.flags |= setupSingleIssuer | setupDeferTaskRun
 	}
-	fd, _, errno := unix.Syscall(unix.SYS_IO_URING_SETUP, uintptr(entries), uintptr(unsafe.Pointer(&p)), 0)
+	fd, errno := ringKernel.setup(entries, &p)
 	if errno != 0 {
 		return nil, fmt.Errorf("io_uring_setup: %w", errno)
 	}
-	r := &ring{fd: int(fd), enterFD: fd}
+	r := &ring{fd: fd, enterFD: uintptr(fd)}
 	if err := r.mmap(&p); err != nil {
 		r.close()
 		return nil, err
@@ -139,22 +141,23 @@ func (r *ring) mmap(p *params) error {
 	var err error
 	flags := unix.MAP_SHARED | unix.MAP_POPULATE
 	prot := unix.PROT_READ | unix.PROT_WRITE
-	if r.sqMap, err = unix.Mmap(r.fd, offSQRing, sqSize, prot, flags); err != nil {
+	if r.sqMap, err = ringKernel.mmap(r.fd, offSQRing, sqSize, prot, flags); err != nil {
 		return fmt.Errorf("mmap io_uring SQ ring: %w", err)
 	}
 	r.cqMap = r.sqMap
 	if !r.single {
-		if r.cqMap, err = unix.Mmap(r.fd, offCQRing, cqSize, prot, flags); err != nil {
+		if r.cqMap, err = ringKernel.mmap(r.fd, offCQRing, cqSize, prot, flags); err != nil {
 			return fmt.Errorf("mmap io_uring CQ ring: %w", err)
 		}
 	}
-	if r.sqeMap, err = unix.Mmap(r.fd, offSQEs, int(p.sqEntries)*sqeSize, prot, flags); err != nil {
+	if r.sqeMap, err = ringKernel.mmap(r.fd, offSQEs, int(p.sqEntries)*sqeSize, prot, flags); err != nil {
 		return fmt.Errorf("mmap io_uring SQEs: %w", err)
 	}
 	sq, cq := unsafe.Pointer(&r.sqMap[0]), unsafe.Pointer(&r.cqMap[0])
 	r.sqHead = (*uint32)(unsafe.Add(sq, p.sqOff.head))
 	r.sqTail = (*uint32)(unsafe.Add(sq, p.sqOff.tail))
 	r.sqMask = *(*uint32)(unsafe.Add(sq, p.sqOff.ringMask))
+	r.sqSize = p.sqEntries
 	r.sqArray = unsafe.Add(sq, p.sqOff.array)
 	r.cqHead = (*uint32)(unsafe.Add(cq, p.cqOff.head))
 	r.cqTail = (*uint32)(unsafe.Add(cq, p.cqOff.tail))
@@ -167,7 +170,7 @@ func (r *ring) mmap(p *params) error {
 // names it with IOSQE_FIXED_FILE skips the fd table.
 func (r *ring) registerFile(fd int) error {
 	fds := [1]int32{int32(fd)}
-	_, _, errno := unix.Syscall6(unix.SYS_IO_URING_REGISTER, uintptr(r.fd), registerFiles, uintptr(unsafe.Pointer(&fds[0])), 1, 0, 0)
+	_, errno := ringKernel.register(r.fd, registerFiles, unsafe.Pointer(&fds[0]), 1)
 	if errno != 0 {
 		return fmt.Errorf("io_uring_register(IORING_REGISTER_FILES): %w", errno)
 	}
@@ -188,42 +191,50 @@ type rsrcUpdate struct {
 
 // registerRing registers the ring's fd with the calling thread's
 // io_uring context, so that the thread's io_uring_enter calls skip the
-// fd table. Call it on the thread that enters the ring. Where the kernel
-// refuses (before Linux 5.18) the plain fd stays in use.
-func (r *ring) registerRing() {
+// fd table, and returns what that thread gives io_uring_enter: the
+// registered index and enterRegisteredRing, or, where the kernel refuses
+// (before Linux 5.18), the plain fd and no flag. A registration belongs
+// to its thread: each thread that leads the ring calls it once.
+func (r *ring) registerRing() (fd, flags uintptr) {
 	if !registerRingFD {
-		return
+		return uintptr(r.fd), 0
 	}
 	u := rsrcUpdate{offset: ^uint32(0), data: uint64(r.fd)}
-	n, _, errno := unix.Syscall6(unix.SYS_IO_URING_REGISTER, uintptr(r.fd), registerRingFDs, uintptr(unsafe.Pointer(&u)), 1, 0, 0)
+	n, errno := ringKernel.register(r.fd, registerRingFDs, unsafe.Pointer(&u), 1)
 	if errno == 0 && n == 1 {
-		r.enterFD, r.enterFlags = uintptr(u.offset), enterRegisteredRing
+		return uintptr(u.offset), enterRegisteredRing
 	}
+	return uintptr(r.fd), 0
 }
 
 // close unmaps the ring and closes its fd; the kernel then cancels every
 // command still pending on it.
 func (r *ring) close() {
 	if r.sqeMap != nil {
-		unix.Munmap(r.sqeMap)
+		ringKernel.munmap(r.sqeMap)
 	}
 	if r.cqMap != nil && !r.single {
-		unix.Munmap(r.cqMap)
+		ringKernel.munmap(r.cqMap)
 	}
 	if r.sqMap != nil {
-		unix.Munmap(r.sqMap)
+		ringKernel.munmap(r.sqMap)
 	}
 	r.sqeMap, r.cqMap, r.sqMap = nil, nil, nil
 	if r.fd >= 0 {
-		unix.Close(r.fd)
+		ringKernel.close(r.fd)
 		r.fd = -1
 	}
 }
 
-// next returns a zeroed SQE at the tail, to be published by push. The
-// caller never has more SQEs outstanding than the ring holds (one per
-// ring entry plus the stop poll).
+// next returns a zeroed SQE at the tail, to be published by push. A
+// full submission queue is submitted first: a queue that has grown has
+// more entries than its ring has SQEs.
 func (r *ring) next() *sqe {
+	for r.pending() == r.sqSize {
+		if err := r.submit(); err != nil {
+			break // the wait that follows reports it
+		}
+	}
 	tail := *r.sqTail // only we write it
 	idx := tail & r.sqMask
 	s := (*sqe)(unsafe.Pointer(&r.sqeMap[int(idx)*sqeSize]))
@@ -240,8 +251,7 @@ func (r *ring) pending() uint32 { return *r.sqTail - atomic.LoadUint32(r.sqHead)
 
 // submit submits every pending SQE without waiting.
 func (r *ring) submit() error {
-	_, _, errno := unix.Syscall6(unix.SYS_IO_URING_ENTER, r.enterFD, uintptr(r.pending()), 0, r.enterFlags, 0, 0)
-	return enterError(errno)
+	return enterError(ringKernel.enter(r.enterFD, uintptr(r.pending()), 0, r.enterFlags, false))
 }
 
 // wait submits every pending SQE and blocks until at least one CQE is
@@ -256,13 +266,7 @@ func (r *ring) submit() error {
 // a garbage collection stop it. Without holdP the wait is a plain
 // blocking system call, which the runtime may take the P from.
 func (r *ring) wait(holdP bool) error {
-	var errno unix.Errno
-	if holdP {
-		_, _, errno = unix.RawSyscall6(unix.SYS_IO_URING_ENTER, r.enterFD, uintptr(r.pending()), 1, r.enterFlags|enterGetEvents, 0, 0)
-	} else {
-		_, _, errno = unix.Syscall6(unix.SYS_IO_URING_ENTER, r.enterFD, uintptr(r.pending()), 1, r.enterFlags|enterGetEvents, 0, 0)
-	}
-	return enterError(errno)
+	return enterError(ringKernel.enter(r.enterFD, uintptr(r.pending()), 1, r.enterFlags|enterGetEvents, holdP))
 }
 
 // enterError is io_uring_enter's errno as an error, nil for those after
@@ -275,15 +279,73 @@ func enterError(errno unix.Errno) error {
 	return fmt.Errorf("io_uring_enter: %w", errno)
 }
 
-// reap calls fn for every CQE there is and frees their slots.
-func (r *ring) reap(fn func(userData uint64, res int32)) int {
+// reap calls fn for every CQE there is, freeing each slot before the
+// call, until fn returns false; it returns how many it took. A CQE is
+// taken once: after a false, the next reap (by whichever thread leads the
+// ring then) starts at the one after.
+func (r *ring) reap(fn func(userData uint64, res int32) bool) int {
 	head := *r.cqHead
 	tail := atomic.LoadUint32(r.cqTail)
 	for h := head; h != tail; h++ {
 		c := (*cqe)(unsafe.Add(r.cqes, cqeSize*uintptr(h&r.cqMask)))
 		ud, res := c.userData, c.res
 		atomic.StoreUint32(r.cqHead, h+1)
-		fn(ud, res)
+		if !fn(ud, res) {
+			return int(h + 1 - head)
+		}
 	}
 	return int(tail - head)
 }
+
+// ringKernel is the kernel's end of every ring: the system calls, or a
+// test's fake of io_uring and FUSE's commands on it (fakekernel_test.go),
+// which serves hundreds of queues on a machine with two CPUs. Set only
+// while no ring exists.
+var ringKernel kernelEnd = sysKernel{}
+
+// kernelEnd is what a ring asks of the kernel.
+type kernelEnd interface {
+	// setup is io_uring_setup: it fills p and returns the ring's fd.
+	setup(entries uint32, p *params) (int, unix.Errno)
+	// mmap maps the ring's part at offset (offSQRing, offCQRing,
+	// offSQEs).
+	mmap(fd int, offset int64, size, prot, flags int) ([]byte, error)
+	munmap(b []byte)
+	// enter is io_uring_enter; raw is whether the caller holds its P
+	// through the wait (ring.wait).
+	enter(fd, toSubmit, minComplete, flags uintptr, raw bool) unix.Errno
+	// register is io_uring_register.
+	register(fd int, op uintptr, arg unsafe.Pointer, n uintptr) (uintptr, unix.Errno)
+	close(fd int)
+}
+
+// sysKernel is the real kernel.
+type sysKernel struct{}
+
+func (sysKernel) setup(entries uint32, p *params) (int, unix.Errno) {
+	fd, _, errno := unix.Syscall(unix.SYS_IO_URING_SETUP, uintptr(entries), uintptr(unsafe.Pointer(p)), 0)
+	return int(fd), errno
+}
+
+func (sysKernel) mmap(fd int, offset int64, size, prot, flags int) ([]byte, error) {
+	return unix.Mmap(fd, offset, size, prot, flags)
+}
+
+func (sysKernel) munmap(b []byte) { unix.Munmap(b) }
+
+func (sysKernel) enter(fd, toSubmit, minComplete, flags uintptr, raw bool) unix.Errno {
+	var errno unix.Errno
+	if raw {
+		_, _, errno = unix.RawSyscall6(unix.SYS_IO_URING_ENTER, fd, toSubmit, minComplete, flags, 0, 0)
+	} else {
+		_, _, errno = unix.Syscall6(unix.SYS_IO_URING_ENTER, fd, toSubmit, minComplete, flags, 0, 0)
+	}
+	return errno
+}
+
+func (sysKernel) register(fd int, op uintptr, arg unsafe.Pointer, n uintptr) (uintptr, unix.Errno) {
+	r, _, errno := unix.Syscall6(unix.SYS_IO_URING_REGISTER, uintptr(fd), op, uintptr(arg), n, 0, 0)
+	return r, errno
+}
+
+func (sysKernel) close(fd int) { unix.Close(fd) }

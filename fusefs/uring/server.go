@@ -50,8 +50,8 @@
 // comes. Its preemption signal (after 10 ms) ends such a wait, and the
 // queue then waits in a plain blocking system call until its next
 // request, holding no P. While the queues live, GOMAXPROCS is one higher
-// per queue, so that the rest of the process keeps its Ps;
-// Config.KeepGOMAXPROCS opts out of both. docs/notes/2026-12-02-uring-
+// per queue, so that the rest of the process keeps its Ps. Both only with
+// Config.HoldP: a library leaves GOMAXPROCS alone unless asked. docs/notes/2026-12-02-uring-
 // holds-its-p.md has the measurements behind this.
 //
 // Memory the kernel writes into (rings, header pages, payloads) is mapped
@@ -230,7 +230,9 @@ func (s *Server) prepare(o *fuse.MountOptions, cfg Config) error {
 func (s *Server) startRings(fs fuse.RawFileSystem, fd int, o *fuse.MountOptions) fuse.RawFileSystem {
 	ringFD, err := unix.FcntlInt(uintptr(fd), unix.F_DUPFD_CLOEXEC, 0)
 	if err == nil {
-		s.rings, err = startRings(newHandler(fs, o), ringFD, s.geometry, s.fatal)
+		h := newHandler(fs, o)
+		h.mnt = s.mnt
+		s.rings, err = startRings(h, ringFD, s.geometry, s.fatal)
 		if err != nil {
 			unix.Close(ringFD)
 		}
@@ -370,6 +372,15 @@ func (s *Server) Queues() int {
 	return s.geometry.queues
 }
 
+// Rings is the number of rings serving the queues: Queues, unless
+// Config.Rings folds them onto fewer; 0 on /dev/fuse.
+func (s *Server) Rings() int {
+	if !s.onURing {
+		return 0
+	}
+	return s.geometry.rings
+}
+
 // Depth is the number of ring entries per queue, 0 on /dev/fuse.
 func (s *Server) Depth() int {
 	if !s.onURing {
@@ -378,7 +389,8 @@ func (s *Server) Depth() int {
 	return s.geometry.depth
 }
 
-// Served returns the number of requests each queue has answered; nil on
+// Served returns the number of requests each ring has answered (one ring
+// per queue unless Config.Rings folds them); nil on
 // /dev/fuse.
 func (s *Server) Served() []uint64 {
 	if !s.onURing {
@@ -448,4 +460,16 @@ func (s *Server) InodeRetrieveCache(node uint64, offset int64, dest []byte) (int
 		return 0, fuse.ENOSYS
 	}
 	return s.Server.InodeRetrieveCache(node, offset, dest)
+}
+
+// Handoffs returns how many times a queue's lead was taken from a handler
+// that was still running after one watch period, and how many ring
+// entries the queues registered beyond their first depth to stay ahead of
+// requests served off the lead (handoff.go, grow.go). Both are 0 on
+// /dev/fuse.
+func (s *Server) Handoffs() (taken, grown uint64) {
+	if s.rings == nil || !s.onURing {
+		return 0, 0
+	}
+	return s.rings.handoffs()
 }

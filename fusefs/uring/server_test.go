@@ -94,32 +94,32 @@ func TestServeAndUnmount(t *testing.T) {
 	}
 }
 
-// TestGOMAXPROCSWhileServing checks that the queues' Ps are added to
-// GOMAXPROCS while they live, and taken back once Serve has returned;
-// with KeepGOMAXPROCS, or where the runtime cannot preempt a queue
+// TestGOMAXPROCSWhileServing checks that with HoldP the queues' Ps are
+// added to GOMAXPROCS while they live, and taken back once Serve has
+// returned; by default, or where the runtime cannot preempt a queue
 // (GODEBUG=asyncpreemptoff=1), nothing changes.
 func TestGOMAXPROCSWhileServing(t *testing.T) {
 	requireURing(t)
 	for _, tc := range []struct {
 		name    string
-		keep    bool
+		holdP   bool
 		godebug string
 		adds    bool
 	}{
-		{name: "default", adds: true},
-		{name: "keep", keep: true},
-		{name: "asyncpreemptoff", godebug: "asyncpreemptoff=1"},
+		{name: "default"},
+		{name: "holdP", holdP: true, adds: true},
+		{name: "asyncpreemptoff", holdP: true, godebug: "asyncpreemptoff=1"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if tc.godebug != "" {
 				t.Setenv("GODEBUG", tc.godebug)
 			}
 			before := runtime.GOMAXPROCS(0)
-			m := mount(t, nil, fuse.MountOptions{}, uring.Config{Only: uring.URing, KeepGOMAXPROCS: tc.keep})
+			m := mount(t, nil, fuse.MountOptions{}, uring.Config{Only: uring.URing, HoldP: tc.holdP})
 			roundTrip(t, m)
 			want := before
 			if tc.adds {
-				want += m.srv.Queues()
+				want += m.srv.Rings()
 			}
 			if got := runtime.GOMAXPROCS(0); got != want {
 				t.Errorf("GOMAXPROCS while serving %d queues: got %d, want %d", m.srv.Queues(), got, want)

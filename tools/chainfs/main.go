@@ -40,7 +40,7 @@ func run(args []string) int {
 	}
 	mnt := flags.Arg(0)
 	opts := &fuse.MountOptions{DirectMount: true, DisableXAttrs: true, DisableReadDirPlus: true, MaxBackground: 12}
-	srv, err := uring.NewServer(chain{fuse.NewDefaultRawFileSystem()}, mnt, opts, uring.Config{Only: uring.Kind(*transport), Depth: *depth, DeferTaskRun: *deferTW})
+	srv, err := uring.NewServer(chain{fuse.NewDefaultRawFileSystem()}, mnt, opts, uring.Config{Only: uring.Kind(*transport), Depth: *depth, DeferTaskRun: *deferTW, HoldP: true})
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "chainfs: %v\n", err)
 		return 1
