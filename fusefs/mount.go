@@ -336,7 +336,10 @@ func checkMounted(mnt string, top mountinfo.Entry, force bool) error {
 		return live
 	}
 	hung, err := probeFUSE(mnt)
+	var errno syscall.Errno
 	switch {
+	case err != nil && !errors.As(err, &errno):
+		return usage("mountpoint %s is a FUSE mount, and whether its server answers cannot be told (%v): unmount it first (umount -l %s) or choose another directory", mnt, err, mnt)
 	case !hung && !kernfsim.Disconnected(err):
 		return live
 	case !force && hung:
@@ -380,49 +383,6 @@ func resolve(mnt string) string {
 
 // probeWait bounds each look at a mount that may not answer.
 const probeWait = 2 * time.Second
-
-// probeFUSE asks the server behind the FUSE mount at mnt for its statfs,
-// which the kernel never answers from a cache, and returns the errno, or
-// hung if no answer came within probeWait.
-//
-// The question is asked by a child process (coreutils' stat -f), never by
-// a thread of this one: over io_uring a request is handed to the server's
-// ring at once, so a stopped server leaves its caller in an
-// uninterruptible wait that would keep this process from exiting. A child
-// left so is not waited for; it ends when the connection does (which
-// --force makes happen).
-func probeFUSE(mnt string) (hung bool, err error) {
-	cmd := exec.Command("stat", "-f", "-c", "%t", mnt)
-	cmd.Env = append(os.Environ(), "LC_ALL=C")
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		return false, fmt.Errorf("statfs %s: %w", mnt, err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	select {
-	case err := <-done:
-		if err == nil {
-			return false, nil
-		}
-		return false, statErrno(stderr.String(), err)
-	case <-time.After(probeWait):
-		cmd.Process.Kill()
-		return true, nil
-	}
-}
-
-// statErrno is the errno behind stat(1)'s message, for the errnos that
-// say a FUSE connection has ended, or err.
-func statErrno(msg string, err error) error {
-	for _, e := range []syscall.Errno{syscall.ENOTCONN, syscall.ECONNABORTED, syscall.ECANCELED} {
-		if strings.Contains(strings.ToLower(msg), e.Error()) {
-			return e
-		}
-	}
-	return fmt.Errorf("%v: %s", err, strings.TrimSpace(msg))
-}
 
 // bounded runs f on a goroutine of its own and returns its error, or
 // hung if it has not returned within probeWait; f is then left to
