@@ -226,6 +226,9 @@ func (m *Mount) Done() <-chan struct{} { return m.done }
 // connection and detaches the mount (see endBusy), so it returns promptly
 // even under load: clients then get ENOTCONN or ECONNABORTED.
 //
+// Other mounts of its connection (bind mounts) would keep it serving
+// after the unmount: it aborts the connection and names them (endBound).
+//
 // It unmounts only its own mount. One that another mount covers (mounted
 // on top of it since) is left in place: its connection is aborted, so the
 // server stops, and the dead mount stays beneath the other one until that
@@ -237,9 +240,13 @@ func (m *Mount) Unmount() error {
 		return m.endCovered(present, cover)
 	}
 	var abortErr error
+	aborted := false
 	err := unix.Unmount(m.Mountpoint, 0)
 	switch {
 	case err == nil:
+		if binds := m.otherMounts(); len(binds) > 0 {
+			return m.endBound(binds)
+		}
 	case errors.Is(err, syscall.EPERM):
 		// mounted through fusermount3 by a user: let it unmount
 		if err := m.srv.Unmount(); err != nil {
@@ -247,6 +254,7 @@ func (m *Mount) Unmount() error {
 		}
 	default:
 		abortErr = m.endBusy()
+		aborted = abortErr == nil
 	}
 	select {
 	case <-m.done:
@@ -254,10 +262,13 @@ func (m *Mount) Unmount() error {
 	case <-time.After(2 * time.Second):
 	}
 	m.srv.StopQueues() // no thread outlives the mount, whatever the kernel still holds
-	if abortErr != nil {
+	switch {
+	case abortErr != nil:
 		return fmt.Errorf("unmount %s: %v; the server did not stop within 2 s, and the connection ends when this process exits", m.Mountpoint, abortErr)
+	case aborted:
+		return fmt.Errorf("unmount %s: the connection was aborted, but the server did not stop within 2 s", m.Mountpoint)
 	}
-	return fmt.Errorf("unmount %s: the connection was aborted, but the server did not stop within 2 s", m.Mountpoint)
+	return m.endUnexplained()
 }
 
 // mountRefused is a mount the kernel or fusermount3 refused, as a
