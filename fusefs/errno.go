@@ -7,6 +7,7 @@ import (
 
 	"github.com/hanwen/go-fuse/v2/fuse"
 
+	"github.com/kernfsim/kernfsim/kernfsim"
 	"github.com/kernfsim/kernfsim/locking"
 )
 
@@ -17,6 +18,8 @@ func status(err error) fuse.Status {
 	switch {
 	case err == nil:
 		return fuse.OK
+	case errors.Is(err, kernfsim.ErrGroupsNeeded):
+		return fuse.EACCES // a check that skipped withGroups: refuse, never send the kernel an errno it rejects
 	case errors.As(err, &errno):
 		return fuse.Status(errno)
 	case errors.Is(err, locking.ErrReadOnly):

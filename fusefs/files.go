@@ -32,16 +32,14 @@ func (s *Server) Open(_ <-chan struct{}, in *fuse.OpenIn, out *fuse.OpenOut) fus
 
 // open is Tree.Open for the caller of h: as root under default_permissions
 // (the kernel has checked), else with the caller's supplementary groups
-// where they could turn a refusal.
+// where they decide.
 func (s *Server) open(h *fuse.InHeader, n *kernfsim.Node, flags int) (*kernfsim.File, error) {
 	if s.opts.Permissions != PermServer {
 		return s.tree.Open(n, flags, kernfsim.RootCred)
 	}
-	f, err := s.tree.Open(n, flags, cred(h))
-	if err == nil {
-		return f, nil
-	}
-	err = s.withGroups(h, n, kernfsim.OpenAccess(flags), err, func(c kernfsim.Cred) error {
+	var f *kernfsim.File
+	err := withGroups(h, func(c kernfsim.Cred) error {
+		var err error
 		f, err = s.tree.Open(n, flags, c)
 		return err
 	})

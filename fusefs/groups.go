@@ -20,15 +20,19 @@ import (
 // supplementary groups, so a check that only a supplementary group could
 // pass would be refused although the kernel (default_permissions) and the
 // real sysfs allow it. The server reads the groups from /proc/TID/status
-// (the header's pid is the calling thread's id), and only when a check has
-// failed and the node's group class would grant it (Tree.GroupMayGrant):
-// a check that passes, or that no group could turn, costs nothing more.
+// (the header's pid is the calling thread's id), and only when the answer
+// depends on them, which is when the kernel's acl_permission_check asks
+// in_group_p past the fsgid: the caller is not the owner, its gid is not
+// the node's group, and the group and other triplets differ on the bits
+// asked for (kernfsim.WithGroups). Every other check costs nothing more.
+// Group membership can refuse as well as grant: a member of a 0604 file's
+// group may not read it.
 //
-// When the groups cannot be read the refusal stands, as before: the
-// caller is gone, it runs in a pid namespace this server cannot see (the
-// kernel then sends pid 0), or /proc/TID/status shows another fsuid or
-// fsgid than the request (the thread id was reused, or /proc belongs to
-// another pid namespace).
+// When the groups cannot be read the check is refused (fails closed):
+// the caller is gone, it runs in a pid namespace this server cannot see
+// (the kernel then sends pid 0), or /proc/TID/status shows another fsuid
+// or fsgid than the request (the thread id was reused, or /proc belongs
+// to another pid namespace).
 //
 // Lock: groupCache.mu is a leaf; nothing is called and no other lock is
 // taken under it, and /proc is read without it.
@@ -187,37 +191,17 @@ func parseIDs(b []byte) ([]uint32, error) {
 	return ids, nil
 }
 
-// withGroups is a check that refused the caller of h (err) done again
-// with the caller's supplementary groups, if a group could grant mask on
-// n and the groups can be read; otherwise it is err. Callers try the
-// check without groups first, so the common path reads nothing.
-func (s *Server) withGroups(h *fuse.InHeader, n *kernfsim.Node, mask kernfsim.Access, err error, check func(kernfsim.Cred) error) error {
-	c := cred(h)
-	if kernfsim.Errno(err) != syscall.EACCES || !s.tree.GroupMayGrant(n, mask, c) {
-		return err
-	}
-	groups, ok := callerGroups.get(h.Pid, h.Uid, h.Gid)
-	if !ok {
-		return err
-	}
-	c.Groups = groups
-	return check(c)
+// withGroups runs check for the caller of h (kernfsim.WithGroups): with
+// its uid and gid alone, then, only where the answer depends on its
+// supplementary groups, with the groups read from /proc. Groups that
+// cannot be read refuse (EACCES).
+func withGroups(h *fuse.InHeader, check func(kernfsim.Cred) error) error {
+	groups := func() ([]uint32, bool) { return callerGroups.get(h.Pid, h.Uid, h.Gid) }
+	return kernfsim.WithGroups(cred(h), groups, check)
 }
 
 // permission is Tree.Permission for the caller of h, with its
-// supplementary groups where they could turn a refusal.
+// supplementary groups where they decide.
 func (s *Server) permission(h *fuse.InHeader, n *kernfsim.Node, mask kernfsim.Access) error {
-	err := s.tree.Permission(n, mask, cred(h))
-	if err == nil {
-		return nil
-	}
-	return s.withGroups(h, n, mask, err, func(c kernfsim.Cred) error { return s.tree.Permission(n, mask, c) })
-}
-
-// credWithGroups is the caller's credentials with its supplementary
-// groups, or without them where they cannot be read.
-func credWithGroups(h *fuse.InHeader) kernfsim.Cred {
-	c := cred(h)
-	c.Groups, _ = callerGroups.get(h.Pid, h.Uid, h.Gid)
-	return c
+	return withGroups(h, func(c kernfsim.Cred) error { return s.tree.Permission(n, mask, c) })
 }

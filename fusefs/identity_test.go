@@ -5,7 +5,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 )
 
@@ -35,20 +34,4 @@ func TestSecondServerRefusesToStack(t *testing.T) {
 			t.Errorf("the first server after the second's refusal: %v", err)
 		}
 	})
-}
-
-func TestStatErrno(t *testing.T) {
-	exit := errors.New("exit status 1")
-	for msg, want := range map[string]error{
-		"stat: cannot read file system information for '/m': Transport endpoint is not connected": syscall.ENOTCONN,
-		"stat: cannot read file system information for '/m': Software caused connection abort":    syscall.ECONNABORTED,
-		"stat: cannot read file system information for '/m': Operation canceled":                  syscall.ECANCELED,
-	} {
-		if got := statErrno(msg, exit); got != want {
-			t.Errorf("statErrno(%q): got %v, want %v", msg, got, want)
-		}
-	}
-	if got := statErrno("stat: cannot read file system information for '/m': Permission denied", exit); errors.Is(got, syscall.ENOTCONN) || got == nil {
-		t.Errorf("statErrno(permission denied): got %v, want an error that is no dead connection", got)
-	}
 }

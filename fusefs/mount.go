@@ -226,6 +226,9 @@ func (m *Mount) Done() <-chan struct{} { return m.done }
 // connection and detaches the mount (see endBusy), so it returns promptly
 // even under load: clients then get ENOTCONN or ECONNABORTED.
 //
+// Other mounts of its connection (bind mounts) would keep it serving
+// after the unmount: it aborts the connection and names them (endBound).
+//
 // It unmounts only its own mount. One that another mount covers (mounted
 // on top of it since) is left in place: its connection is aborted, so the
 // server stops, and the dead mount stays beneath the other one until that
@@ -237,9 +240,13 @@ func (m *Mount) Unmount() error {
 		return m.endCovered(present, cover)
 	}
 	var abortErr error
+	aborted := false
 	err := unix.Unmount(m.Mountpoint, 0)
 	switch {
 	case err == nil:
+		if binds := m.otherMounts(); len(binds) > 0 {
+			return m.endBound(binds)
+		}
 	case errors.Is(err, syscall.EPERM):
 		// mounted through fusermount3 by a user: let it unmount
 		if err := m.srv.Unmount(); err != nil {
@@ -247,6 +254,7 @@ func (m *Mount) Unmount() error {
 		}
 	default:
 		abortErr = m.endBusy()
+		aborted = abortErr == nil
 	}
 	select {
 	case <-m.done:
@@ -254,10 +262,13 @@ func (m *Mount) Unmount() error {
 	case <-time.After(2 * time.Second):
 	}
 	m.srv.StopQueues() // no thread outlives the mount, whatever the kernel still holds
-	if abortErr != nil {
+	switch {
+	case abortErr != nil:
 		return fmt.Errorf("unmount %s: %v; the server did not stop within 2 s, and the connection ends when this process exits", m.Mountpoint, abortErr)
+	case aborted:
+		return fmt.Errorf("unmount %s: the connection was aborted, but the server did not stop within 2 s", m.Mountpoint)
 	}
-	return fmt.Errorf("unmount %s: the connection was aborted, but the server did not stop within 2 s", m.Mountpoint)
+	return m.endUnexplained()
 }
 
 // mountRefused is a mount the kernel or fusermount3 refused, as a
@@ -336,7 +347,10 @@ func checkMounted(mnt string, top mountinfo.Entry, force bool) error {
 		return live
 	}
 	hung, err := probeFUSE(mnt)
+	var errno syscall.Errno
 	switch {
+	case err != nil && !errors.As(err, &errno):
+		return usage("mountpoint %s is a FUSE mount, and whether its server answers cannot be told (%v): unmount it first (umount -l %s) or choose another directory", mnt, err, mnt)
 	case !hung && !kernfsim.Disconnected(err):
 		return live
 	case !force && hung:
@@ -380,49 +394,6 @@ func resolve(mnt string) string {
 
 // probeWait bounds each look at a mount that may not answer.
 const probeWait = 2 * time.Second
-
-// probeFUSE asks the server behind the FUSE mount at mnt for its statfs,
-// which the kernel never answers from a cache, and returns the errno, or
-// hung if no answer came within probeWait.
-//
-// The question is asked by a child process (coreutils' stat -f), never by
-// a thread of this one: over io_uring a request is handed to the server's
-// ring at once, so a stopped server leaves its caller in an
-// uninterruptible wait that would keep this process from exiting. A child
-// left so is not waited for; it ends when the connection does (which
-// --force makes happen).
-func probeFUSE(mnt string) (hung bool, err error) {
-	cmd := exec.Command("stat", "-f", "-c", "%t", mnt)
-	cmd.Env = append(os.Environ(), "LC_ALL=C")
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		return false, fmt.Errorf("statfs %s: %w", mnt, err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	select {
-	case err := <-done:
-		if err == nil {
-			return false, nil
-		}
-		return false, statErrno(stderr.String(), err)
-	case <-time.After(probeWait):
-		cmd.Process.Kill()
-		return true, nil
-	}
-}
-
-// statErrno is the errno behind stat(1)'s message, for the errnos that
-// say a FUSE connection has ended, or err.
-func statErrno(msg string, err error) error {
-	for _, e := range []syscall.Errno{syscall.ENOTCONN, syscall.ECONNABORTED, syscall.ECANCELED} {
-		if strings.Contains(strings.ToLower(msg), e.Error()) {
-			return e
-		}
-	}
-	return fmt.Errorf("%v: %s", err, strings.TrimSpace(msg))
-}
 
 // bounded runs f on a goroutine of its own and returns its error, or
 // hung if it has not returned within probeWait; f is then left to

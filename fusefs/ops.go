@@ -127,15 +127,7 @@ func (s *Server) setattr(h *fuse.InHeader, n *kernfsim.Node, args kernfsim.Setat
 	if s.opts.Permissions != PermServer {
 		return s.tree.Setattr(n, args, kernfsim.RootCred)
 	}
-	c := cred(h)
-	if s.tree.SetattrNeedsGroups(n, args, c) {
-		c = credWithGroups(h)
-	}
-	err := s.tree.Setattr(n, args, c)
-	if err == nil || args.Valid&kernfsim.SetSize == 0 || c.Groups != nil {
-		return err
-	}
-	return s.withGroups(h, n, kernfsim.MayWrite, err, func(c kernfsim.Cred) error { return s.tree.Setattr(n, args, c) })
+	return withGroups(h, func(c kernfsim.Cred) error { return s.tree.Setattr(n, args, c) })
 }
 
 // fileMode is a FUSE mode's permission, setuid, setgid and sticky bits.
@@ -269,7 +261,7 @@ func (s *Server) Link(_ <-chan struct{}, in *fuse.LinkIn, name string, _ *fuse.E
 		if src == nil {
 			return fuse.Status(syscall.ESTALE)
 		}
-		if err := s.tree.MayLink(src, cred(&in.InHeader)); err != nil {
+		if err := withGroups(&in.InHeader, func(c kernfsim.Cred) error { return s.tree.MayLink(src, c) }); err != nil {
 			return status(err)
 		}
 	}
@@ -340,14 +332,10 @@ func (s *Server) refuseDelete(h *fuse.InHeader, name string, refusal syscall.Err
 
 // dirCheck is check (Tree.MayCreate or MayDelete in dir) for the caller
 // of h: as root under default_permissions, else with its supplementary
-// groups where they could turn a refusal.
+// groups where they decide.
 func (s *Server) dirCheck(h *fuse.InHeader, dir *kernfsim.Node, check func(kernfsim.Cred) error) error {
 	if s.opts.Permissions != PermServer {
 		return check(kernfsim.RootCred)
 	}
-	err := check(cred(h))
-	if err == nil {
-		return nil
-	}
-	return s.withGroups(h, dir, kernfsim.MayWrite|kernfsim.MayExec, err, check)
+	return withGroups(h, check)
 }

@@ -38,7 +38,7 @@ const helperEnv = "KERNFSIM_PERM_HELPER"
 // its fields separated by "|": "read|P", "write|P|DATA" (an O_TRUNC
 // open), "readdir|P", "access-r|P", "chmod|P|OCTAL", "mkdir|P",
 // "mknod-reg|P", "mknod-fifo|P", "mknod-chr|P", "creat|P", "creat-excl|P",
-// "tmpfile|DIR", "symlink|P", "link|OLD|NEW", "unlink|P", "rmdir|P", "rename|OLD|NEW",
+// "access|P|MASK" (octal R_OK|W_OK|X_OK), "chdir|P", "tmpfile|DIR", "symlink|P", "link|OLD|NEW", "unlink|P", "rmdir|P", "rename|OLD|NEW",
 // "rename-noreplace|OLD|NEW". An operation that unexpectedly creates
 // something removes it again.
 func TestPermHelper(t *testing.T) {
@@ -81,6 +81,11 @@ func helperOp(op string, a []string) error {
 		return err
 	case "access-r":
 		return unix.Access(a[0], unix.R_OK)
+	case "access":
+		m, _ := strconv.ParseUint(a[1], 8, 32)
+		return unix.Faccessat(unix.AT_FDCWD, a[0], uint32(m), 0)
+	case "chdir":
+		return unix.Chdir(a[0])
 	case "chmod":
 		m, _ := strconv.ParseUint(a[1], 8, 32)
 		return unix.Chmod(a[0], uint32(m))

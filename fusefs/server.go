@@ -218,8 +218,10 @@ func (s *Server) node(nodeid uint64) *kernfsim.Node {
 	return n
 }
 
+// cred is the caller of h as a request shows it: uid and gid, its
+// supplementary groups unread (withGroups reads them where they decide).
 func cred(h *fuse.InHeader) kernfsim.Cred {
-	return kernfsim.Cred{Uid: h.Uid, Gid: h.Gid}
+	return kernfsim.Cred{Uid: h.Uid, Gid: h.Gid, GroupsUnread: true}
 }
 
 // fillAttr converts a kernfsim stat to FUSE attributes.

@@ -1,6 +1,7 @@
 package kernfsim
 
 import (
+	"errors"
 	"io/fs"
 	"slices"
 	"syscall"
@@ -48,6 +49,48 @@ type Cred struct {
 	Uid    uint32
 	Gid    uint32
 	Groups []uint32 // supplementary groups
+
+	// GroupsUnread says Groups was not read (a FUSE request carries a
+	// caller's uid and gid alone). A check whose answer depends on whether
+	// the caller is in the node's group through a supplementary group then
+	// fails with ErrGroupsNeeded, and nothing else; WithGroups reads them
+	// and asks again.
+	GroupsUnread bool
+}
+
+// ErrGroupsNeeded is the errno of a check for a Cred with GroupsUnread
+// whose answer depends on its supplementary groups. It never reaches a
+// caller of the kernel: WithGroups turns it into the real answer, or into
+// EACCES where the groups cannot be read.
+const ErrGroupsNeeded syscall.Errno = 0x10000
+
+// WithGroups runs check for c, first as it is; only where the answer
+// depends on c's supplementary groups (ErrGroupsNeeded) does it read them
+// with groups and run check again with them. Where they cannot be read
+// the answer is EACCES: the check fails closed, as it would for a caller
+// in the group whose group class refuses. This is how a server that learns
+// groups on demand still decides exactly as generic_permission
+// (TestPermissionTable).
+func WithGroups(c Cred, groups func() ([]uint32, bool), check func(Cred) error) error {
+	err := check(c)
+	if !errors.Is(err, ErrGroupsNeeded) {
+		return err
+	}
+	gs, ok := groups()
+	if !ok {
+		return replaceErrno(err, syscall.EACCES)
+	}
+	c.Groups, c.GroupsUnread = gs, false
+	return check(c)
+}
+
+// replaceErrno is err with its errno replaced by e, keeping its op and path.
+func replaceErrno(err error, e syscall.Errno) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return &fs.PathError{Op: pe.Op, Path: pe.Path, Err: e}
+	}
+	return e
 }
 
 // RootCred is uid 0, which bypasses read/write checks as in the kernel.
@@ -67,40 +110,51 @@ const (
 const ModeSpecial = fs.ModeSetuid | fs.ModeSetgid | fs.ModeSticky
 
 // inGroup is in_group_p: gid is c's primary or a supplementary group.
+// Preconditions: c's groups were read (or gid is its primary group).
 func (c Cred) inGroup(gid uint32) bool {
 	return c.Gid == gid || slices.Contains(c.Groups, gid)
 }
 
-// permitted is generic_permission: the owner, group or other triplet of
-// mode, with root's bypass (read and write always; exec only if some exec
-// bit is set or the node is a directory).
-func permitted(a *Attr, isDir bool, mask Access, c Cred) bool {
+// permitted is generic_permission (fs/namei.c): acl_permission_check on
+// a's mode, then root's override (read and write always; exec only if
+// some exec bit is set or the node is a directory). It answers 0, EACCES,
+// or ErrGroupsNeeded where c.GroupsUnread and the answer depends on them.
+// Root is decided first: acl_permission_check cannot refuse what the
+// override grants, nor grant an exec the override refuses (that needs an
+// exec bit).
+func permitted(a *Attr, isDir bool, mask Access, c Cred) syscall.Errno {
 	if c.Uid == 0 {
-		return mask&MayExec == 0 || isDir || a.Mode&0o111 != 0
+		if mask&MayExec == 0 || isDir || a.Mode&0o111 != 0 {
+			return 0
+		}
+		return syscall.EACCES
 	}
-	var perm fs.FileMode
-	switch {
-	case c.Uid == a.Uid:
-		perm = a.Mode >> 6
-	case c.inGroup(a.Gid):
-		perm = a.Mode >> 3
-	default:
-		perm = a.Mode
-	}
-	return Access(perm&7)&mask == mask
+	return aclPermissionCheck(a, mask, c)
 }
 
-// groupMayGrant reports whether a supplementary group that c does not
-// carry could turn a refusal of mask on a into a grant: c is neither root
-// nor a's owner, its primary group is not a's, and a's group class grants
-// mask. (Where the group class grants less than the other class, a group
-// could also turn a grant into a refusal; sysfs modes never do that, and
-// a server that learns groups on demand does not look for it.)
-func groupMayGrant(a *Attr, mask Access, c Cred) bool {
-	if c.Uid == 0 || c.Uid == a.Uid || c.Gid == a.Gid {
-		return false
+// aclPermissionCheck is fs/namei.c's acl_permission_check without ACLs:
+// the owner triplet for the owner; else the group triplet if mask's bits
+// differ between the group and other triplets and c is in a's group (only
+// then is membership asked, as the kernel asks in_group_p only then), else
+// the other triplet.
+func aclPermissionCheck(a *Attr, mask Access, c Cred) syscall.Errno {
+	mode := uint32(a.Mode.Perm())
+	m := uint32(mask) & 7
+	switch {
+	case c.Uid == a.Uid:
+		mode >>= 6
+	case m&(mode^mode>>3) == 0:
+	case c.Gid == a.Gid:
+		mode >>= 3
+	case c.GroupsUnread:
+		return ErrGroupsNeeded
+	case slices.Contains(c.Groups, a.Gid):
+		mode >>= 3
 	}
-	return Access(a.Mode>>3&7)&mask == mask
+	if m&^mode != 0 {
+		return syscall.EACCES
+	}
+	return 0
 }
 
 // stickyRefuses is check_sticky: in a sticky directory only root and the
@@ -148,11 +202,19 @@ func setattrPrepare(n *Node, a *Attr, args *SetattrArgs, c Cred) syscall.Errno {
 		return syscall.EISDIR
 	case args.Valid&SetSize != 0 && n.kind != KindAttr:
 		return syscall.EINVAL
-	case args.Valid&SetSize != 0 && !permitted(a, false, MayWrite, c):
-		return syscall.EACCES
 	}
-	if args.Valid&SetMode != 0 && c.Uid != 0 && !c.inGroup(args.newGid(a)) {
-		args.Mode &^= fs.ModeSetgid
+	if args.Valid&SetSize != 0 {
+		if e := permitted(a, false, MayWrite, c); e != 0 {
+			return e
+		}
+	}
+	if setgidNeedsGroups(a, *args, c) {
+		if c.GroupsUnread {
+			return ErrGroupsNeeded
+		}
+		if !c.inGroup(args.newGid(a)) {
+			args.Mode &^= fs.ModeSetgid
+		}
 	}
 	return 0
 }
@@ -165,14 +227,14 @@ func (args *SetattrArgs) newGid(a *Attr) uint32 {
 	return a.Gid
 }
 
-// setgidNeedsGroups reports whether applying args for c depends on
-// supplementary groups that c does not carry: a chmod to a setgid mode by
-// a caller who is not root, outside a's (new) group by its primary gid.
+// setgidNeedsGroups reports whether applying args for c depends on its
+// supplementary groups: a chmod to a setgid mode by a caller who is not
+// root, outside a's (new) group by its primary gid.
 func setgidNeedsGroups(a *Attr, args SetattrArgs, c Cred) bool {
 	if args.Valid&SetMode == 0 || args.Mode&fs.ModeSetgid == 0 || c.Uid == 0 {
 		return false
 	}
-	return !c.inGroup(args.newGid(a))
+	return c.Gid != args.newGid(a)
 }
 
 // applySetattr returns a new Attr: a with args applied and ctime now.

@@ -1,6 +1,7 @@
 package kernfsim
 
 import (
+	"errors"
 	"io/fs"
 	"os"
 	"syscall"
@@ -50,7 +51,8 @@ func TestSetattrKeepsSpecialBits(t *testing.T) {
 }
 
 // TestSetattrNeedsGroups checks when a chmod depends on groups that the
-// caller does not carry.
+// caller did not give (Cred.GroupsUnread): Setattr then answers
+// ErrGroupsNeeded and changes nothing.
 func TestSetattrNeedsGroups(t *testing.T) {
 	tr := newTestTree(t, "rwsem")
 	f := testkit.Must(tr.Add(tr.Root(), "f", NodeSpec{Kind: KindAttr, Mode: 0o644, Uid: 1000, Gid: 100, Source: NewValue("")}))(t)
@@ -67,15 +69,21 @@ func TestSetattrNeedsGroups(t *testing.T) {
 		{"setgid with a chgrp to the caller's gid", SetattrArgs{Valid: SetMode | SetGid, Mode: fs.ModeSetgid, Gid: 1000}, Cred{Uid: 1000, Gid: 1000}, false},
 		{"plain chmod", SetattrArgs{Valid: SetMode, Mode: 0o600}, Cred{Uid: 1000, Gid: 1000}, false},
 	} {
-		if got := tr.SetattrNeedsGroups(f, c.args, c.c); got != c.want {
-			t.Errorf("%s: got %v, want %v", c.name, got, c.want)
+		require.NoError(t, tr.Setattr(f, SetattrArgs{Valid: SetMode | SetGid, Mode: 0o644, Gid: 100}, RootCred))
+		c.c.GroupsUnread = true
+		err := tr.Setattr(f, c.args, c.c)
+		if got := errors.Is(err, ErrGroupsNeeded); got != c.want {
+			t.Errorf("%s: got %v, want ErrGroupsNeeded %v", c.name, err, c.want)
+		}
+		if c.want && tr.Getattr(f).Mode != 0o644 {
+			t.Errorf("%s: a chmod that needed groups changed the mode to %v", c.name, tr.Getattr(f).Mode)
 		}
 	}
 }
 
 // TestSupplementaryGroups checks that a supplementary group grants its
-// class of the mode, and that GroupMayGrant says so exactly when a group
-// the caller does not carry could turn a refusal.
+// class of the mode, refuses past it (a 0604 file), and that a caller
+// whose groups are unread is told ErrGroupsNeeded where they decide.
 func TestSupplementaryGroups(t *testing.T) {
 	testkit.ForEachLock(t, writers, func(t *testing.T, lock string) {
 		tr := newTestTree(t, lock)
@@ -93,25 +101,13 @@ func TestSupplementaryGroups(t *testing.T) {
 		if _, err := NewWalker(tr, WalkerOptions{}).ReadFile(member, "d/f", make([]byte, 8)); err != nil {
 			t.Errorf("walker: read d/f as a member of group 100: %v", err)
 		}
-		for _, c := range []struct {
-			name string
-			n    *Node
-			mask Access
-			c    Cred
-			want bool
-		}{
-			{"exec on a 0750 dir of group 100", d, MayExec, nobody, true},
-			{"read of a 0640 file of group 100", f, MayRead, nobody, true},
-			{"write of a 0640 file of group 100", f, MayWrite, nobody, false},
-			{"root", f, MayRead, RootCred, false},
-			{"the owner (the owner class applies)", own, MayRead, Cred{Uid: 7, Gid: 7}, false},
-			{"primary gid is the group", f, MayRead, Cred{Uid: 65534, Gid: 100}, false},
-			{"a 0604 file: the group class grants nothing", wo, MayRead, nobody, false},
-		} {
-			if got := tr.GroupMayGrant(c.n, c.mask, c.c); got != c.want {
-				t.Errorf("GroupMayGrant, %s: got %v, want %v", c.name, got, c.want)
-			}
-		}
+		unread := Cred{Uid: 65534, Gid: 65534, GroupsUnread: true}
+		testkit.WantErrno(t, tr.Permission(d, MayExec, unread), ErrGroupsNeeded)
+		testkit.WantErrno(t, tr.Permission(wo, MayRead, unread), ErrGroupsNeeded)
+		testkit.WantErrno(t, tr.Permission(wo, MayRead, member), syscall.EACCES)
+		require.NoError(t, tr.Permission(own, MayRead, Cred{Uid: 65534, Gid: 100, GroupsUnread: true}))
+		_, err = tr.Open(f, os.O_RDONLY, unread)
+		testkit.WantErrno(t, err, ErrGroupsNeeded)
 	})
 }
 

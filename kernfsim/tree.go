@@ -256,10 +256,7 @@ func (t *Tree) Revalidate(dir *Node, name string, n *Node, rev uint64) bool {
 // Preconditions: the side attributes are read under is held (the
 // attribute lock's read side, or the tree's read or write side).
 func permissionLocked(n *Node, mask Access, c Cred) syscall.Errno {
-	if !permitted(n.attr.Load(), n.kind == KindDir, mask, c) {
-		return syscall.EACCES
-	}
-	return 0
+	return permitted(n.attr.Load(), n.kind == KindDir, mask, c)
 }
 
 // Permission checks mask (MayRead|MayWrite|MayExec) for c on n, under
@@ -272,26 +269,6 @@ func (t *Tree) Permission(n *Node, mask Access, c Cred) error {
 		return &fs.PathError{Op: "access", Path: n.Path(), Err: e}
 	}
 	return nil
-}
-
-// GroupMayGrant reports whether a supplementary group that c does not
-// carry could grant mask on n, refused by Permission or Open: FUSE sends a
-// caller's uid and gid alone, and a server reads the groups only then.
-func (t *Tree) GroupMayGrant(n *Node, mask Access, c Cred) bool {
-	r := t.rlockAttrs()
-	a := n.attr.Load()
-	t.runlockAttrs(r)
-	return groupMayGrant(a, mask, c)
-}
-
-// SetattrNeedsGroups reports whether Setattr(n, args, c) depends on
-// supplementary groups that c does not carry (whether a chmod keeps the
-// setgid bit).
-func (t *Tree) SetattrNeedsGroups(n *Node, args SetattrArgs, c Cred) bool {
-	r := t.rlockAttrs()
-	a := n.attr.Load()
-	t.runlockAttrs(r)
-	return setgidNeedsGroups(a, args, c)
 }
 
 // MayCreate is the VFS's may_create for name in dir, which every create,
@@ -347,11 +324,20 @@ func (t *Tree) MayDelete(dir *Node, name string, c Cred) error {
 func (t *Tree) MayLink(n *Node, c Cred) error {
 	r := t.rlockAttrs()
 	a := n.attr.Load()
-	safe := n.kind == KindAttr && a.Mode&fs.ModeSetuid == 0 && a.Mode&(fs.ModeSetgid|0o010) != fs.ModeSetgid|0o010 &&
-		permitted(a, false, MayRead|MayWrite, c)
 	t.runlockAttrs(r)
-	if c.Uid != 0 && c.Uid != a.Uid && !safe {
-		return &fs.PathError{Op: "link", Path: n.Path(), Err: syscall.EPERM}
+	if c.Uid == 0 || c.Uid == a.Uid {
+		return nil
+	}
+	e := syscall.EPERM
+	if n.kind == KindAttr && a.Mode&fs.ModeSetuid == 0 && a.Mode&(fs.ModeSetgid|0o010) != fs.ModeSetgid|0o010 {
+		switch e = permitted(a, false, MayRead|MayWrite, c); e {
+		case 0, ErrGroupsNeeded:
+		default:
+			e = syscall.EPERM
+		}
+	}
+	if e != 0 {
+		return &fs.PathError{Op: "link", Path: n.Path(), Err: e}
 	}
 	return nil
 }

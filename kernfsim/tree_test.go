@@ -400,7 +400,7 @@ func TestPermission(t *testing.T) {
 		{RootCred, MayExec, true, 0o000, true},
 	} {
 		a.Mode = c.mode
-		if got := permitted(a, c.isDir, c.mask, c.cred); got != c.want {
+		if got := permitted(a, c.isDir, c.mask, c.cred) == 0; got != c.want {
 			t.Errorf("permitted(mode %o, dir %v, mask %d, %+v): got %v, want %v", c.mode, c.isDir, c.mask, c.cred, got, c.want)
 		}
 	}

@@ -147,8 +147,8 @@ var cgroupFiles = []cgroupFile{
 	{"cgroup.events", 0o444, func(c *cgroup) kernfsim.Source { return kernfsim.Static(c.events()) }},
 	{"cgroup.freeze", 0o644, cgValue("0\n")},
 	{"cgroup.kill", 0o200, cgWriteOnly},
-	{"cgroup.max.depth", 0o644, cgValue("max\n")},
-	{"cgroup.max.descendants", 0o644, cgValue("max\n")},
+	{"cgroup.max.depth", 0o644, newCgLimit},
+	{"cgroup.max.descendants", 0o644, newCgLimit},
 	{"cgroup.pressure", 0o644, cgValue("1\n")},
 	{"cgroup.procs", 0o644, func(c *cgroup) kernfsim.Source { return cgroupProcs{c} }},
 	{"cgroup.stat", 0o444, func(c *cgroup) kernfsim.Source { return kernfsim.Static(c.stat()) }},
@@ -206,8 +206,8 @@ var cgroupFiles = []cgroupFile{
 // controllers' that the root has.
 var cgroupRootFiles = []cgroupFile{
 	{"cgroup.controllers", 0o444, func(c *cgroup) kernfsim.Source { return c.h }},
-	{"cgroup.max.depth", 0o644, cgValue("max\n")},
-	{"cgroup.max.descendants", 0o644, cgValue("max\n")},
+	{"cgroup.max.depth", 0o644, newCgLimit},
+	{"cgroup.max.descendants", 0o644, newCgLimit},
 	{"cgroup.pressure", 0o644, cgValue("1\n")},
 	{"cgroup.procs", 0o644, func(c *cgroup) kernfsim.Source { return cgroupProcs{c} }},
 	{"cgroup.stat", 0o444, func(c *cgroup) kernfsim.Source { return kernfsim.Static(c.stat()) }},

@@ -3,6 +3,7 @@ package sysfs
 import (
 	"bytes"
 	"context"
+	"errors"
 	"io/fs"
 	"strings"
 	"sync"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/kernfsim/kernfsim/client"
 	"github.com/kernfsim/kernfsim/kernfsim"
+	"github.com/kernfsim/kernfsim/locking"
 )
 
 // The cgroup half of the in-tree ABI, added where the tree has a cgroup
@@ -32,8 +34,10 @@ import (
 // does not in the kernel; a cgroup made in one being removed gets ENOENT.
 // Bad input (not a path, a name the tree refuses) gets EINVAL, a missing
 // cgroup or parent ENOENT, a path through a file ENOTDIR, a cgroup that
-// exists EEXIST, one with child cgroups EBUSY, a parent at the limit
-// ENOSPC; nothing changes on error.
+// exists EEXIST, one with child cgroups or processes EBUSY, a parent at
+// the tree's limit ENOSPC, a cgroup past cgroup.max.depth or
+// cgroup.max.descendants of one above it EAGAIN (cgroup_limits.go), a
+// tree under lock none EROFS; nothing changes on error.
 
 // cgroupABI is new_cgroup and delete_cgroup of one hierarchy.
 type cgroupABI struct {
@@ -71,6 +75,9 @@ func (a *ABI) DeleteCgroup(ctx context.Context, path string) error {
 }
 
 func (g *cgroupABI) mkdir(path string) error {
+	if err := g.writable("new_cgroup", path); err != nil {
+		return err
+	}
 	parent, name, err := g.parent("new_cgroup", path)
 	if err != nil {
 		return err
@@ -82,12 +89,21 @@ func (g *cgroupABI) mkdir(path string) error {
 			return &fs.PathError{Op: "new_cgroup", Path: path, Err: syscall.ENOENT}
 		}
 	}
+	if _, err := g.t.Lookup(parent, name); err == nil {
+		return &fs.PathError{Op: "new_cgroup", Path: path, Err: syscall.EEXIST}
+	}
+	if !g.hierarchyAllows(parent) {
+		return &fs.PathError{Op: "new_cgroup", Path: path, Err: syscall.EAGAIN}
+	}
 	_, err = g.t.AddGroup([]kernfsim.Placement{{Parent: parent, Name: name,
 		Spec: kernfsim.NodeSpec{Kind: kernfsim.KindDir, Mode: 0o755}, Children: g.h.newCgroup(0, 0).entries(), MaxSubdirs: g.max}})
 	return cgroupError("new_cgroup", path, err)
 }
 
 func (g *cgroupABI) rmdir(ctx context.Context, path string) error {
+	if err := g.writable("delete_cgroup", path); err != nil {
+		return err
+	}
 	parent, name, err := g.parent("delete_cgroup", path)
 	if err != nil {
 		return err
@@ -103,6 +119,16 @@ func (g *cgroupABI) rmdir(ctx context.Context, path string) error {
 	return cgroupError("delete_cgroup", path, err)
 }
 
+// writable is locking.ErrReadOnly (EROFS) where the tree takes no
+// writers (lock none), before any other check, as mkdir(2) and rmdir(2)
+// on a read-only mount fail with EROFS before they look at the name.
+func (g *cgroupABI) writable(op, path string) error {
+	if !g.t.Strategy().Traits().AcceptsWriters {
+		return &fs.PathError{Op: op, Path: path, Err: locking.ErrReadOnly}
+	}
+	return nil
+}
+
 // markRemoving checks that name in parent is a cgroup without children,
 // not already being removed, and marks it removing.
 func (g *cgroupABI) markRemoving(parent *kernfsim.Node, name, path string) (*kernfsim.Node, error) {
@@ -114,7 +140,7 @@ func (g *cgroupABI) markRemoving(parent *kernfsim.Node, name, path string) (*ker
 		return nil, &fs.PathError{Op: "delete_cgroup", Path: path, Err: syscall.ENOENT}
 	case n.Kind() != kernfsim.KindDir:
 		return nil, &fs.PathError{Op: "delete_cgroup", Path: path, Err: syscall.ENOTDIR}
-	case hasSubdir(g.t, n):
+	case hasSubdir(g.t, n) || populated(g.t, n):
 		return nil, &fs.PathError{Op: "delete_cgroup", Path: path, Err: syscall.EBUSY}
 	}
 	if g.removing == nil {
@@ -158,10 +184,14 @@ func hasSubdir(t *kernfsim.Tree, n *kernfsim.Node) bool {
 }
 
 // cgroupError is the tree's error err as op's on path: the errno it
-// carries, with the cgroup's path; nil for nil.
+// carries, with the cgroup's path (locking.ErrReadOnly kept, which the
+// server answers EROFS); nil for nil.
 func cgroupError(op, path string, err error) error {
-	if err == nil {
+	switch {
+	case err == nil:
 		return nil
+	case errors.Is(err, locking.ErrReadOnly):
+		return &fs.PathError{Op: op, Path: path, Err: locking.ErrReadOnly} // EROFS, as every other control file under none
 	}
 	return &fs.PathError{Op: op, Path: path, Err: kernfsim.Errno(err)}
 }

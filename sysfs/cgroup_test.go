@@ -16,6 +16,7 @@ import (
 	"github.com/kernfsim/kernfsim/internal/testkit"
 	"github.com/kernfsim/kernfsim/internal/testkit/testtree"
 	"github.com/kernfsim/kernfsim/kernfsim"
+	"github.com/kernfsim/kernfsim/locking"
 )
 
 // cgroupTree assembles a small synthetic tree with n containers' cgroups
@@ -321,4 +322,90 @@ func TestCgroupABIConcurrent(t *testing.T) {
 			t.Errorf("nodes after removing everything: %d, want %d", got, base)
 		}
 	})
+}
+
+// new_cgroup keeps cgroup_mkdir's hierarchy limits (EAGAIN past a
+// cgroup.max.depth or cgroup.max.descendants of the parent or any cgroup
+// above it, the root's included), the limit files take "max" or a count
+// only, and delete_cgroup refuses a populated cgroup (EBUSY), as
+// cgroup_rmdir does. Issue 33: both were ignored.
+func TestCgroupABILimits(t *testing.T) {
+	a, w := cgroupTree(t, "rwsem", 2)
+	ctr := cgroupsBelow(t, a.Tree)[len(cgroupsBelow(t, a.Tree))-1]
+	require.NotEmpty(t, synthRead(t, w, "fs/cgroup/"+ctr+"/cgroup.procs"), "a synthetic container lists processes")
+	set := func(file, v string) {
+		require.NoError(t, rootWrite(w, "fs/cgroup/"+file, v), "write %q to %s", v, file)
+	}
+	for _, c := range []struct {
+		name  string
+		setup func()
+		op    func() error
+		want  syscall.Errno
+	}{
+		{"a container with processes", func() {}, func() error { return a.ABI.DeleteCgroup(t.Context(), ctr) }, syscall.EBUSY},
+		{"depth 1 below kubepods.slice, a grandchild", func() {
+			set("kubepods.slice/cgroup.max.depth", "1")
+			require.NoError(t, a.ABI.NewCgroup("kubepods.slice/a.slice"))
+		}, func() error { return a.ABI.NewCgroup("kubepods.slice/a.slice/b.scope") }, syscall.EAGAIN},
+		{"depth max again", func() { set("kubepods.slice/cgroup.max.depth", "max\n") },
+			func() error { return a.ABI.NewCgroup("kubepods.slice/a.slice/b.scope") }, 0},
+		{"the root's depth 0", func() { set("cgroup.max.depth", "0") }, func() error { return a.ABI.NewCgroup("x.slice") }, syscall.EAGAIN},
+		{"the root's depth 2, at depth 3", func() { set("cgroup.max.depth", "2") },
+			func() error { return a.ABI.NewCgroup("kubepods.slice/a.slice/b.scope/c.scope") }, syscall.EAGAIN},
+		{"descendants at the limit", func() {
+			set("cgroup.max.depth", "max")
+			set("kubepods.slice/cgroup.max.descendants", strconv.Itoa(countBelow(t, a.Tree, "kubepods.slice")))
+		}, func() error { return a.ABI.NewCgroup("kubepods.slice/d.slice") }, syscall.EAGAIN},
+		{"descendants one below the limit", func() {
+			set("kubepods.slice/cgroup.max.descendants", strconv.Itoa(countBelow(t, a.Tree, "kubepods.slice")+1))
+		}, func() error { return a.ABI.NewCgroup("kubepods.slice/d.slice") }, 0},
+		{"an existing name past the limit", func() {}, func() error { return a.ABI.NewCgroup("kubepods.slice/d.slice") }, syscall.EEXIST},
+		{"a removed one frees its place", func() { require.NoError(t, a.ABI.DeleteCgroup(t.Context(), "kubepods.slice/d.slice")) },
+			func() error { return a.ABI.NewCgroup("kubepods.slice/d.slice") }, 0},
+	} {
+		c.setup()
+		before := a.Tree.Nodes()
+		err := c.op()
+		switch {
+		case c.want == 0 && err != nil:
+			t.Errorf("%s: got %v, want success", c.name, err)
+		case c.want != 0 && !errors.Is(err, c.want):
+			t.Errorf("%s: got %v, want %v", c.name, err, kernfsim.ErrnoName(c.want))
+		case c.want != 0 && a.Tree.Nodes() != before:
+			t.Errorf("%s: refused, but the tree changed (%d nodes, were %d)", c.name, a.Tree.Nodes(), before)
+		}
+	}
+	for _, bad := range []string{"-1", "abc", "", "1 2", "+1"} {
+		if err := rootWrite(w, "fs/cgroup/cgroup.max.depth", bad); !errors.Is(err, syscall.EINVAL) {
+			t.Errorf("cgroup.max.depth %q: got %v, want EINVAL", bad, err)
+		}
+	}
+}
+
+// countBelow is the number of cgroups below fs/cgroup/dir.
+func countBelow(t *testing.T, tr *kernfsim.Tree, dir string) int {
+	n := 0
+	for _, p := range cgroupsBelow(t, tr) {
+		if strings.HasPrefix(p, dir+"/") {
+			n++
+		}
+	}
+	return n
+}
+
+// Under lock none the tree takes no writers: new_cgroup and
+// delete_cgroup answer as every other control file does, with
+// locking.ErrReadOnly (EROFS over FUSE), not EIO. Issue 33.
+func TestCgroupABIReadOnly(t *testing.T) {
+	a, w := cgroupTree(t, "none", 2)
+	ctr := cgroupsBelow(t, a.Tree)[0]
+	for _, c := range []struct{ file, data string }{
+		{client.NewCgroupPath, string(client.NewCgroupLine("x.slice"))},
+		{client.DeleteCgroupPath, string(client.DeleteCgroupLine(ctr))},
+		{"bus/kernfsim/new_device", "x"},
+	} {
+		if err := rootWrite(w, c.file, c.data); !errors.Is(err, locking.ErrReadOnly) {
+			t.Errorf("%s %q under none: got %v, want %v", c.file, c.data, err, locking.ErrReadOnly)
+		}
+	}
 }

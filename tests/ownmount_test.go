@@ -11,6 +11,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/kernfsim/kernfsim/internal/testkit"
+	"github.com/kernfsim/kernfsim/kernfsim"
 )
 
 // TestSIGTERMLeavesACoveringMount mounts a tmpfs on top of a serving
@@ -72,4 +73,32 @@ func TestForceOnAStoppedServer(t *testing.T) {
 	s2 := startServer(t, mnt, append([]string{"--force"}, smallTree...)...)
 	s2.wantStatus(t, "rwsem")
 	s2.stop(t)
+}
+
+// TestSIGTERMWithABindMount bind-mounts a serving mount elsewhere: on
+// SIGTERM the unmount of the mountpoint leaves the connection serving
+// through the bind, so the server aborts it (fusectl) and says which
+// mounts kept it; the bind then answers as a dead mount. Issue 33: it
+// waited 2 s and said "the connection was aborted" although nothing had.
+func TestSIGTERMWithABindMount(t *testing.T) {
+	testkit.RequireFUSE(t)
+	for _, tp := range transports(t) {
+		t.Run("transport="+tp.name, func(t *testing.T) {
+			mnt, bind := newMountpoint(t), newMountpoint(t)
+			s := startServer(t, mnt, append(append([]string{}, tp.args...), smallTree...)...)
+			require.NoError(t, unix.Mount(mnt, bind, "", unix.MS_BIND, ""), "mount --bind %s %s", mnt, bind)
+			t.Cleanup(func() { unix.Unmount(bind, unix.MNT_DETACH) })
+			s.signal(t, syscall.SIGTERM)
+			if code := s.cmd.ProcessState.ExitCode(); code != 1 || !strings.Contains(s.stderr.String(), "bind mounts at "+bind) ||
+				!strings.Contains(s.stderr.String(), "aborted through fusectl") {
+				t.Errorf("got exit %d, stderr %q; want exit 1 and a message naming the bind mount %s and the abort", code, s.stderr, bind)
+			}
+			if _, err := os.Stat(filepath.Join(bind, "devices")); !kernfsim.Disconnected(err) {
+				t.Errorf("stat through the bind mount after SIGTERM: got %v, want a dead connection (kernfsim.Disconnected)", err)
+			}
+			if isMounted(t, mnt) {
+				t.Errorf("%s is still mounted after SIGTERM", mnt)
+			}
+		})
+	}
 }

@@ -50,6 +50,27 @@ func testKillThenForce(t *testing.T, transport []string) {
 	s.stop(t)
 }
 
+// TestForceWithoutStat is TestKillThenForce with nothing on PATH (no
+// stat(1)): the dead mount is still told from a live one, refused
+// without --force and recovered with it. Issue 33: it was called "already
+// a mount" and kept.
+func TestForceWithoutStat(t *testing.T) {
+	testkit.RequireFUSE(t)
+	mnt := newMountpoint(t)
+	noPath := "export PATH=" + t.TempDir()
+	killed := startServer(t, mnt, smallTree...)
+	killed.signal(t, syscall.SIGKILL)
+	if r := runKernfsimShell(t, noPath, "mount", mnt); r.code != 2 || !strings.Contains(r.stderr, "dead FUSE mount") || !strings.Contains(r.stderr, "--force") {
+		t.Errorf("kernfsim mount on a dead mount, empty PATH: got exit %d, stderr %q; want exit 2, \"dead FUSE mount\" and --force", r.code, r.stderr)
+	}
+	s := startServerIn(t, noPath, mnt, append([]string{"--force"}, smallTree...)...)
+	s.wantStatus(t, "rwsem")
+	if r := runKernfsimShell(t, noPath, "mount", mnt); r.code != 2 || !strings.Contains(r.stderr, "already a mount") {
+		t.Errorf("kernfsim mount on a live mount, empty PATH: got exit %d, stderr %q; want exit 2, \"already a mount\"", r.code, r.stderr)
+	}
+	s.stop(t)
+}
+
 // TestUnmountFromOutside unmounts a serving mount with umount(2): the
 // server notices, says so and exits 1.
 func TestUnmountFromOutside(t *testing.T) {

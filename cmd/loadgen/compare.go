@@ -263,7 +263,7 @@ func (f *compareFlags) validateLists() error {
 	}
 	if slices.Contains(f.locks, "all") {
 		if len(f.locks) > 1 {
-			return &cli.UsageError{Err: fmt.Errorf("--locks all is every design: give it alone, not with %s", strings.Join(slices.DeleteFunc(slices.Clone(f.locks), func(l string) bool { return l == "all" }), ","))}
+			return &cli.UsageError{Err: fmt.Errorf("--locks all is every design: give it alone, not in a list (got --locks %s)", strings.Join(f.locks, ","))}
 		}
 		f.locks = locking.Names
 	}

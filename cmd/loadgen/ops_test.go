@@ -160,7 +160,7 @@ func TestFieldOpsBadInput(t *testing.T) {
 	}{
 		{[]string{"--sim", "--op", "lstopo"}, "lstopo reads a filesystem"},
 		{[]string{"--sim", "--tree", "host", "--cpus", "8"}, "--cpus sizes a synthetic tree"},
-		{[]string{"--sim", "--tree", "host:/does/not/exist"}, "is not a directory"},
+		{[]string{"--sim", "--tree", "host:/does/not/exist"}, "host:/does/not/exist: no such file or directory"},
 		{[]string{"--path", "/sys", "--op", "coldplug", "--churn", "10"}, "--churn: /sys is not a kernfsim tree"},
 		{[]string{"--sim", "--gp", "sometimes"}, "valid values are normal, expedited, deferred"},
 		{[]string{"compare", "--hwloc-times", "0"}, "--hwloc-times must be at least 1"},

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -19,10 +20,19 @@ func TestCompareSeed(t *testing.T) {
 	if code != cli.ExitOK || errOut != "" {
 		t.Fatalf("exit %d, stderr %q", code, errOut)
 	}
-	for _, want := range []string{"seed 002 (Ian Kent, 2021", "missing  48", "not measured (give --threads 48 and --locks mutex,rwsem)"} {
+	for _, want := range []string{"seed 002 (Ian Kent, 2021", "missing  48", "not measured (give --threads 48 and --locks mutex,rwsem)",
+		"not run: --sim measures the sim rows alone"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}
+	}
+	// Issue 33: with the seed's thread counts and locks given, the
+	// kernfsim column named them as missing, where --sim left it out.
+	seedArgs := slices.Clone(args)
+	seedArgs[slices.Index(seedArgs, "1,2")] = "1,16,48"
+	code, out, errOut = runArgs(context.Background(), seedArgs...)
+	if code != cli.ExitOK || strings.Contains(out, "not measured") || !strings.Contains(out, "not run: --sim measures the sim rows alone") {
+		t.Errorf("--sim --threads 1,16,48 --locks mutex,rwsem --seed: exit %d, stderr %q; want every kernfsim cell \"not run: --sim ...\", none \"not measured\":\n%s", code, errOut, out)
 	}
 	code, _, errOut = runArgs(context.Background(), append(args, "--format", "json")...)
 	if code != cli.ExitUsage || !strings.Contains(errOut, "--seed adds a table to the text output, not to --format json") {
@@ -48,8 +58,10 @@ func TestCompareLocksAll(t *testing.T) {
 	if rows := regexp.MustCompile(`(?m)^sim\s+\S+\s+\S+ ±`).FindAllString(out, -1); code != cli.ExitOK || len(rows) != 4 {
 		t.Errorf("default: exit %d, %d sim rows, want 4:\n%s", code, len(rows), out)
 	}
-	code, _, errOut = runArgs(context.Background(), append(base, "--locks", "all,mutex")...)
-	if code != cli.ExitUsage || !strings.Contains(errOut, "--locks all is every design: give it alone") {
-		t.Errorf("--locks all,mutex: exit %d, stderr %q", code, errOut)
+	for _, locks := range []string{"all,mutex", "all,all"} {
+		code, _, errOut = runArgs(context.Background(), append(base, "--locks", locks)...)
+		if code != cli.ExitUsage || !strings.Contains(errOut, "--locks all is every design: give it alone, not in a list (got --locks "+locks+")") {
+			t.Errorf("--locks %s: exit %d, stderr %q", locks, code, errOut)
+		}
 	}
 }

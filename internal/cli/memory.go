@@ -64,3 +64,13 @@ func size(n int64) string {
 	}
 	return fmt.Sprintf("%d MiB", n>>20)
 }
+
+// TreeBytes is about how much memory the tree f describes takes once
+// built: the synthetic tree's estimate, 0 for a host mirror (unknown
+// until read).
+func (f *TreeFlags) TreeBytes() int64 {
+	if f.tree == "host" {
+		return 0
+	}
+	return treeMemory(f.config())
+}

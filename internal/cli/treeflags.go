@@ -144,6 +144,34 @@ var TreeFlagNames = []string{"lock", "tree", "cpus", "sockets", "threads-per-cor
 // synthFlags are the flags that size a synthetic tree only.
 var synthFlags = []string{"cpus", "sockets", "threads-per-core", "numa-nodes", "mem-blocks", "netdevs", "disks", "cgroups"}
 
+// checkHostDir checks that --tree host:DIR names a directory: a
+// *UsageError saying what it is instead.
+func checkHostDir(dir string) error {
+	st, err := os.Stat(dir)
+	switch {
+	case err != nil:
+		return &UsageError{Err: fmt.Errorf("invalid value for --tree: host:%s: %v: give the directory to mirror (a sysfs, or a copy of one)", dir, errors.Unwrap(err))}
+	case !st.IsDir():
+		return &UsageError{Err: fmt.Errorf("invalid value for --tree: host:%s is a %s, not a directory: give the directory to mirror (a sysfs, or a copy of one)", dir, fileKind(st.Mode()))}
+	}
+	return nil
+}
+
+// fileKind names what a file of mode m is, for a message.
+func fileKind(m os.FileMode) string {
+	switch {
+	case m.IsRegular():
+		return "regular file"
+	case m&os.ModeNamedPipe != 0:
+		return "FIFO"
+	case m&os.ModeSocket != 0:
+		return "socket"
+	case m&os.ModeDevice != 0:
+		return "device"
+	}
+	return "file"
+}
+
 // validate checks the flags' values against each other: a *UsageError
 // naming the flag.
 func (f *TreeFlags) validate() error {
@@ -153,8 +181,8 @@ func (f *TreeFlags) validate() error {
 				return &UsageError{Err: fmt.Errorf("--%s sizes a synthetic tree; it does not apply to --tree host", name)}
 			}
 		}
-		if st, err := os.Stat(f.hostDir); err != nil || !st.IsDir() {
-			return &UsageError{Err: fmt.Errorf("invalid value for --tree: host:%s is not a directory (%v)", f.hostDir, err)}
+		if err := checkHostDir(f.hostDir); err != nil {
+			return err
 		}
 	} else if err := f.config().Validate(); err != nil {
 		return &UsageError{Err: flagError(err)}

@@ -174,6 +174,9 @@ func serve(ctx context.Context, mountpoint string, f *flags, stdout, stderr io.W
 		return err
 	}
 	defer stopPprof()
+	if err := checkAddressSpace(opts.Transport, f.tree.TreeBytes()); err != nil {
+		return err
+	}
 	var stats *fusefs.StatsFile
 	built, err := f.tree.Build(func(t *kernfsim.Tree) kernfsim.Source { stats = fusefs.NewStatsFile(t); return stats })
 	if err != nil {
@@ -183,6 +186,9 @@ func serve(ctx context.Context, mountpoint string, f *flags, stdout, stderr io.W
 		fmt.Fprintln(stderr, "kernfsim: "+built.Report)
 	}
 	opts.Stats = stats
+	if err := checkAddressSpace(opts.Transport, 0); err != nil {
+		return err
+	}
 	m, err := fusefs.MountTree(built.Tree, mountpoint, opts)
 	if err != nil {
 		return mountError(err)

@@ -52,7 +52,7 @@ var Seed002Reference = harness.Reference{Seed: "002", Source: "Ian Kent, 2021, F
 func seedVerdict(r *loadgen.CompareResult, kind harness.TargetKind, f seedFigure) (cells string, verdict string) {
 	mutex, rwsem := rowCell(r, kind, "mutex", f.op, f.threads), rowCell(r, kind, "rwsem", f.op, f.threads)
 	if mutex == nil || rwsem == nil {
-		return "-", r.FieldNames.Put(fmt.Sprintf("not measured (give {Threads} %d and {Locks} mutex,rwsem)", f.threads))
+		return "-", r.FieldNames.Put(notMeasured(r, kind, f.threads))
 	}
 	v, _ := r.RatioToMutex(*rwsem)
 	mark := ""
@@ -79,6 +79,19 @@ func seedVerdict(r *loadgen.CompareResult, kind harness.TargetKind, f seedFigure
 		verdict += fmt.Sprintf(" (seed: %d CPUs, here %d)", f.cpus, r.CPUs)
 	}
 	return cells, verdict
+}
+
+// notMeasured says why a seed cell has no figures: the run had no rows of
+// kind (the kernfsim rows are left out by {TargetSim}), or not the
+// thread count or the locks the seed compares.
+func notMeasured(r *loadgen.CompareResult, kind harness.TargetKind, threads int) string {
+	if !slices.ContainsFunc(r.Rows, func(row loadgen.Row) bool { return row.Target.Kind == kind }) {
+		if kind == harness.TargetKernfsim {
+			return "not run: {TargetSim} measures the sim rows alone"
+		}
+		return fmt.Sprintf("not run: this comparison has no %s rows", kind)
+	}
+	return fmt.Sprintf("not measured (give {Threads} %d and {Locks} mutex,rwsem)", threads)
 }
 
 // WriteSeedTable writes, for each op of r that seed 002 measured, the
