@@ -55,10 +55,13 @@
 //
 // A binary becomes a guardian by importing this package: its init runs
 // the guardian and exits when the process was started as one (the
-// environment variable envGuardian), before the program's main or a test
-// binary's flag parsing. Start needs the connection's abort file, so
-// fusectl mounted or mountable (root, or the connection's owner with
-// fusectl already mounted); without it the mount serves unguarded.
+// environment variable envGuardian, and argv[0] guardianName), before
+// the program's main or a test binary's flag parsing. So any binary that
+// serves a mount (kernfsim, loadgen's server, a test binary mounting in
+// process) can be its own guardian. Start needs the connection's abort
+// file, so fusectl mounted or mountable (root, or the connection's owner
+// with fusectl already mounted); without it the mount serves unguarded.
+// While a guardian runs, its open abort file keeps fusectl's mount busy.
 package guardian
 
 import (
@@ -95,8 +98,11 @@ const (
 	fdStop  = 5
 )
 
+// guardianName is a guardian's argv[0], as ps shows it.
+const guardianName = "kernfsim-guardian"
+
 func init() {
-	if os.Getenv(envGuardian) == "1" {
+	if os.Getenv(envGuardian) == "1" && len(os.Args) > 0 && os.Args[0] == guardianName {
 		os.Exit(guard(os.Args[1:], os.Stderr))
 	}
 }
@@ -131,7 +137,7 @@ func Start(mountpoint string, conn uint32, stderr *os.File) (stop func(), err er
 	stopR, stopW := files[2], files[3]
 	defer stopR.Close()
 	cmd := exec.Command("/proc/self/exe", mountpoint, strconv.FormatUint(uint64(conn), 10), strconv.Itoa(os.Getpid()))
-	cmd.Args[0] = "kernfsim-guardian"
+	cmd.Args[0] = guardianName
 	cmd.Env = append(os.Environ(), envGuardian+"=1")
 	cmd.Dir = "/"
 	cmd.ExtraFiles = files[:3]

@@ -57,7 +57,8 @@ func (w *watch) waitDying() bool {
 		fds[0].Revents, fds[1].Revents = 0, 0
 		_, err := unix.Poll(fds, int(period/time.Millisecond))
 		if err != nil && !errors.Is(err, unix.EINTR) {
-			return true // cannot watch: decide now rather than never
+			fmt.Fprintf(w.log, "kernfsim-guardian: cannot watch the server (pid %d): poll: %v\n", w.pid, err)
+			return false // never abort what it cannot tell is dying
 		}
 		if fds[0].Revents != 0 || dyingState(procState(w.pid)) {
 			return true
