@@ -48,9 +48,9 @@ func TestKillDuringNotifierStall(t *testing.T) {
 }
 
 func testKillDuringNotifierStall(t *testing.T, name string, transport []string) {
-	readerCPU, otherCPU := pinTest(t, name == "uring")
 	mnt := newMountpoint(t)
 	s := startServer(t, mnt, append(append([]string{"--entry-timeout", "30s"}, transport...), smallTree...)...)
+	readerCPU, otherCPU := pinTest(t, name == "uring") // after the start: a child inherits the mask
 	var st unix.Stat_t
 	require.NoError(t, unix.Stat(mnt, &st))
 	conn := unix.Minor(st.Dev)
