@@ -30,9 +30,11 @@
 //
 //	watching: poll the pidfd and the pipe, every period also read the
 //	  server's state in /proc/PID/stat.
-//	  - pipe closed, server not dying: the server unmounted and stopped
-//	    it, or its descriptor table is gone, which closed /dev/fuse
-//	    (the kernel then aborts the connection itself); exit.
+//	  - a byte on the pipe: the server unmounted and stopped it (the
+//	    function Start returns); exit.
+//	  - pipe closed without a byte: the server is exiting; its
+//	    descriptor table, /dev/fuse included, is gone. Watch the pidfd
+//	    alone from then on.
 //	  - pidfd readable (every thread gone), or the state is Z or X (the
 //	    main thread exited; another may be stuck in the kernel): dying.
 //	dying: wait grace, then decide (shouldAbort): abort iff the abort file
@@ -52,6 +54,8 @@
 //
 // Locks: none. The parent side (Start, stop) shares nothing with the
 // guardian but the descriptors above; stop is guarded by a sync.Once.
+// The guardian ignores SIGHUP: it is a process group of its own, which
+// the kernel hangs up once its parent has died if it is stopped.
 //
 // A binary becomes a guardian by importing this package: its init runs
 // the guardian and exits when the process was started as one (the
@@ -151,7 +155,12 @@ func Start(mountpoint string, conn uint32, stderr *os.File) (stop func(), err er
 	}
 	go cmd.Wait() // reap it when it exits before this process
 	var once sync.Once
-	return func() { once.Do(func() { stopW.Close() }) }, nil
+	return func() {
+		once.Do(func() {
+			stopW.Write([]byte{'s'})
+			stopW.Close()
+		})
+	}, nil
 }
 
 // guardFiles opens what the guardian is handed: the server's pidfd, the

@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -30,6 +32,7 @@ type watch struct {
 // descriptors those the package doc lists. It returns the exit status.
 func guard(args []string, log io.Writer) int {
 	closeFUSE()
+	signal.Ignore(syscall.SIGHUP) // a hangup of the server's terminal or process group is not its death
 	if len(args) != 3 {
 		fmt.Fprintf(log, "kernfsim-guardian: got %d arguments, want MOUNTPOINT CONN PID\n", len(args))
 		return 2
@@ -60,13 +63,24 @@ func (w *watch) waitDying() bool {
 			fmt.Fprintf(w.log, "kernfsim-guardian: cannot watch the server (pid %d): poll: %v\n", w.pid, err)
 			return false // never abort what it cannot tell is dying
 		}
+		if fds[1].Revents != 0 && stopped() {
+			return false
+		}
 		if fds[0].Revents != 0 || dyingState(procState(w.pid)) {
 			return true
 		}
 		if fds[1].Revents != 0 {
-			return false
+			fds[1].Fd = -1 // closed without a word: the server is exiting; poll ignores it from now on
 		}
 	}
+}
+
+// stopped reports whether the server wrote the stop byte (Start's stop)
+// rather than closing the pipe by exiting.
+func stopped() bool {
+	var b [1]byte
+	n, _ := unix.Read(fdStop, b[:])
+	return n == 1
 }
 
 // endIfStuck aborts the connection if shouldAbort says so, and says so.
