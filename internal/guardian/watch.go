@@ -102,7 +102,8 @@ func (w *watch) endIfStuck() {
 
 // live reports whether the abort file still names a live connection: the
 // kernel unlinks it when it removes the connection, and a later
-// connection with the same number has an abort file of its own.
+// connection with the same number has an abort file of its own. Tested
+// by TestHeldAbortFileSparesALaterConnection.
 func (w *watch) live() bool {
 	var held, now unix.Stat_t
 	if unix.Fstat(int(w.abort.Fd()), &held) != nil || held.Nlink == 0 {
