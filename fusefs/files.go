@@ -107,12 +107,13 @@ func (s *Server) OpenDir(_ <-chan struct{}, in *fuse.OpenIn, out *fuse.OpenOut) 
 }
 
 // ReadDir is READDIR: ".", "..", then the children in offset order.
-func (s *Server) ReadDir(_ <-chan struct{}, in *fuse.ReadIn, out *fuse.DirEntryList) fuse.Status {
+func (s *Server) ReadDir(cancel <-chan struct{}, in *fuse.ReadIn, out *fuse.DirEntryList) fuse.Status {
 	s.stats.count(opReaddir)
 	dir := s.node(in.NodeId)
 	if dir == nil {
 		return fuse.Status(syscall.ESTALE)
 	}
+	holdIfAsked(cancel, dir)
 	off := in.Offset
 	dots := []fuse.DirEntry{
 		{Name: ".", Mode: syscall.S_IFDIR, Ino: dir.Ino(), Off: 1},

@@ -36,6 +36,10 @@ func (m *Mount) identify() error {
 	}
 }
 
+// Conn is the mount's FUSE connection: /sys/fs/fuse/connections/<Conn>,
+// the minor of its device.
+func (m *Mount) Conn() uint32 { return m.conn }
+
 // stacked reports whether this mount sits on another mount at the same
 // mountpoint, which CheckMountpoint would have refused: another server
 // mounted there between the check and this mount.

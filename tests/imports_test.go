@@ -62,6 +62,7 @@ var levels = map[string]int{
 	"loadgen/plot":   64,
 
 	"internal/cli":      70,
+	"internal/guardian": 72,
 	"internal/mountcmd": 75,
 	"cmd/":              80,
 	"tools/":            80,

@@ -24,6 +24,7 @@ import (
 	"github.com/kernfsim/kernfsim/client"
 	"github.com/kernfsim/kernfsim/fusefs"
 	"github.com/kernfsim/kernfsim/internal/cli"
+	"github.com/kernfsim/kernfsim/internal/guardian"
 	"github.com/kernfsim/kernfsim/kernfsim"
 	"github.com/kernfsim/kernfsim/locking"
 )
@@ -193,6 +194,7 @@ func serve(ctx context.Context, mountpoint string, f *flags, stdout, stderr io.W
 	if err != nil {
 		return mountError(err)
 	}
+	defer guardian.Guard(m.Mountpoint, m.Conn(), stderr)() // ends the connection if this process is killed while the kernel holds one of its threads
 	if m.FellBack != nil && opts.Transport == fusefs.TransportAuto {
 		fmt.Fprintf(stderr, "%s%v\n", client.FallbackNotice, m.FellBack)
 	}
