@@ -63,6 +63,9 @@ type CellRun struct {
 	WriteRate          float64
 	WriteP50, WriteP99 time.Duration
 	LockWrites         int64
+	// LockUse is the concur phase's lock counters, nil without: what
+	// CompareResult.Binding prices.
+	LockUse *LockUse
 }
 
 // CellRunOf is r's figures.
@@ -81,6 +84,7 @@ func CellRunOf(r Result) CellRun {
 		c.LockCounted, c.LockContended, c.LockWrites = true, u.Contended(), u.WriteAcquisitions
 		c.LockRead, c.LockWrite = u.Utilization()
 		c.LockReadUncounted = !u.ReadSideCounted
+		c.LockUse = u
 	}
 	if w := r.Concur.Writes; w != nil && r.Churn != nil {
 		c.Writers, c.WriteChanges, c.WriteP50, c.WriteP99 = max(1, r.Churn.Writers), w.Count, w.P50, w.P99

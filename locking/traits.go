@@ -52,6 +52,10 @@ type Traits struct {
 	// for the listing (kernfs as queued for 7.4: no kernfs_rwsem across
 	// dir_emit).
 	ReaddirPerEntry bool
+	// ExclusiveReads: the read side excludes other readers (one lock for
+	// readers and writers, as kernfs's mutex up to 5.14), so its hold
+	// time is serial time, as a write side's is.
+	ExclusiveReads bool
 }
 
 // AttrLocker is the lock of a strategy with Traits.SeparateAttrLock that
@@ -92,7 +96,7 @@ type strategyDef struct {
 }
 
 var builtins = []strategyDef{
-	{"mutex", Traits{DrainBeforeUnlink: true, AcceptsWriters: true}, func(o Options) Strategy {
+	{"mutex", Traits{DrainBeforeUnlink: true, AcceptsWriters: true, ExclusiveReads: true}, func(o Options) Strategy {
 		m := &Mutex{}
 		m.stats.init(o)
 		return m
