@@ -54,7 +54,9 @@ package locking
 
 import (
 	"errors"
+	"fmt"
 	"strings"
+	"time"
 )
 
 // Strategy is the synchronisation a tree runs under.
@@ -102,6 +104,12 @@ type Options struct {
 	// a normal one. sysfs.Assemble sets it for --gp=expedited; the other
 	// strategies ignore it.
 	ExpediteSync bool
+	// HoldDelay lengthens every critical section of the tree lock, both
+	// sides, by a spin of this long inside it (delay.go): an artificial
+	// hold that raises the lock's serial time per operation, to check
+	// where the binding model says it stops scaling. 0 means none; New
+	// rejects a negative one or one above MaxHoldDelay.
+	HoldDelay time.Duration
 }
 
 // New returns the strategy called name.
@@ -113,7 +121,10 @@ func New(name string, opts Options) (Strategy, error) {
 	if err := checkHoldSampleEvery(opts.HoldSampleEvery); err != nil {
 		return nil, err
 	}
-	return d.make(opts), nil
+	if opts.HoldDelay < 0 || opts.HoldDelay > MaxHoldDelay {
+		return nil, fmt.Errorf("hold delay %v: give 0 (none) to %v", opts.HoldDelay, MaxHoldDelay)
+	}
+	return withHoldDelay(d.make(opts), opts.HoldDelay), nil
 }
 
 func joinNames(names []string) string { return strings.Join(names, ", ") }
