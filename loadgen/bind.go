@@ -43,12 +43,18 @@ import (
 // Assumptions: S and T do not grow with N (in truth line transfers cost
 // more across sockets and with more sharers, so the model is an upper
 // bound on the bind point); every operation issues the class's
-// acquisitions; the open-file mutexes are counted as if every operation
-// opened one file (their hash spreads distinct files over 1024 mutexes,
-// so the bound is a floor for that class). Past CPUs_bind throughput
+// acquisitions; the open-file mutexes' holds are spread evenly over as
+// many of the 1024 mutexes as the run opened distinct files (no two
+// files hashed onto one mutex; the seed's files benchmark opens N/2 files
+// at N threads, so its spread grows with N, where this run's is fixed).
+// Past CPUs_bind throughput
 // does not flatten but may collapse, as waiters add line transfers to the
 // holder's critical path (Boyd-Wickizer, Kaashoek, Morris and Zeldovich,
 // "Non-scalable locks are dangerous", Linux Symposium 2012).
+
+// openFileMutexes is how many open-file mutexes kernfs hashes files onto
+// (NR_KERNFS_LOCKS on a kernel built for 32 CPUs or more).
+const openFileMutexes = 1024
 
 // Lock classes, as compare names them.
 const (
@@ -80,9 +86,10 @@ type Binding struct {
 
 // BindingOf is the model's answer for a phase's lock use u over ops
 // operations, each taking opTime on one CPU, under a strategy with
-// traits tr, with shared lines priced at line. It is pure arithmetic
-// (TestBindingOf).
-func BindingOf(u locking.Stats, ops int64, opTime time.Duration, tr locking.Traits, line time.Duration) Binding {
+// traits tr, with shared lines priced at line; the operations opened
+// files distinct files between them (0 if none or unknown: one). It is
+// pure arithmetic (TestBindingOf).
+func BindingOf(u locking.Stats, ops int64, opTime time.Duration, tr locking.Traits, line time.Duration, files int) Binding {
 	b := Binding{OpTime: opTime, LineTransfer: line, BindCPUs: math.Inf(1)}
 	if ops <= 0 || opTime <= 0 {
 		return b
@@ -109,8 +116,9 @@ func BindingOf(u locking.Stats, ops int64, opTime time.Duration, tr locking.Trai
 	}
 	if tr.OpenFileLocks {
 		o := u.OpenFile
+		spread := time.Duration(min(max(files, 1), openFileMutexes))
 		classes = append(classes, ClassUse{Class: ClassOpenFile, Acquisitions: per(o.WriteAcquisitions),
-			Held: perD(o.WriteHeld), Serial: perD(o.WriteHeld)})
+			Held: perD(o.WriteHeld), Serial: perD(o.WriteHeld) / spread})
 	}
 	for i := range classes {
 		c := &classes[i]
@@ -204,7 +212,7 @@ func (r *CompareResult) Binding(c Cell) *Binding {
 		if run.LockUse == nil {
 			return nil
 		}
-		bs = append(bs, BindingOf(run.LockUse.Stats, run.Ops, run.SinglePerOp, tr, r.LineTransfer))
+		bs = append(bs, BindingOf(run.LockUse.Stats, run.Ops, run.SinglePerOp, tr, r.LineTransfer, run.Files))
 	}
 	if len(bs) == 0 {
 		return nil

@@ -28,23 +28,24 @@ func TestBindingOf(t *testing.T) {
 		busiest string
 		serial  time.Duration // the busiest class's S
 		bind    float64
+		files   int
 	}{
 		// mutex: 3 acquisitions of 20 ns per op, T 1 us: S 60 ns, binds at 16.7
-		{"mutex", reads(3*ops, 60*ops), tr("mutex"), ClassTreeRead, 60, 1000.0 / 60},
+		{"mutex", reads(3*ops, 60*ops), tr("mutex"), ClassTreeRead, 60, 1000.0 / 60, 0},
 		// rwsem: 3 shared acquisitions per op at 50 ns a transfer: S 300 ns
-		{"rwsem", reads(3*ops, 60*ops), tr("rwsem"), ClassTreeRead, 300, 1000.0 / 300},
+		{"rwsem", reads(3*ops, 60*ops), tr("rwsem"), ClassTreeRead, 300, 1000.0 / 300, 0},
 		// bravo: 2 of the 3 took the fast path: S 100 ns
-		{"bravo fast", func() locking.Stats { s := reads(3*ops, 60*ops); s.ReadFast = 2 * ops; return s }(), tr("bravo"), ClassTreeRead, 100, 10},
+		{"bravo fast", func() locking.Stats { s := reads(3*ops, 60*ops); s.ReadFast = 2 * ops; return s }(), tr("bravo"), ClassTreeRead, 100, 10, 0},
 		// rcu: scoped readers, no writer: never binds
-		{"rcu", reads(3*ops, 60*ops), tr("rcu"), "", 0, inf},
+		{"rcu", reads(3*ops, 60*ops), tr("rcu"), "", 0, inf, 0},
 		// none: readers uncounted
-		{"none", locking.Stats{}, tr("none"), "", 0, inf},
+		{"none", locking.Stats{}, tr("none"), "", 0, inf, 0},
 		// rwsem with writers holding 500 ns per op: the write side binds at 2
 		{"rwsem writers", func() locking.Stats {
 			s := reads(ops, 20*ops)
 			s.WriteAcquisitions, s.WriteHeld = ops/10, 500*ops
 			return s
-		}(), tr("rwsem"), ClassTreeWrite, 500, 2},
+		}(), tr("rwsem"), ClassTreeWrite, 500, 2, 0},
 		// kernfs74: one tree read per op (a lookup), two attribute reads
 		// and 2 ns of attribute writes per op: attr S 2*2*50+2 = 202 ns
 		{"kernfs74", func() locking.Stats {
@@ -52,10 +53,22 @@ func TestBindingOf(t *testing.T) {
 			s.Attr = locking.LockCounts{ReadAcquisitions: 2 * ops, ReadHeld: 40 * ops, WriteAcquisitions: 1, WriteHeld: 2 * ops}
 			s.OpenFile = locking.LockCounts{WriteAcquisitions: 2 * ops, WriteHeld: 30 * ops}
 			return s
-		}(), tr("kernfs74"), ClassAttr, 202, 1000.0 / 202},
+		}(), tr("kernfs74"), ClassAttr, 202, 1000.0 / 202, 0},
+		// kernfs64 opening one file: 2 open-file acquisitions of 300 ns
+		// per op bind at 1000/600; spread over 4 files at 1000/150
+		{"kernfs64 one file", func() locking.Stats {
+			s := reads(ops, 20*ops)
+			s.OpenFile = locking.LockCounts{WriteAcquisitions: 2 * ops, WriteHeld: 600 * ops}
+			return s
+		}(), tr("kernfs64"), ClassOpenFile, 600, 1000.0 / 600, 1},
+		{"kernfs64 four files", func() locking.Stats {
+			s := reads(ops, 20*ops)
+			s.OpenFile = locking.LockCounts{WriteAcquisitions: 2 * ops, WriteHeld: 600 * ops}
+			return s
+		}(), tr("kernfs64"), ClassOpenFile, 150, 1000.0 / 150, 4},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			b := BindingOf(c.stats, ops, time.Microsecond, c.traits, 50*time.Nanosecond)
+			b := BindingOf(c.stats, ops, time.Microsecond, c.traits, 50*time.Nanosecond, c.files)
 			if b.Busiest != c.busiest || math.Abs(b.BindCPUs-c.bind) > 1e-9 && !(math.IsInf(b.BindCPUs, 1) && math.IsInf(c.bind, 1)) {
 				t.Fatalf("got busiest %q binding at %g, want %q at %g (%+v)", b.Busiest, b.BindCPUs, c.busiest, c.bind, b.Classes)
 			}
@@ -73,7 +86,7 @@ func TestBindingOf(t *testing.T) {
 			}
 		})
 	}
-	if b := BindingOf(reads(1, 1), 0, time.Microsecond, tr("mutex"), 0); !math.IsInf(b.BindCPUs, 1) || b.Classes != nil {
+	if b := BindingOf(reads(1, 1), 0, time.Microsecond, tr("mutex"), 0, 0); !math.IsInf(b.BindCPUs, 1) || b.Classes != nil {
 		t.Fatalf("no operations: got %+v, want no classes, +Inf", b)
 	}
 }
