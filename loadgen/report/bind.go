@@ -9,6 +9,7 @@ import (
 
 	"github.com/kernfsim/kernfsim/internal/textout"
 	"github.com/kernfsim/kernfsim/loadgen"
+	"github.com/kernfsim/kernfsim/locking"
 )
 
 // Where each design binds: a table per op of the CPU count from which
@@ -34,7 +35,7 @@ func writeBindTable(w io.Writer, r loadgen.CompareResult, op string) error {
 	}
 	ew := textout.NewWriter(w)
 	ew.Printf("binds at: the CPUs from which the busiest lock class alone caps throughput, T/S: T the one-thread per-op, "+
-		"S the class's serial time per op (exclusive holds; %s); a model, not a measurement (docs/performance.md)\n", lineText(r))
+		"S the class's serial time per op (exclusive holds%s); a model, not a measurement (docs/performance.md)\n", lineText(r))
 	if len(r.Threads) > 0 {
 		th := slices.Max(r.Threads)
 		for i, row := range r.Rows {
@@ -48,12 +49,24 @@ func writeBindTable(w io.Writer, r loadgen.CompareResult, op string) error {
 	return ew.Err()
 }
 
-// lineText says what a shared read side's serial time was priced at.
+// lineText says what a shared read side's serial time was priced at,
+// where a row has one; "" where none has.
 func lineText(r loadgen.CompareResult) string {
-	if r.LineTransfer <= 0 {
-		return "shared read sides unpriced: the line transfer time could not be measured"
+	if !slices.ContainsFunc(r.Rows, sharedReads) {
+		return ""
 	}
-	return "2 line transfers of " + textout.Dur(r.LineTransfer) + " per shared read acquisition, measured here"
+	if r.LineTransfer <= 0 {
+		return "; shared read sides unpriced: the line transfer time could not be measured"
+	}
+	return "; 2 line transfers of " + textout.Dur(r.LineTransfer) + " per shared read acquisition, measured here"
+}
+
+// sharedReads reports whether row's lock has a read side that readers
+// share by writing one line (rwsem, the kernfs rwsems, percpu's and
+// bravo's slow paths).
+func sharedReads(row loadgen.Row) bool {
+	tr, err := locking.TraitsOf(strings.Fields(row.Target.Lock + " x")[0])
+	return err == nil && !tr.ScopedReads && !tr.ExclusiveReads
 }
 
 // bindCellText is b as a cell: "attr 25", "none" where no class binds,
