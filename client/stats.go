@@ -45,8 +45,8 @@ type Stats struct {
 	HoldSampleEvery                   uint64 // lock.hold_sample_every: 0 with the counters off
 	ReadCounted                       bool   // lock.read.counted: false under none, whose readers take nothing (and without the line)
 	ReadFast                          uint64 // lock.read.fast: read acquisitions on a fast path (percpu, bravo)
-	// lock.attr.* and lock.open_file.* (kernfs64's other locks) are in
-	// Keys and Values only.
+	// lock.attr.* and lock.open_file.* (kernfs64's and kernfs74's other
+	// locks) are in Keys and Values, and in LockStats' Attr and OpenFile.
 
 	GracePeriods, Expedited                         uint64 // grace.*
 	GraceLatencyTotal, GraceLatencyMax              time.Duration
@@ -171,5 +171,26 @@ func (s Stats) LockStats() locking.Stats {
 		},
 		HoldSampleEvery: int(s.HoldSampleEvery), ReadSideCounted: s.ReadCounted,
 		ReadFast: int64(s.ReadFast), CountersSwitchedOn: s.HoldSampleEvery > 0,
+		Attr: s.countsOf("lock.attr."), OpenFile: s.countsOf("lock.open_file."),
+	}
+}
+
+// countsOf is the counters of the lock whose lines start with prefix
+// (lock.attr., lock.open_file.), from Values; zero where a line is
+// missing or not a number (a strategy without that lock).
+func (s Stats) countsOf(prefix string) locking.LockCounts {
+	n := func(key string) int64 {
+		v, err := strconv.ParseInt(s.Values[prefix+key], 10, 64)
+		if err != nil {
+			return 0
+		}
+		return v
+	}
+	d := func(key string) time.Duration { return time.Duration(n(key)) }
+	return locking.LockCounts{
+		ReadAcquisitions: n("read.acquisitions"), ReadContended: n("read.contended"),
+		ReadWait: d("read.wait_ns"), ReadHeld: d("read.held_ns"),
+		WriteAcquisitions: n("write.acquisitions"), WriteContended: n("write.contended"),
+		WriteWait: d("write.wait_ns"), WriteHeld: d("write.held_ns"),
 	}
 }

@@ -48,14 +48,17 @@ func TestStatsFileParses(t *testing.T) {
 }
 
 // TestStatsFileLockLines: each lock counter the file writes parses back
-// to its field, every field distinct so that no two keys are swapped.
+// to its field, every field distinct so that no two keys are swapped,
+// the attribute and open-file locks' included (kernfs64, kernfs74).
 func TestStatsFileLockLines(t *testing.T) {
 	want := locking.Stats{LockCounts: locking.LockCounts{ReadAcquisitions: 1, ReadContended: 2, ReadWait: 3, ReadHeld: 4, WriteAcquisitions: 5, WriteContended: 6, WriteWait: 7, WriteHeld: 8},
-		HoldSampleEvery: 64, ReadSideCounted: true, ReadFast: 9, CountersSwitchedOn: true}
+		HoldSampleEvery: 64, ReadSideCounted: true, ReadFast: 9, CountersSwitchedOn: true,
+		Attr:     locking.LockCounts{ReadAcquisitions: 10, ReadContended: 11, ReadWait: 12, ReadHeld: 13, WriteAcquisitions: 14, WriteContended: 15, WriteWait: 16, WriteHeld: 17},
+		OpenFile: locking.LockCounts{WriteAcquisitions: 18, WriteContended: 19, WriteWait: 20, WriteHeld: 21}}
 	var buf bytes.Buffer
 	line := lineWriter(&buf)
 	line("server.lock", "rwsem")
-	showLock(line, want, locking.Traits{})
+	showLock(line, want, locking.Traits{SeparateAttrLock: true, OpenFileLocks: true})
 	s, err := client.ParseStats(buf.Bytes())
 	require.NoError(t, err)
 	if got := s.LockStats(); got != want {

@@ -21,7 +21,9 @@
 //	  Tree.drainMu: guards nothing but the drain condition variable
 //	Tree read side (Strategy.RLock): Lookup, Revalidate, Readdir, and
 //	Permission and Getattr unless the strategy has an attribute lock;
-//	never held while taking the write side
+//	never held while taking the write side. Under
+//	Traits.LocklessRevalidate (kernfs74) Revalidate takes no lock, and
+//	under Traits.ReaddirPerEntry Readdir takes it once per entry
 //	  Attribute lock, read side (locking.AttrLocker, under
 //	  Traits.SeparateAttrLock only: MayCreate's and MayDelete's checks
 //	  after their lookup)

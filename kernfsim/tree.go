@@ -21,6 +21,9 @@ type Tree struct {
 	now      func() time.Time       // immutable
 	readCtx  context.Context        // immutable: passed to Show, carries the tree
 	gp       GPPolicy               // immutable: teardown policy under grace periods (rcu, percpu)
+	lockless bool                   // immutable: Traits.LocklessRevalidate (kernfs74.go)
+	perEntry bool                   // immutable: Traits.ReaddirPerEntry (kernfs74.go)
+	revals   *revalCounter          // immutable pointer: revalidations, per P (kernfs74.go)
 
 	nextIno atomic.Uint64 // accessed atomically
 	nodes   atomic.Int64  // live (linked) nodes, root included; accessed atomically
@@ -57,10 +60,12 @@ func New(s locking.Strategy, opts Options) *Tree {
 	if t.now == nil {
 		t.now = time.Now
 	}
-	if tr := s.Traits(); !tr.AcceptsWriters && tr.DrainBeforeUnlink {
+	tr := s.Traits()
+	if !tr.AcceptsWriters && tr.DrainBeforeUnlink {
 		panic("kernfsim: a strategy that refuses writers must unlink with the deactivation (Traits.DrainBeforeUnlink)") // broken invariant of the strategy
 	}
 	t.reads = locking.ReadSideOf(s)
+	t.lockless, t.perEntry, t.revals = tr.LocklessRevalidate, tr.ReaddirPerEntry, new(revalCounter)
 	t.attrs, t.files = lockersOf(s)
 	t.drained.L = &t.drainMu
 	t.readCtx = context.WithValue(context.Background(), treeKey{}, t)
@@ -229,7 +234,8 @@ func (t *Tree) LookupRev(dir *Node, name string) (*Node, uint64, error) {
 // valid while n is active and still called name in dir; a negative entry
 // while dir's revision is still rev.
 //
-// Preconditions: the read side is held.
+// Preconditions: the read side is held, or the strategy has
+// Traits.LocklessRevalidate (every field read is an atomic load).
 func revalidateLocked(dir *Node, name string, n *Node, rev uint64) bool {
 	if n == nil {
 		return dir.IsActive() && dir.dir != nil && dir.dir.rev.Load() == rev
@@ -243,7 +249,12 @@ func revalidateLocked(dir *Node, name string, n *Node, rev uint64) bool {
 
 // Revalidate reports whether a cached lookup result is still true: n found
 // as name in dir, or (n == nil) name missing from dir at revision rev.
+// It takes the read side, or no lock under Traits.LocklessRevalidate.
 func (t *Tree) Revalidate(dir *Node, name string, n *Node, rev uint64) bool {
+	t.revals.add()
+	if t.lockless {
+		return revalidateLocked(dir, name, n, rev) // atomic loads only: see revalidate
+	}
 	r := t.rlock()
 	ok := revalidateLocked(dir, name, n, rev)
 	t.runlock(r)
@@ -384,10 +395,15 @@ type Dirent struct {
 // Readdir calls fn for each active child of dir after offset off (0 starts
 // at the beginning), in offset order, until fn returns false. It snapshots
 // the children under the read side and calls fn without any lock, as
-// kernfs_fop_readdir drops its lock around dir_emit.
+// kernfs_fop_readdir drops its lock around dir_emit. Under
+// Traits.ReaddirPerEntry it enters the read side once per entry instead
+// (readdirPerEntry).
 func (t *Tree) Readdir(dir *Node, off uint64, fn func(Dirent) bool) error {
 	if dir.kind != KindDir {
 		return &fs.PathError{Op: "readdir", Path: dir.Path(), Err: syscall.ENOTDIR}
+	}
+	if t.perEntry {
+		return t.readdirPerEntry(dir, off, fn)
 	}
 	r := t.rlock()
 	snap, active := dir.dir.children.Load(), dir.IsActive()

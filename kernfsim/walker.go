@@ -42,7 +42,9 @@ type WalkerOptions struct {
 // revalidate and permission call takes it on its own (ref-walk, as kernfs
 // took its lock per call); where they are (rcu, none) one read section
 // covers the whole walk (rcu-walk). Under a strategy with an attribute
-// lock (Traits.SeparateAttrLock) permission checks take that lock instead. Negative dentries are cached if the strategy caches
+// lock (Traits.SeparateAttrLock) permission checks take that lock instead;
+// under one that revalidates without a lock (Traits.LocklessRevalidate,
+// kernfs74) revalidations take nothing. Negative dentries are cached if the strategy caches
 // negatives, unless WalkerOptions.Negatives says otherwise.
 type Walker struct {
 	t         *Tree   // immutable
@@ -237,10 +239,7 @@ func (w *Walker) permission(d *dentry, mask Access, c Cred) syscall.Errno {
 }
 
 func (w *Walker) revalidate(dir *Node, name string, n *Node, rev uint64) bool {
-	r := w.t.reads.EnterCall()
-	ok := revalidateLocked(dir, name, n, rev)
-	w.t.reads.ExitCall(r)
-	return ok
+	return w.t.revalidate(dir, name, n, rev)
 }
 
 func (w *Walker) lookup(dir *Node, name string, h uint64) (*Node, uint64, syscall.Errno) {

@@ -63,6 +63,11 @@ type CellRun struct {
 	WriteRate          float64
 	WriteP50, WriteP99 time.Duration
 	LockWrites         int64
+	// LockUse is the concur phase's lock counters, nil without: what
+	// CompareResult.Binding prices. Files is how many distinct files
+	// the run's operations read (Result.Files).
+	LockUse *LockUse
+	Files   int
 }
 
 // CellRunOf is r's figures.
@@ -76,11 +81,12 @@ func CellRunOf(r Result) CellRun {
 		NsPerOp: r.NsPerOp(), Ops: r.TotalOps(), OpsPerWorker: r.Concur.OpsPerWorker(), SingleOps: single,
 		P50: r.Concur.Latency.P50, P99: r.Concur.Latency.P99,
 		P999: r.Concur.Latency.P999, OpsPerSec: r.OpsPerSec(), Ratio: r.Ratio(), Efficiency: r.Efficiency(),
-		Unexpected: r.Unexpected(), Done: done, DoneMax: last, Warnings: r.Warnings()}
+		Unexpected: r.Unexpected(), Done: done, DoneMax: last, Warnings: r.Warnings(), Files: len(r.Files)}
 	if u := r.Concur.Lock; u != nil {
 		c.LockCounted, c.LockContended, c.LockWrites = true, u.Contended(), u.WriteAcquisitions
 		c.LockRead, c.LockWrite = u.Utilization()
 		c.LockReadUncounted = !u.ReadSideCounted
+		c.LockUse = u
 	}
 	if w := r.Concur.Writes; w != nil && r.Churn != nil {
 		c.Writers, c.WriteChanges, c.WriteP50, c.WriteP99 = max(1, r.Churn.Writers), w.Count, w.P50, w.P99

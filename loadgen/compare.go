@@ -171,6 +171,10 @@ type CompareResult struct {
 	// FieldNames is CompareConfig.FieldNames, which the warnings of its
 	// runs and reports name fields with.
 	FieldNames harness.FieldNames
+	// LineTransfer is the cache-line transfer time measured before the
+	// runs (LineTransfer), which Binding prices shared read sides at; 0:
+	// not measured.
+	LineTransfer time.Duration
 }
 
 // SimMode says what the sim rows' operations do besides the tree's own
@@ -302,6 +306,7 @@ func Compare(ctx context.Context, cc CompareConfig) (res CompareResult, err erro
 		return res, err
 	}
 	res.Cells = NewCells(res)
+	res.LineTransfer = LineTransfer()
 	t0 := time.Now()
 	err = runGrid(ctx, cc, &res, t0)
 	res.Elapsed = time.Since(t0)

@@ -18,7 +18,7 @@ func ExampleNew() {
 	fmt.Println(err)
 	// Output:
 	// rwsem 1
-	// unknown lock strategy "spinlock": valid strategies are mutex, rwsem, rcu, none, kernfs64, percpu, percpu-dyn, bravo
+	// unknown lock strategy "spinlock": valid strategies are mutex, rwsem, rcu, none, kernfs64, kernfs74, percpu, percpu-dyn, bravo
 }
 
 // Utilization divides the hold time between two snapshots by the wall

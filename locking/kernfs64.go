@@ -59,12 +59,18 @@ var (
 )
 
 func newKernfs64(o Options) *Kernfs64 {
-	k := &Kernfs64{attr: newRWSem(o), files: new(openFileLocks)}
+	k := &Kernfs64{}
+	k.init(o)
+	return k
+}
+
+// init sets a new Kernfs64's locks and counters up as o says.
+func (k *Kernfs64) init(o Options) {
+	k.attr, k.files = newRWSem(o), new(openFileLocks)
 	k.tree.init(o)
 	for i := range k.files {
 		k.files[i].stats.init(o)
 	}
-	return k
 }
 
 func (k *Kernfs64) Name() string        { return "kernfs64" }

@@ -15,6 +15,9 @@
 //	kernfs64    kernfs from 6.4: a tree rwsem, a separate attribute rwsem for
 //	            permission, getattr and setattr (Traits.SeparateAttrLock), and
 //	            1024 hashed open-file mutexes (Traits.OpenFileLocks)
+//	kernfs74    kernfs as queued for 7.4: kernfs64's locks, revalidation without
+//	            any (Traits.LocklessRevalidate), readdir taking the read side
+//	            per entry (Traits.ReaddirPerEntry)
 //	percpu      percpu_rw_semaphore: readers count on their own CPU's counter
 //	            while no writer is about; a writer first waits a grace period
 //	            to switch them to the slow path, then for them to drain
@@ -35,13 +38,13 @@
 //	percpu's rcu_sync wait (rcu_sync_enter: PercpuRWSem.rssMu, released
 //	while it waits in Grace.Synchronize; nothing else held)
 //	Strategy write side (mutex.mu / rwsem.mu / rcu.writer / none.build /
-//	kernfs64's tree rwsem / percpu's gate / bravo's rwsem, then its
+//	kernfs64's and kernfs74's tree rwsem / percpu's gate / bravo's rwsem, then its
 //	revocation wait)
 //	  Grace.gpMu (only through Grace methods, never while a read side is held)
 //	    Grace.mu
-//	kernfs64's tree rwsem, either side
-//	  kernfs64's attribute rwsem (AttrLocker), either side; also taken alone
-//	kernfs64's open-file mutexes (OpenFileLocker): taken alone, one at a time
+//	kernfs64's and kernfs74's tree rwsem, either side
+//	  their attribute rwsem (AttrLocker), either side; also taken alone
+//	their open-file mutexes (OpenFileLocker): taken alone, one at a time
 //	PercpuRWSem.rssMu (rcu_sync_exit and its callback)
 //	  Grace.mu (Grace.Call)
 //
@@ -51,7 +54,9 @@ package locking
 
 import (
 	"errors"
+	"fmt"
 	"strings"
+	"time"
 )
 
 // Strategy is the synchronisation a tree runs under.
@@ -99,6 +104,12 @@ type Options struct {
 	// a normal one. sysfs.Assemble sets it for --gp=expedited; the other
 	// strategies ignore it.
 	ExpediteSync bool
+	// HoldDelay lengthens every critical section of the tree lock, both
+	// sides, by a spin of this long inside it (delay.go): an artificial
+	// hold that raises the lock's serial time per operation, to check
+	// where the binding model says it stops scaling. 0 means none; New
+	// rejects a negative one or one above MaxHoldDelay.
+	HoldDelay time.Duration
 }
 
 // New returns the strategy called name.
@@ -110,7 +121,10 @@ func New(name string, opts Options) (Strategy, error) {
 	if err := checkHoldSampleEvery(opts.HoldSampleEvery); err != nil {
 		return nil, err
 	}
-	return d.make(opts), nil
+	if opts.HoldDelay < 0 || opts.HoldDelay > MaxHoldDelay {
+		return nil, fmt.Errorf("hold delay %v: give 0 (none) to %v", opts.HoldDelay, MaxHoldDelay)
+	}
+	return withHoldDelay(d.make(opts), opts.HoldDelay), nil
 }
 
 func joinNames(names []string) string { return strings.Join(names, ", ") }

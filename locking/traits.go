@@ -40,6 +40,22 @@ type Traits struct {
 	// strategy picks by the node, and the strategy is an OpenFileLocker
 	// (kernfs from Linux 6.0: hashed kernfs_open_file_mutex).
 	OpenFileLocks bool
+	// LocklessRevalidate: revalidating a cached lookup (d_revalidate)
+	// takes no lock: the directory's revision and the node's liveness,
+	// parent and name are read with atomic loads, each a value its
+	// writer publishes whole (kernfs as queued for Linux 7.4:
+	// kernfs_dop_revalidate without kernfs_rwsem). Lookup keeps the read
+	// side.
+	LocklessRevalidate bool
+	// ReaddirPerEntry: readdir takes the read side once per entry and
+	// finds the next entry by its full key (hash, name), instead of once
+	// for the listing (kernfs as queued for 7.4: no kernfs_rwsem across
+	// dir_emit).
+	ReaddirPerEntry bool
+	// ExclusiveReads: the read side excludes other readers (one lock for
+	// readers and writers, as kernfs's mutex up to 5.14), so its hold
+	// time is serial time, as a write side's is.
+	ExclusiveReads bool
 }
 
 // AttrLocker is the lock of a strategy with Traits.SeparateAttrLock that
@@ -80,7 +96,7 @@ type strategyDef struct {
 }
 
 var builtins = []strategyDef{
-	{"mutex", Traits{DrainBeforeUnlink: true, AcceptsWriters: true}, func(o Options) Strategy {
+	{"mutex", Traits{DrainBeforeUnlink: true, AcceptsWriters: true, ExclusiveReads: true}, func(o Options) Strategy {
 		m := &Mutex{}
 		m.stats.init(o)
 		return m
@@ -104,6 +120,10 @@ var builtins = []strategyDef{
 		SeparateAttrLock: true, OpenFileLocks: true}, func(o Options) Strategy {
 		return newKernfs64(o)
 	}},
+	{"kernfs74", Traits{CachesNegatives: true, DrainBeforeUnlink: true, AcceptsWriters: true,
+		SeparateAttrLock: true, OpenFileLocks: true, LocklessRevalidate: true, ReaddirPerEntry: true}, func(o Options) Strategy {
+		return newKernfs74(o)
+	}},
 	{"percpu", Traits{CachesNegatives: true, DrainBeforeUnlink: true, AcceptsWriters: true, GracePeriods: true}, func(o Options) Strategy {
 		return newPercpu(o, false)
 	}},
@@ -117,7 +137,7 @@ var builtins = []strategyDef{
 
 // Names lists the valid strategy names: the four that began the project
 // in the order of their era (mutex, rwsem, rcu, none), then the later
-// designs (kernfs64, percpu, percpu-dyn, bravo).
+// designs (kernfs64, kernfs74, percpu, percpu-dyn, bravo).
 var Names = func() []string {
 	var names []string
 	for _, d := range builtins {

@@ -22,7 +22,7 @@ go build -o "$guard_dir/fuseguard" ./tools/fuseguard
 guard=(-timeout 10m -exec "$guard_dir/fuseguard")
 
 go test -race -count=1 "${guard[@]}" ./...
-GOMAXPROCS=1 go test -count=1 "${guard[@]}" -run 'Torture|Grace|Differential|CreateDeleteRace' ./locking/ ./kernfsim/ ./sysfs/
+GOMAXPROCS=1 go test -count=1 "${guard[@]}" -run 'Torture|Grace|Differential|CreateDeleteRace|LookupsAgainstMkdirRmdir' ./locking/ ./kernfsim/ ./sysfs/
 
 # The soak for a minute (the go test above runs 15 s of it): each lock mode
 # must end with no unexpected errno, server RSS and goroutines near their

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"time"
 
 	"github.com/kernfsim/kernfsim/kernfsim"
 	"github.com/kernfsim/kernfsim/locking"
@@ -14,6 +15,9 @@ type Options struct {
 	Lock  string              // the lock strategy's name (locking.Names)
 	Grace locking.GraceConfig // the grace-period engine, where the strategy has one
 	GP    kernfsim.GPPolicy   // teardown policy under grace periods; "" means normal; expedited also makes percpu's writers expedite theirs (locking.Options.ExpediteSync)
+	// LockDelay lengthens every critical section of the tree lock
+	// (locking.Options.HoldDelay); 0 means none.
+	LockDelay time.Duration
 
 	// Synth is the synthetic machine, taken as given (start from
 	// SynthConfig.WithDefaults). Unused when HostDir is set.
@@ -56,7 +60,7 @@ func (e *OptionError) Unwrap() error { return e.Err }
 // seals it. Every command and loadgen target builds its tree here, so a
 // tree served by `kernfsim mount` and one measured in process are the same.
 func Assemble(o Options) (*Assembled, error) {
-	s, err := locking.New(o.Lock, locking.Options{Grace: o.Grace, ExpediteSync: o.GP == kernfsim.GPExpedited})
+	s, err := locking.New(o.Lock, locking.Options{Grace: o.Grace, ExpediteSync: o.GP == kernfsim.GPExpedited, HoldDelay: o.LockDelay})
 	if err != nil {
 		return nil, &OptionError{Option: "Lock", Err: err}
 	}

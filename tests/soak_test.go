@@ -13,11 +13,11 @@ import (
 )
 
 // soakEnv sets TestSoak's duration: scripts/test.sh runs it for 60s (CI);
-// a plain go test runs it for defaultSoak.
-const (
-	soakEnv     = "KERNFSIM_SOAK"
-	defaultSoak = 15 * time.Second
-)
+// a plain go test runs it for defaultSoak: 2 s per lock mode, the least
+// loadgen soak accepts, so that a new strategy does not make it too short.
+const soakEnv = "KERNFSIM_SOAK"
+
+var defaultSoak = time.Duration(len(soak.DefaultLocks)) * 2 * time.Second
 
 var (
 	soakLine  = regexp.MustCompile(`(?m)^soak lock=([\w-]+) t=\d+s( warm-up)? ops/s=\d+ p99=\S+ errors=\S+ rss=[\d.]+MiB goroutines=\d+ threads=\d+ nodeids=\d+ changes=\d+ storms=\d+$`)

@@ -26,6 +26,7 @@ type TreeFlags struct {
 	synth   sysfs.SynthConfig // NUMANodes 0 means one per socket
 	gp      string
 	grace   locking.GraceConfig
+	delay   time.Duration  // --lock-delay: locking.Options.HoldDelay
 	flags   *pflag.FlagSet // to tell which flags were given
 }
 
@@ -62,6 +63,8 @@ func addLockFlags(fs *pflag.FlagSet, f *TreeFlags) {
 	fs.DurationVar(&f.grace.Tick, "gp-tick", f.grace.Tick, "grace periods begin on this tick; 4ms is HZ=250")
 	fs.DurationVar(&f.grace.ExpediteCost, "expedite-cost", 0, "extra fixed cost of each expedited grace period")
 	fs.BoolVar(&f.grace.ExpeditedIsNormal, "rcu-normal", false, "expedited grace periods behave as normal ones (rcu_normal=1, PREEMPT_RT)")
+	fs.DurationVar(&f.delay, "lock-delay", 0, "lengthen every critical section of the tree lock by a spin of this long, to check where the lock binds (0: none; at most "+
+		locking.MaxHoldDelay.String()+")")
 }
 
 // config is the synthetic config the flags ask for.
@@ -119,7 +122,7 @@ func (f *TreeFlags) BuildWith(lock string, stats StatsFunc) (*Built, error) {
 
 // assembly is what the flags ask sysfs.Assemble for, under lock.
 func (f *TreeFlags) assembly(lock string, stats func(*kernfsim.Tree) kernfsim.Source) sysfs.Options {
-	o := sysfs.Options{Lock: lock, Grace: f.grace, GP: kernfsim.GPPolicy(f.gp), Synth: f.config(), ABI: true, Stats: stats}
+	o := sysfs.Options{Lock: lock, Grace: f.grace, GP: kernfsim.GPPolicy(f.gp), LockDelay: f.delay, Synth: f.config(), ABI: true, Stats: stats}
 	if f.tree == "host" {
 		o.HostDir = f.hostDir
 	}
@@ -139,7 +142,7 @@ func Args(fs *pflag.FlagSet) []string {
 }
 
 // TreeFlagNames are the flags AddTreeFlags defines.
-var TreeFlagNames = []string{"lock", "tree", "cpus", "sockets", "threads-per-core", "numa-nodes", "mem-blocks", "netdevs", "disks", "cgroups", "gp", "gp-tick", "expedite-cost", "rcu-normal"}
+var TreeFlagNames = []string{"lock", "tree", "cpus", "sockets", "threads-per-core", "numa-nodes", "mem-blocks", "netdevs", "disks", "cgroups", "gp", "gp-tick", "expedite-cost", "rcu-normal", "lock-delay"}
 
 // synthFlags are the flags that size a synthetic tree only.
 var synthFlags = []string{"cpus", "sockets", "threads-per-core", "numa-nodes", "mem-blocks", "netdevs", "disks", "cgroups"}
@@ -191,6 +194,9 @@ func (f *TreeFlags) validate() error {
 	}
 	if f.grace.Tick <= 0 || f.grace.ExpediteCost < 0 {
 		return &UsageError{Err: fmt.Errorf("invalid --gp-tick %v or --expedite-cost %v: the tick must be positive, the cost 0 or more", f.grace.Tick, f.grace.ExpediteCost)}
+	}
+	if f.delay < 0 || f.delay > locking.MaxHoldDelay {
+		return &UsageError{Err: fmt.Errorf("invalid --lock-delay %v: give 0 (none) to %v", f.delay, locking.MaxHoldDelay)}
 	}
 	return nil
 }

@@ -54,6 +54,12 @@ func WriteCompareTable(w io.Writer, r loadgen.CompareResult) error {
 				return err
 			}
 		}
+		if hasBinding(r, op) {
+			fmt.Fprintln(w)
+			if err := writeBindTable(w, r, op); err != nil {
+				return err
+			}
+		}
 		if hasWriters(r, op) {
 			fmt.Fprintln(w)
 			if err := writeWritersTable(w, r, op); err != nil {
@@ -263,9 +269,13 @@ type JSONCompare struct {
 	// Writers is how many writers changed the tree beside each cell's
 	// readers, WriteRate each one's changes per second asked; absent
 	// without writers.
-	Writers   int        `json:"writers,omitempty"`
-	WriteRate float64    `json:"write_rate,omitempty"`
-	Cells     []JSONCell `json:"cells"`
+	Writers   int     `json:"writers,omitempty"`
+	WriteRate float64 `json:"write_rate,omitempty"`
+	// LineTransferNs is the cache-line transfer time measured before the
+	// runs, which the bindings price shared read sides at; absent: not
+	// measured.
+	LineTransferNs int64      `json:"line_transfer_ns,omitempty"`
+	Cells          []JSONCell `json:"cells"`
 }
 
 // JSONCell is a Cell: its medians, and each run's figures.
@@ -280,6 +290,9 @@ type JSONCell struct {
 	Unresolved bool          `json:"unresolved,omitempty"`
 	Spread     JSONSpread    `json:"spread"` // of the headline figure: per_op_ns, or done_ns for hwloc and lstopo
 	Runs       []JSONCellRun `json:"runs"`
+	// Binding is where the row's design binds by the model, from the
+	// median run (CompareResult.Binding); absent without lock counters.
+	Binding *JSONBinding `json:"binding,omitempty"`
 }
 
 // JSONSpread is a Spread. The confidence interval is null with fewer than
@@ -340,7 +353,8 @@ func WriteCompareJSON(w io.Writer, r loadgen.CompareResult) error {
 	j := JSONCompare{Schema: SchemaCompare, Provenance: harness.NewJSONProvenance(r.Provenance), Ops: r.Ops, Threads: r.Threads, Times: r.Times, SimTimes: r.SimTimes, SysTimes: r.SysTimes,
 		HwlocTimes: r.HwlocTimes, Repeats: r.Repeats, CPUs: r.CPUs, Pinned: r.Pinned, SinglePinned: r.SinglePinned,
 		MinDurationNs: int64(r.MinDuration), WarmUpNs: int64(r.WarmUp), ElapsedNs: int64(r.Elapsed),
-		Interrupted: r.Interrupted, Notes: r.Notes, SimMode: r.SimMode(), Writers: r.Writers, WriteRate: r.WriteRate, Cells: []JSONCell{}}
+		Interrupted: r.Interrupted, Notes: r.Notes, SimMode: r.SimMode(), Writers: r.Writers, WriteRate: r.WriteRate, Cells: []JSONCell{},
+		LineTransferNs: int64(r.LineTransfer)}
 	for op, cost := range r.SimCosts {
 		if j.SimCostsNs == nil {
 			j.SimCostsNs = map[string]int64{}
@@ -357,6 +371,7 @@ func WriteCompareJSON(w io.Writer, r loadgen.CompareResult) error {
 			jc.RatioToMutex = &v
 		}
 		jc.Unresolved, jc.Spread = r.Unresolved(c), newJSONSpread(c.Spread())
+		jc.Binding = newJSONBinding(r.Binding(c))
 		for _, run := range c.Runs {
 			jc.Runs = append(jc.Runs, newJSONCellRun(run))
 		}

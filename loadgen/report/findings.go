@@ -28,6 +28,9 @@ func Findings(r *loadgen.CompareResult, op string) []string {
 	for _, kind := range []harness.TargetKind{harness.TargetKernfsim, harness.TargetSim} {
 		out = append(out, kindFindings(r, op, kind)...)
 	}
+	if line := bindLine(r, op); line != "" {
+		out = append(out, line)
+	}
 	return out
 }
 
