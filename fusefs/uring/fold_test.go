@@ -1,0 +1,229 @@
+package uring
+
+import (
+	"fmt"
+	"log"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+	"unsafe"
+
+	"github.com/hanwen/go-fuse/v2/fuse"
+	"golang.org/x/sys/unix"
+
+	"github.com/kernfsim/kernfsim/internal/testkit"
+)
+
+// fakeWait bounds every wait of a fake-kernel test: it detects a hang,
+// nothing waits on it.
+const fakeWait = 30 * time.Second
+
+// fixedFS answers LOOKUP and GETATTR with values computed from the
+// request, so that a reply shows which request it answers.
+type fixedFS struct{ fuse.RawFileSystem }
+
+func (fixedFS) Lookup(_ <-chan struct{}, h *fuse.InHeader, name string, o *fuse.EntryOut) fuse.Status {
+	n, err := strconv.ParseUint(name, 10, 64)
+	if err != nil {
+		return fuse.ENOENT
+	}
+	o.NodeId, o.Generation = h.NodeId*1000+n, h.NodeId
+	o.Attr.Ino, o.Attr.Mode = o.NodeId, fuse.S_IFREG|0o644
+	return fuse.OK
+}
+
+func (fixedFS) GetAttr(_ <-chan struct{}, in *fuse.GetAttrIn, o *fuse.AttrOut) fuse.Status {
+	o.Attr.Ino, o.Attr.Size, o.Attr.Blocks, o.Attr.Mode = in.NodeId, 3*in.NodeId, in.Fh(), fuse.S_IFREG|0o644
+	return fuse.OK
+}
+
+// inStruct is the bytes of in-struct v after its fuse_in_header: what
+// the kernel puts at hdrOpIn.
+func inStruct[T any](v *T) []byte {
+	return unsafe.Slice((*byte)(unsafe.Pointer(v)), unsafe.Sizeof(*v))[inHeaderSize:]
+}
+
+// fakeConn is a ring set serving fs against a fake kernel.
+type fakeConn struct {
+	fk   *fakeKernel
+	rs   *ringSet
+	logs *testkit.SyncBuffer // the handler's Logger
+}
+
+// startFake starts and registers queues of geometry g serving fs
+// against a fake kernel; when the test ends, the connection is ended and
+// the queues must stop.
+func startFake(t *testing.T, fs fuse.RawFileSystem, g geometry) *fakeConn {
+	t.Helper()
+	devFD, err := unix.Eventfd(0, unix.EFD_CLOEXEC) // any fd: the fake only compares it
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { unix.Close(devFD) })
+	fc := &fakeConn{fk: installFakeKernel(t, g.queues, devFD), logs: &testkit.SyncBuffer{}}
+	h := newHandler(fs, &fuse.MountOptions{Logger: log.New(fc.logs, "", 0)})
+	fc.rs, err = startRings(h, devFD, g, func(err error) { t.Errorf("a queue failed: %v", err) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		fc.end(t)
+		fc.fk.check(t)
+		if t.Failed() {
+			t.Logf("handler log:\n%s", fc.logs.String())
+		}
+	})
+	if err := fc.rs.registerAll(devFD); err != nil {
+		t.Fatal(err)
+	}
+	fc.fk.mu.Lock()
+	defer fc.fk.mu.Unlock()
+	if !fc.fk.ready {
+		t.Fatalf("every queue registered, but the fake kernel's rings are not ready:\n%s", fc.fk.stateLocked())
+	}
+	return fc
+}
+
+// end ends the connection and fails the test if the queues do not all
+// stop.
+func (fc *fakeConn) end(t *testing.T) {
+	t.Helper()
+	fc.fk.end()
+	select {
+	case <-fc.rs.done:
+		return
+	case <-time.After(fakeWait):
+	}
+	t.Errorf("the queues did not stop within %v of the connection's end", fakeWait)
+	fc.rs.stop()
+	select {
+	case <-fc.rs.done:
+	case <-time.After(fakeWait):
+		t.Errorf("the queues did not stop within %v of their stop eventfds either", fakeWait)
+	}
+}
+
+// await returns the reply on ch, failing the test if none comes.
+func (fc *fakeConn) await(t *testing.T, what string, ch <-chan fakeReply) fakeReply {
+	t.Helper()
+	select {
+	case rep := <-ch:
+		return rep
+	case <-time.After(fakeWait):
+	}
+	fc.fk.mu.Lock()
+	defer fc.fk.mu.Unlock()
+	t.Fatalf("%s: no reply within %v\n%s", what, fakeWait, fc.fk.stateLocked())
+	return fakeReply{}
+}
+
+// sentReq is a request a test made and what its reply must be.
+type sentReq struct {
+	qid    int
+	op     uint32
+	nodeid uint64
+	name   uint64 // LOOKUP's name, as a number
+	unique uint64
+	reply  <-chan fakeReply
+}
+
+// send makes a GETATTR (even k) or a LOOKUP (odd k) on qid, its node and
+// name derived from qid and k.
+func (fc *fakeConn) send(qid, k int) sentReq {
+	s := sentReq{qid: qid, nodeid: uint64(qid*100 + k + 2), name: uint64(k)}
+	if k%2 == 0 {
+		s.op = opGetattr
+		in := fuse.GetAttrIn{Flags_: fuse.FUSE_GETATTR_FH, Fh_: s.nodeid + 7}
+		s.unique, s.reply = fc.fk.request(qid, opGetattr, s.nodeid, inStruct(&in), nil)
+	} else {
+		s.op = opLookup
+		s.unique, s.reply = fc.fk.request(qid, opLookup, s.nodeid, nil, []byte(strconv.Itoa(k)+"\x00"))
+	}
+	return s
+}
+
+// check compares rep with what fixedFS answers to s.
+func (s sentReq) check(rep fakeReply) error {
+	if rep.unique != s.unique || rep.status != 0 {
+		return fmt.Errorf("qid %d: reply unique %d status %v, want %d OK", s.qid, rep.unique, errnoStatus(rep.status), s.unique)
+	}
+	switch s.op {
+	case opGetattr:
+		var o fuse.AttrOut
+		if len(rep.payload) != int(unsafe.Sizeof(o)) {
+			return fmt.Errorf("qid %d: GETATTR reply of %d bytes, want %d", s.qid, len(rep.payload), unsafe.Sizeof(o))
+		}
+		o = *(*fuse.AttrOut)(unsafe.Pointer(&rep.payload[0]))
+		if o.Ino != s.nodeid || o.Size != 3*s.nodeid || o.Blocks != s.nodeid+7 || o.AttrValid != 0 {
+			return fmt.Errorf("qid %d: GETATTR of node %d answered %+v", s.qid, s.nodeid, o)
+		}
+	case opLookup:
+		var o fuse.EntryOut
+		if len(rep.payload) != int(unsafe.Sizeof(o)) {
+			return fmt.Errorf("qid %d: LOOKUP reply of %d bytes, want %d", s.qid, len(rep.payload), unsafe.Sizeof(o))
+		}
+		o = *(*fuse.EntryOut)(unsafe.Pointer(&rep.payload[0]))
+		if want := s.nodeid*1000 + s.name; o.NodeId != want || o.Generation != s.nodeid || o.Ino != want || o.EntryValid != 0 {
+			return fmt.Errorf("qid %d: LOOKUP of %d in node %d answered %+v", s.qid, s.name, s.nodeid, o)
+		}
+	}
+	return nil
+}
+
+// TestFoldedQueues serves hundreds of qids against the fake kernel, with
+// several requests on every qid at once, and checks every reply, that
+// every qid registered its entries on one ring, that the threads that
+// entered the rings are bounded by the queues (plus the leads taken from
+// a handler, which under load may happen), and that the queues end with
+// the connection.
+func TestFoldedQueues(t *testing.T) {
+	const queues, perQID, depth, senders = 16, 4, 2, 4
+	g := geometry{queues: queues, depth: depth, payload: minPayload, maxEnts: 16}
+	fc := startFake(t, fixedFS{fuse.NewDefaultRawFileSystem()}, g)
+
+	for qid, n := range fc.fk.registered() {
+		if n != depth {
+			t.Errorf("qid %d registered %d entries, want %d", qid, n, depth)
+		}
+	}
+	byRing := fc.fk.qidsByRing(t)
+	if len(byRing) != len(fc.rs.queues) {
+		t.Errorf("%d rings registered entries, want %d (one per queue)", len(byRing), len(fc.rs.queues))
+	}
+
+	var mu sync.Mutex
+	var sent []sentReq // protected by mu
+	var wg sync.WaitGroup
+	for w := range senders {
+		wg.Go(func() {
+			for qid := w; qid < queues; qid += senders {
+				for k := range perQID {
+					s := fc.send(qid, k)
+					mu.Lock()
+					sent = append(sent, s)
+					mu.Unlock()
+				}
+			}
+		})
+	}
+	wg.Wait()
+	for _, s := range sent {
+		if err := s.check(fc.await(t, fmt.Sprintf("request %d on qid %d", s.unique, s.qid), s.reply)); err != nil {
+			t.Error(err)
+		}
+	}
+	var served uint64
+	for _, n := range fc.rs.served() {
+		served += n
+	}
+	if served != queues*perQID {
+		t.Errorf("the queues served %d requests, want %d", served, queues*perQID)
+	}
+	taken, grown := fc.rs.handoffs()
+	if n := fc.fk.threads(); n > len(fc.rs.queues)+int(taken) || n < len(fc.rs.queues) {
+		t.Errorf("%d threads entered the rings, want %d (one per queue) plus at most %d (leads taken)", n, len(fc.rs.queues), taken)
+	}
+	t.Logf("%d qids on %d rings, %d threads entered them, leads taken %d, entries grown %d",
+		queues, len(byRing), fc.fk.threads(), taken, grown)
+}
