@@ -55,6 +55,17 @@ type Config struct {
 	// collection would wait for an idle queue's next request.
 	HoldP bool
 
+	// Rings, if above 0 and below the number of possible CPUs, folds the
+	// kernel's per-CPU queues onto that many rings: qid q is served by
+	// ring q mod Rings, whose threads may run on any of its qids' CPUs.
+	// The kernel still requires every possible CPU's queue to register
+	// (fuse_uring_do_register), and each still gets Depth entries; what
+	// folding bounds is threads (and, with HoldP, Ps), which otherwise
+	// grow with the host's CPU count: 448 on a 448-CPU host. The price is
+	// locality: a request may be served on another CPU than its caller's.
+	// 0 (the default) is one ring per possible CPU, as libfuse has.
+	Rings int
+
 	// DeferTaskRun sets each ring up with IORING_SETUP_SINGLE_ISSUER and
 	// IORING_SETUP_DEFER_TASKRUN: the kernel hands a queue thread its
 	// requests in the thread's own io_uring_enter. By default it queues
@@ -90,7 +101,8 @@ type geometry struct {
 	payload int  // bytes of payload per entry
 	holdP   bool // busy queues wait holding their P (see Config.HoldP)
 	deferTW bool // rings defer task work to the queue thread's own waits (Config.DeferTaskRun)
-	maxEnts int  // entries a queue may grow to (grow.go)
+	maxEnts int  // entries a qid may grow to (grow.go)
+	rings   int  // rings the queues are folded onto (Config.Rings); queues if not folded
 }
 
 // pinned is the memory of the queues' buffers: a header page and a
@@ -103,7 +115,14 @@ func (g geometry) pinned() int64 {
 // maxWrite, within cfg.MaxPinnedBytes, and returns the MaxWrite to mount
 // with (maxWrite, or less to fit the cap).
 func plan(cfg Config, cpus, maxWrite int) (geometry, int, error) {
-	g := geometry{queues: cpus, depth: cfg.Depth, payload: payloadSize(maxWrite), holdP: cfg.holdsP(), deferTW: cfg.DeferTaskRun}
+	g := geometry{queues: cpus, depth: cfg.Depth, payload: payloadSize(maxWrite), holdP: cfg.holdsP(), deferTW: cfg.DeferTaskRun,
+		rings: cpus}
+	if cfg.Rings < 0 {
+		return geometry{}, 0, fmt.Errorf("Rings %d is negative: give 0 for one ring per possible CPU", cfg.Rings)
+	}
+	if cfg.Rings > 0 {
+		g.rings = min(cfg.Rings, cpus)
+	}
 	if g.depth <= 0 {
 		g.depth = DefaultDepth
 	}

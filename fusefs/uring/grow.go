@@ -21,40 +21,49 @@ const (
 	maxGrow      = 256 // entries per queue at most, whatever the pinned-memory bound
 )
 
-// grow registers entries until spareEntries (or the first depth, if
-// smaller) are free of requests served off the leader, within maxEnts.
+// grow registers entries until, on each of the queue's qids,
+// spareEntries (or the first depth, if smaller) are free of requests
+// served off the leader, within maxEnts per qid.
 // Preconditions: the caller leads the queue.
 func (q *queue) grow() {
-	free := q.live - int(q.busy.Load())
-	want := min(spareEntries, q.depth)
-	if free >= want || len(q.ents) >= q.maxEnts || q.stopped || q.failed != nil {
+	if q.stopped || q.failed != nil {
 		return
 	}
-	n := min(want-free, q.maxEnts-len(q.ents))
-	first := len(q.ents)
-	if err := q.addEntries(n); err != nil {
-		q.handler.logger.Printf("uring: %v; the queue stays at %d entries", err, first)
-		q.maxEnts = first
-		return
-	}
-	for e := first; e < len(q.ents); e++ {
-		q.registerEntry(e)
-	}
-	q.live += n
-	q.grown.Add(uint64(n))
-	// Requests that came while too few entries were free may wait in the
-	// kernel's queue, and the kernel hands a newly registered entry only
-	// a request that arrives after it (fuse_uring_do_register). So the
-	// registers go in now, and one request from this CPU follows them:
-	// when its reply is committed, the kernel fetches the oldest waiting
-	// request into that entry (fuse_uring_commit_fetch).
-	if err := q.ring.submit(); err == nil {
-		go q.nudge()
+	for qi := range q.qids {
+		qs := &q.qids[qi]
+		free := qs.live - int(qs.busy.Load())
+		want := min(spareEntries, q.depth)
+		if free >= want || qs.ents >= q.maxEnts {
+			continue
+		}
+		n := min(want-free, q.maxEnts-qs.ents)
+		first := len(q.ents)
+		if err := q.addEntries(qi, n); err != nil {
+			q.handler.logger.Printf("uring: %v; qid %d stays at %d entries", err, qs.qid, qs.ents)
+			q.maxEnts = qs.ents
+			return
+		}
+		for e := first; e < len(q.ents); e++ {
+			q.registerEntry(e)
+		}
+		q.live += n
+		qs.live += n
+		q.grown.Add(uint64(n))
+		// Requests that came while too few entries were free may wait in
+		// the kernel's queue, and the kernel hands a newly registered
+		// entry only a request that arrives after it
+		// (fuse_uring_do_register). So the registers go in now, and one
+		// request from the qid's CPU follows them: when its reply is
+		// committed, the kernel fetches the oldest waiting request into
+		// that entry (fuse_uring_commit_fetch).
+		if err := q.ring.submit(); err == nil {
+			go q.nudge(qs.qid)
+		}
 	}
 }
 
-// nudge sends one GETATTR of the mount's root from the queue's CPU.
-func (q *queue) nudge() {
+// nudge sends one GETATTR of the mount's root from CPU cpu.
+func (q *queue) nudge(cpu int) {
 	if q.handler.mnt == "" {
 		return
 	}
@@ -64,7 +73,7 @@ func (q *queue) nudge() {
 	if unix.SchedGetaffinity(0, &old) != nil {
 		return
 	}
-	set.Set(q.id)
+	set.Set(cpu)
 	if unix.SchedSetaffinity(0, &set) != nil {
 		return
 	}

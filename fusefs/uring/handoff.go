@@ -69,7 +69,8 @@ type worker struct {
 	// being served: closed by the watchdog only, replaced by the worker
 	// (end) once closed.
 	cancel atomic.Pointer[chan struct{}]
-	seen   uint64 // serving, less interruptedBit, at the watchdog's last tick; watchdog only
+	seen   uint64       // serving, less interruptedBit, at the watchdog's last tick; watchdog only
+	qi     atomic.Int32 // the qid index (queue.qids) of the request being served inline
 
 	wake chan bool // a parked worker's call: true to lead, false to end
 
@@ -129,6 +130,7 @@ func (q *queue) serveInline(w *worker, e int) bool {
 	ent := q.ents[e]
 	in := copyHeader(ent)
 	w.begin(in.Unique, in.Pid)
+	w.qi.Store(int32(ent.qi))
 	q.lead.Store(leadWord(w.gen, leadServing))
 	unique := q.answer(ent, in, *w.cancel.Load())
 	w.end()
@@ -137,7 +139,7 @@ func (q *queue) serveInline(w *worker, e int) bool {
 		return true
 	}
 	w.lost = true
-	q.handBack(e, unique) // takeOver counted it in busy and offLead
+	q.handBack(e, unique) // takeOver counted it in its qid's busy and in offLead
 	return false
 }
 
@@ -189,20 +191,21 @@ func (q *queue) becomeLeader(w *worker) {
 
 // takeOver gives the lead to another thread if the leader is still
 // serving; called by the watchdog only. The request being served is
-// counted as served off the lead before the CAS, so that its handBack
-// can never come first.
+// counted in offLead before the CAS, so that its handBack can never come
+// first; in its qid's busy after, since only a CAS that succeeded says
+// which request that is (the leader stores qi before leadServing, and
+// cannot store it again until its own CAS, which now fails).
 func (q *queue) takeOver() {
 	v := q.lead.Load()
 	if v&leadState != leadServing {
 		return
 	}
-	q.busy.Add(1)
 	q.offLead.add()
 	if !q.lead.CompareAndSwap(v, leadWord(v>>2+1, leadTaken)) {
-		q.busy.Add(-1)
 		q.offLead.done()
 		return
 	}
+	q.qids[q.leader.Load().qi.Load()].busy.Add(1)
 	q.handoffs.Add(1)
 	q.mu.Lock()
 	var w *worker

@@ -15,6 +15,7 @@ import (
 	"github.com/hanwen/go-fuse/v2/fuse"
 
 	"github.com/kernfsim/kernfsim/fusefs/uring"
+	"github.com/kernfsim/kernfsim/internal/testkit"
 )
 
 // rendezvous is a directory whose every lookup waits until n lookups
@@ -188,5 +189,48 @@ func TestWritersLeaveEntries(t *testing.T) {
 			}
 			t.Logf("leads taken %d, entries grown %d", taken, grown)
 		})
+	}
+}
+
+// TestFoldedOntoOneRing folds every possible CPU's queue onto one ring
+// (Config.Rings) and serves requests from each CPU through it, a handler
+// waiting for another request included. The kernel still sees every qid
+// registered; fold_test.go does the same for 448 queues against a fake of
+// the kernel's end.
+func TestFoldedOntoOneRing(t *testing.T) {
+	requireURing(t)
+	cpus := testkit.Must(uring.PossibleCPUs())(t)
+	if cpus < 2 {
+		t.Skip("one possible CPU: nothing to fold")
+	}
+	root := &rendezvous{n: cpus, all: make(chan struct{})}
+	zero := time.Duration(0)
+	fs := gofs.NewNodeFS(root, &gofs.Options{EntryTimeout: &zero, AttrTimeout: &zero, NegativeTimeout: &zero})
+	m := mount(t, fs, fuse.MountOptions{}, uring.Config{Only: uring.URing, Rings: 1})
+	if m.srv.Rings() != 1 || m.srv.Queues() != cpus || len(m.srv.Served()) != 1 {
+		t.Fatalf("%d rings for %d queues (%d counts), want 1 for %d", m.srv.Rings(), m.srv.Queues(), len(m.srv.Served()), cpus)
+	}
+	before := m.srv.Served()[0]
+	err := within(t, m, "a lookup from each CPU", func() error {
+		errs := make(chan error, cpus)
+		for cpu := range cpus {
+			go func() {
+				errs <- pinned(cpu, func() error {
+					_, err := os.Lstat(filepath.Join(m.mnt, fmt.Sprint("f", cpu)))
+					return err
+				})
+			}()
+		}
+		var all []error
+		for range cpus {
+			all = append(all, <-errs)
+		}
+		return errors.Join(all...)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := m.srv.Served()[0] - before; got < uint64(cpus) {
+		t.Errorf("the one ring served %d requests, want at least the %d lookups", got, cpus)
 	}
 }

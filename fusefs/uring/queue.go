@@ -17,9 +17,11 @@ const (
 	wakeTag = ^uint64(0) - 1 // user_data of the wake eventfd's poll
 )
 
-// queue is one per-CPU FUSE queue: an io_uring, ring entries whose
-// header pages and payloads live in anonymous mappings outside the Go
-// heap, and the OS threads, pinned to the queue's CPU, that serve them.
+// queue is one io_uring serving one or more of the kernel's per-CPU FUSE
+// queues (qids: one per possible CPU, or several folded onto one ring by
+// Config.Rings), its ring entries, whose header pages and payloads live
+// in anonymous mappings outside the Go heap, and the OS threads, pinned
+// to its qids' CPUs, that serve them.
 //
 // One thread at a time leads the queue (handoff.go): only the leader
 // enters the ring, reaps its completions and touches the fields marked
@@ -28,10 +30,11 @@ const (
 // hands the lead to another thread, and the first thread, once its
 // handler returns, hands its reply over like a deferred one.
 type queue struct {
-	id      int
-	depth   int // entries registered at start
-	maxEnts int // entries the queue may grow to (see grow)
-	payload int // bytes of payload per entry
+	id      int     // the ring's index
+	qids    []qidOf // the FUSE queues it serves
+	depth   int     // entries registered per qid at start
+	maxEnts int     // entries a qid may grow to (see grow)
+	payload int     // bytes of payload per entry
 	devFD   int
 	handler *handler
 	ring    *ring
@@ -43,7 +46,7 @@ type queue struct {
 	// Leader only.
 	ents    []*ringEntry // by user_data; grows, never shrinks
 	maps    [][]byte     // the mappings behind ents, unmapped by teardown
-	live    int          // entries the kernel has not released
+	live    int          // entries the kernel has not released, over every qid
 	stopped bool         // the stop eventfd fired
 	failed  error        // the first REGISTER the kernel refused
 
@@ -54,7 +57,6 @@ type queue struct {
 	// wake eventfd; the leader commits them.
 	wakeFD   int           // eventfd: a reply served off the leader is ready
 	finished chan finished // capacity maxEnts, so a send never blocks
-	busy     atomic.Int32  // entries held by requests served off the leader
 	offLead  pending       // those requests still running; waited for before the buffers go
 
 	handoff // the lead word and the queue's threads (handoff.go)
@@ -63,11 +65,20 @@ type queue struct {
 	_      [64]byte      // keep these off the next queue's cache line
 }
 
+// qidOf is one FUSE queue of a ring.
+type qidOf struct {
+	qid  int
+	ents int          // its entries; leader only
+	live int          // its entries the kernel has not released; leader only
+	busy atomic.Int32 // its entries held by requests served off the leader
+}
+
 // ringEntry is one ring entry: its header page and payload, in memory
 // the kernel writes into, and its Go-side scratch.
 type ringEntry struct {
 	hdr     unsafe.Pointer // hdrPage bytes
 	payload []byte
+	qi      int // its qid's index in queue.qids
 	sc      scratch
 }
 
@@ -94,27 +105,32 @@ func (q *queue) setup(w *worker) error {
 		q.teardown()
 		return fmt.Errorf("queue %d: eventfd: %w", q.id, err)
 	}
-	q.finished = make(chan finished, q.maxEnts)
-	if err := q.addEntries(q.depth); err != nil {
-		q.teardown()
-		return err
+	q.finished = make(chan finished, q.maxEnts*len(q.qids))
+	for qi := range q.qids {
+		if err := q.addEntries(qi, q.depth); err != nil {
+			q.teardown()
+			return err
+		}
 	}
 	return nil
 }
 
-// pin binds the calling thread to the queue's CPU.
+// pin binds the calling thread to the CPUs of the queue's qids.
 func (q *queue) pin() error {
 	var set unix.CPUSet
-	set.Set(q.id)
+	for i := range q.qids {
+		set.Set(q.qids[i].qid)
+	}
 	if err := unix.SchedSetaffinity(0, &set); err != nil && !errors.Is(err, syscall.EINVAL) {
-		return fmt.Errorf("queue %d: pin to CPU %d: %w", q.id, q.id, err)
+		return fmt.Errorf("queue %d: pin to the CPUs of its qids: %w", q.id, err)
 	}
 	return nil
 }
 
-// addEntries maps n more entries and appends them to ents.
+// addEntries maps n more entries for the qid q.qids[qi] and appends them
+// to ents.
 // Preconditions: the caller leads the queue.
-func (q *queue) addEntries(n int) error {
+func (q *queue) addEntries(qi, n int) error {
 	size := n * (hdrPage + q.payload)
 	mem, err := unix.Mmap(-1, 0, size, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS|unix.MAP_POPULATE)
 	if err != nil {
@@ -123,9 +139,10 @@ func (q *queue) addEntries(n int) error {
 	q.maps = append(q.maps, mem)
 	for i := range n {
 		off := i * (hdrPage + q.payload)
-		q.ents = append(q.ents, &ringEntry{hdr: unsafe.Pointer(&mem[off]),
+		q.ents = append(q.ents, &ringEntry{hdr: unsafe.Pointer(&mem[off]), qi: qi,
 			payload: mem[off+hdrPage : off+hdrPage+q.payload : off+hdrPage+q.payload]})
 	}
+	q.qids[qi].ents += n
 	return nil
 }
 
@@ -167,6 +184,9 @@ func (q *queue) register(w *worker) error {
 	q.ring.push()
 	q.armWake()
 	q.live = len(q.ents)
+	for qi := range q.qids {
+		q.qids[qi].live = q.qids[qi].ents
+	}
 	for q.ring.pending() > 0 {
 		if err := q.ring.submit(); err != nil {
 			return fmt.Errorf("queue %d: %w", q.id, err)
@@ -193,7 +213,7 @@ func (q *queue) registerEntry(e int) {
 // ring ready).
 func (q *queue) registered(w *worker, ud uint64, res int32) bool {
 	if res < 0 && ud != stopTag && ud != wakeTag && q.failed == nil {
-		q.live--
+		q.release(int(ud))
 		q.failed = fmt.Errorf("queue %d: FUSE_IO_URING_CMD_REGISTER: %w", q.id, syscall.Errno(-res))
 		return true
 	}
@@ -205,7 +225,7 @@ func (q *queue) registered(w *worker, ud uint64, res int32) bool {
 func (q *queue) cmd(e int, op uint32) *sqe {
 	s := q.ring.next()
 	s.opcode, s.flags, s.fd, s.cmdOp, s.userData = opUringCmd, sqeFixedFile, 0, op, uint64(e)
-	(*cmdReq)(unsafe.Pointer(&s.cmd[0])).qid = uint16(q.id)
+	(*cmdReq)(unsafe.Pointer(&s.cmd[0])).qid = uint16(q.qids[q.ents[e].qi].qid)
 	return s
 }
 
@@ -256,9 +276,16 @@ func (q *queue) complete(w *worker, ud uint64, res int32) bool {
 	case res == -int32(syscall.EINTR) || res == -int32(syscall.EAGAIN):
 		q.commit(int(ud), (*entInOut)(unsafe.Add(q.ents[ud].hdr, hdrEntInOut)).commitID)
 	default: // ENOTCONN, ECONNABORTED, ECANCELED: the connection ended
-		q.live--
+		q.release(int(ud))
 	}
 	return true
+}
+
+// release counts entry e as released by the kernel.
+// Preconditions: the caller leads the queue.
+func (q *queue) release(e int) {
+	q.live--
+	q.qids[q.ents[e].qi].live--
 }
 
 // commit sends entry e's reply and fetches its next request.
@@ -285,7 +312,7 @@ func (q *queue) answer(ent *ringEntry, in *fuse.InHeader, cancel <-chan struct{}
 	eio := (*entInOut)(unsafe.Add(h, hdrEntInOut))
 	unique := in.Unique
 	if q.handler.debug != nil {
-		logRequest(q.handler.debug, q.id, in, ent.payload[:eio.payloadSz])
+		logRequest(q.handler.debug, q.qids[ent.qi].qid, in, ent.payload[:eio.payloadSz])
 	}
 	n, st := q.handler.dispatch(in, cancel, ent.payload, int(eio.payloadSz), &ent.sc)
 	if st != fuse.OK {
@@ -324,7 +351,7 @@ type finished struct {
 func (q *queue) serveAsync(e int) {
 	ent := q.ents[e]
 	in := copyHeader(ent)
-	q.busy.Add(1)
+	q.qids[ent.qi].busy.Add(1)
 	q.offLead.add()
 	go func() {
 		unique := q.answer(ent, in, nil)
@@ -351,7 +378,7 @@ func (q *queue) commitFinished(rearm bool) {
 	for {
 		select {
 		case f := <-q.finished:
-			q.busy.Add(-1)
+			q.qids[q.ents[f.entry].qi].busy.Add(-1)
 			q.commit(f.entry, f.unique)
 		default:
 			if rearm && !q.stopped {

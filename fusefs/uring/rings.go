@@ -12,7 +12,7 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// ringSet is the per-CPU queues serving one FUSE connection.
+// ringSet is the rings serving one FUSE connection's per-CPU queues.
 type ringSet struct {
 	queues   []*queue   // immutable after startRings
 	handler  *handler   // shared by every queue; immutable
@@ -24,7 +24,8 @@ type ringSet struct {
 	stopOnce sync.Once
 }
 
-// startRings makes g.queues queues for the /dev/fuse connection devFD
+// startRings makes g.rings rings for g.queues FUSE queues (qid q on ring
+// q mod g.rings) of the /dev/fuse connection devFD
 // and returns once every queue thread has its ring and buffers, or with
 // the first error (having released what was made). The queues do
 // nothing until register. onFatal is called from a queue thread whose
@@ -32,17 +33,17 @@ type ringSet struct {
 // that CPU's requests can no longer be answered.
 func startRings(h *handler, devFD int, g geometry, onFatal func(error)) (*ringSet, error) {
 	rs := &ringSet{
-		handler: h, register: make(chan bool, g.queues), results: make(chan error, g.queues),
+		handler: h, register: make(chan bool, g.rings), results: make(chan error, g.rings),
 		done: make(chan struct{}), onFatal: onFatal,
 	}
-	setup := make(chan error, g.queues)
+	setup := make(chan error, g.rings)
 	if g.holdP {
-		addProcs(g.queues)
+		addProcs(g.rings)
 	}
 	var wg sync.WaitGroup
 	var err error
-	for id := range g.queues {
-		q := &queue{id: id, depth: g.depth, maxEnts: g.maxEnts, payload: g.payload, devFD: devFD, handler: h,
+	for id := range g.rings {
+		q := &queue{id: id, qids: qidsOf(id, g), depth: g.depth, maxEnts: g.maxEnts, payload: g.payload, devFD: devFD, handler: h,
 			holdP: g.holdP, deferTW: g.deferTW}
 		q.threads, q.fatal = &wg, rs.fail
 		if q.stopFD, err = unix.Eventfd(0, unix.EFD_CLOEXEC); err != nil {
@@ -60,7 +61,7 @@ func startRings(h *handler, devFD int, g geometry, onFatal func(error)) (*ringSe
 		close(stopWatch)
 		rs.closeStopFDs()
 		if g.holdP {
-			releaseProcs(g.queues)
+			releaseProcs(g.rings)
 		}
 		close(rs.done)
 	}()
@@ -157,7 +158,16 @@ func (rs *ringSet) handoffs() (taken, grown uint64) {
 	return taken, grown
 }
 
-// served returns the number of requests each queue has answered.
+// qidsOf is the FUSE queues ring id serves: id, id+g.rings, ...
+func qidsOf(id int, g geometry) []qidOf {
+	qids := make([]qidOf, 0, (g.queues-id+g.rings-1)/g.rings)
+	for qid := id; qid < g.queues; qid += g.rings {
+		qids = append(qids, qidOf{qid: qid})
+	}
+	return qids
+}
+
+// served returns the number of requests each ring has answered.
 func (rs *ringSet) served() []uint64 {
 	out := make([]uint64, len(rs.queues))
 	for i, q := range rs.queues {

@@ -372,6 +372,15 @@ func (s *Server) Queues() int {
 	return s.geometry.queues
 }
 
+// Rings is the number of rings serving the queues: Queues, unless
+// Config.Rings folds them onto fewer; 0 on /dev/fuse.
+func (s *Server) Rings() int {
+	if !s.onURing {
+		return 0
+	}
+	return s.geometry.rings
+}
+
 // Depth is the number of ring entries per queue, 0 on /dev/fuse.
 func (s *Server) Depth() int {
 	if !s.onURing {
@@ -380,7 +389,8 @@ func (s *Server) Depth() int {
 	return s.geometry.depth
 }
 
-// Served returns the number of requests each queue has answered; nil on
+// Served returns the number of requests each ring has answered (one ring
+// per queue unless Config.Rings folds them); nil on
 // /dev/fuse.
 func (s *Server) Served() []uint64 {
 	if !s.onURing {

@@ -119,7 +119,7 @@ func TestGOMAXPROCSWhileServing(t *testing.T) {
 			roundTrip(t, m)
 			want := before
 			if tc.adds {
-				want += m.srv.Queues()
+				want += m.srv.Rings()
 			}
 			if got := runtime.GOMAXPROCS(0); got != want {
 				t.Errorf("GOMAXPROCS while serving %d queues: got %d, want %d", m.srv.Queues(), got, want)
