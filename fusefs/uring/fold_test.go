@@ -3,6 +3,7 @@ package uring
 import (
 	"fmt"
 	"log"
+	"slices"
 	"strconv"
 	"sync"
 	"testing"
@@ -171,26 +172,27 @@ func (s sentReq) check(rep fakeReply) error {
 	return nil
 }
 
-// TestFoldedQueues serves hundreds of qids against the fake kernel, with
-// several requests on every qid at once, and checks every reply, that
-// every qid registered its entries on one ring, that the threads that
-// entered the rings are bounded by the queues (plus the leads taken from
-// a handler, which under load may happen), and that the queues end with
-// the connection.
+// TestFoldedQueues serves 448 qids (a 448-CPU host's) folded onto 8
+// rings against the fake kernel, with several requests on every qid at
+// once, and checks every reply; that every qid registered its entries,
+// all on ring qid mod 8; that the threads that entered the rings are
+// bounded by the rings (plus the leads taken from a handler, which under
+// load may happen), not by the qids; and that the queues end with the
+// connection.
 func TestFoldedQueues(t *testing.T) {
-	const queues, perQID, depth, senders = 16, 4, 2, 4
-	g := geometry{queues: queues, depth: depth, payload: minPayload, maxEnts: 16}
+	const queues, rings, perQID, depth, senders = 448, 8, 4, 2, 4
+	g := geometry{queues: queues, rings: rings, depth: depth, payload: minPayload, maxEnts: 16}
 	fc := startFake(t, fixedFS{fuse.NewDefaultRawFileSystem()}, g)
 
+	if len(fc.rs.queues) != rings {
+		t.Fatalf("%d rings serve %d qids, want %d", len(fc.rs.queues), queues, rings)
+	}
 	for qid, n := range fc.fk.registered() {
 		if n != depth {
 			t.Errorf("qid %d registered %d entries, want %d", qid, n, depth)
 		}
 	}
-	byRing := fc.fk.qidsByRing(t)
-	if len(byRing) != len(fc.rs.queues) {
-		t.Errorf("%d rings registered entries, want %d (one per queue)", len(byRing), len(fc.rs.queues))
-	}
+	checkFolding(t, fc.fk.qidsByRing(t), queues, rings)
 
 	var mu sync.Mutex
 	var sent []sentReq // protected by mu
@@ -218,12 +220,33 @@ func TestFoldedQueues(t *testing.T) {
 		served += n
 	}
 	if served != queues*perQID {
-		t.Errorf("the queues served %d requests, want %d", served, queues*perQID)
+		t.Errorf("the rings served %d requests, want %d", served, queues*perQID)
 	}
 	taken, grown := fc.rs.handoffs()
-	if n := fc.fk.threads(); n > len(fc.rs.queues)+int(taken) || n < len(fc.rs.queues) {
-		t.Errorf("%d threads entered the rings, want %d (one per queue) plus at most %d (leads taken)", n, len(fc.rs.queues), taken)
+	if n := fc.fk.threads(); n > rings+int(taken) || n < rings {
+		t.Errorf("%d threads entered the rings, want %d (one per ring) plus at most %d (leads taken)", n, rings, taken)
 	}
 	t.Logf("%d qids on %d rings, %d threads entered them, leads taken %d, entries grown %d",
-		queues, len(byRing), fc.fk.threads(), taken, grown)
+		queues, rings, fc.fk.threads(), taken, grown)
+}
+
+// checkFolding checks that ring r of rings registered exactly the qids
+// r, r+rings, ... below queues.
+func checkFolding(t *testing.T, byRing map[int][]int, queues, rings int) {
+	t.Helper()
+	if len(byRing) != rings {
+		t.Errorf("%d rings registered entries, want %d", len(byRing), rings)
+	}
+	seen := map[int]bool{}
+	for fd, qids := range byRing {
+		r := qids[0] % rings
+		var want []int
+		for qid := r; qid < queues; qid += rings {
+			want = append(want, qid)
+		}
+		if !slices.Equal(qids, want) || seen[r] {
+			t.Errorf("ring %d registered qids %v, want those of ring %d (%d of them, each %d mod %d)", fd, qids, r, len(want), r, rings)
+		}
+		seen[r] = true
+	}
 }
