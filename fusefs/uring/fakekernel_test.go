@@ -26,8 +26,9 @@ import (
 // It keeps the kernel's rules that the queues depend on:
 //   - the connection uses the rings only once every qid has at least one
 //     registered entry; requests made before wait (fuse_block_alloc);
-//   - a new request takes a free entry of its qid, or waits in the qid's
-//     queue (fuse_uring_queue_fuse_req);
+//   - a new request takes a free entry of its qid, even while older
+//     requests wait, or waits in the qid's queue
+//     (fuse_uring_queue_fuse_req);
 //   - a REGISTER makes its entry free but hands it no waiting request
 //     (fuse_uring_do_register); only a COMMIT_AND_FETCH does
 //     (fuse_uring_commit_fetch);
@@ -622,25 +623,43 @@ func (fk *fakeKernel) pollLocked(r *fakeRing) {
 
 // request injects a request on qid, as a task on that CPU would: op with
 // its fixed in-struct opIn (without the fuse_in_header) and payload (a
-// name, write data). The reply comes on the channel returned.
+// name, write data). It returns the request's unique; the reply comes
+// on the channel.
 func (fk *fakeKernel) request(qid int, op uint32, nodeid uint64, opIn, payload []byte) (uint64, <-chan fakeReply) {
+	uniques, replies := fk.requests(qid, op, []uint64{nodeid}, opIn, payload)
+	return uniques[0], replies[0]
+}
+
+// requests injects one request on qid for each node, all at once: no
+// entry is registered or committed between them.
+func (fk *fakeKernel) requests(qid int, op uint32, nodeids []uint64, opIn, payload []byte) ([]uint64, []<-chan fakeReply) {
 	fk.mu.Lock()
 	defer fk.mu.Unlock()
-	fk.unique += 2 // the kernel keeps the low bit for INTERRUPT
-	req := &fakeReq{unique: fk.unique, qid: qid, op: op, nodeid: nodeid, opIn: opIn, payload: payload,
-		reply: make(chan fakeReply, 1)}
-	ch := req.reply
-	if fk.ended {
-		fk.answerLocked(req, fakeReply{unique: req.unique, status: -int32(unix.ENOTCONN)})
-		return req.unique, ch
-	}
-	q := &fk.qs[qid]
-	q.waiting = append(q.waiting, req)
-	if fk.ready {
-		fk.dispatchLocked(qid)
+	var uniques []uint64
+	var replies []<-chan fakeReply
+	for _, nodeid := range nodeids {
+		fk.unique += 2 // the kernel keeps the low bit for INTERRUPT
+		req := &fakeReq{unique: fk.unique, qid: qid, op: op, nodeid: nodeid, opIn: opIn, payload: payload,
+			reply: make(chan fakeReply, 1)}
+		uniques, replies = append(uniques, req.unique), append(replies, req.reply)
+		if fk.ended {
+			fk.answerLocked(req, fakeReply{unique: req.unique, status: -int32(unix.ENOTCONN)})
+			continue
+		}
+		// As fuse_uring_queue_fuse_req: a free entry takes the new
+		// request even while older ones wait (for a commit to fetch
+		// them).
+		q := &fk.qs[qid]
+		if fk.ready && len(q.avail) > 0 {
+			e := q.avail[0]
+			q.avail = q.avail[1:]
+			fk.sendLocked(e, req)
+		} else {
+			q.waiting = append(q.waiting, req)
+		}
 	}
 	fk.changed.Broadcast()
-	return req.unique, ch
+	return uniques, replies
 }
 
 // end ends the connection as fuse_abort_conn does: every free entry's

@@ -3,6 +3,7 @@ package uring
 import (
 	"fmt"
 	"log"
+	"runtime"
 	"slices"
 	"strconv"
 	"sync"
@@ -63,7 +64,7 @@ func startFake(t *testing.T, fs fuse.RawFileSystem, g geometry) *fakeConn {
 	}
 	t.Cleanup(func() { unix.Close(devFD) })
 	fc := &fakeConn{fk: installFakeKernel(t, g.queues, devFD), logs: &testkit.SyncBuffer{}}
-	h := newHandler(fs, &fuse.MountOptions{Logger: log.New(fc.logs, "", 0)})
+	h := newHandler(fs, &fuse.MountOptions{Logger: log.New(fc.logs, "", 0), Debug: true})
 	fc.rs, err = startRings(h, devFD, g, func(err error) { t.Errorf("a queue failed: %v", err) })
 	if err != nil {
 		t.Fatal(err)
@@ -113,9 +114,11 @@ func (fc *fakeConn) await(t *testing.T, what string, ch <-chan fakeReply) fakeRe
 		return rep
 	case <-time.After(fakeWait):
 	}
+	buf := make([]byte, 1<<20)
+	buf = buf[:runtime.Stack(buf, true)]
 	fc.fk.mu.Lock()
 	defer fc.fk.mu.Unlock()
-	t.Fatalf("%s: no reply within %v\n%s", what, fakeWait, fc.fk.stateLocked())
+	t.Fatalf("%s: no reply within %v\n%s\ngoroutines:\n%s", what, fakeWait, fc.fk.stateLocked(), buf)
 	return fakeReply{}
 }
 
@@ -222,12 +225,13 @@ func TestFoldedQueues(t *testing.T) {
 	if served != queues*perQID {
 		t.Errorf("the rings served %d requests, want %d", served, queues*perQID)
 	}
+	// Threads first: a takeover is counted before its thread enters.
+	n := fc.fk.threads()
 	taken, grown := fc.rs.handoffs()
-	if n := fc.fk.threads(); n > rings+int(taken) || n < rings {
+	if n > rings+int(taken) || n < rings {
 		t.Errorf("%d threads entered the rings, want %d (one per ring) plus at most %d (leads taken)", n, rings, taken)
 	}
-	t.Logf("%d qids on %d rings, %d threads entered them, leads taken %d, entries grown %d",
-		queues, rings, fc.fk.threads(), taken, grown)
+	t.Logf("%d qids on %d rings, %d threads entered them, leads taken %d, entries grown %d", queues, rings, n, taken, grown)
 }
 
 // checkFolding checks that ring r of rings registered exactly the qids
@@ -248,5 +252,170 @@ func checkFolding(t *testing.T, byRing map[int][]int, queues, rings int) {
 			t.Errorf("ring %d registered qids %v, want those of ring %d (%d of them, each %d mod %d)", fd, qids, r, len(want), r, rings)
 		}
 		seen[r] = true
+	}
+}
+
+// meetFS's LOOKUPs each wait until n have arrived (go-fuse's
+// TestNodeParallelLookup has n = 2): handlers that wait for other
+// requests. A LOOKUP still waiting after fakeWait answers ETIMEDOUT,
+// which fails the test instead of hanging it.
+type meetFS struct {
+	fuse.RawFileSystem
+	n       int
+	mu      sync.Mutex
+	arrived int           // protected by mu
+	all     chan struct{} // closed when arrived reaches n
+}
+
+func (f *meetFS) Lookup(_ <-chan struct{}, h *fuse.InHeader, name string, o *fuse.EntryOut) fuse.Status {
+	f.mu.Lock()
+	f.arrived++
+	if f.arrived == f.n {
+		close(f.all)
+	}
+	f.mu.Unlock()
+	select {
+	case <-f.all:
+	case <-time.After(fakeWait):
+		return fuse.Status(unix.ETIMEDOUT)
+	}
+	o.NodeId, o.Attr.Mode = h.NodeId+1, fuse.S_IFREG|0o644
+	return fuse.OK
+}
+
+// TestFakeHandlerWaitsForAnother: two LOOKUPs whose handlers wait for
+// each other, on one qid of depth 2, and on two qids folded onto one
+// ring, are both answered: the watchdog takes the lead from the first
+// handler and another thread serves the second (handoff.go).
+func TestFakeHandlerWaitsForAnother(t *testing.T) {
+	for _, c := range []struct {
+		name          string
+		queues, rings int
+		qids          []int
+	}{
+		{"same qid", 4, 4, []int{1, 1}},
+		{"folded qids", 16, 2, []int{3, 5}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			fs := &meetFS{RawFileSystem: fuse.NewDefaultRawFileSystem(), n: len(c.qids), all: make(chan struct{})}
+			fc := startFake(t, fs, geometry{queues: c.queues, rings: c.rings, depth: 2, payload: minPayload, maxEnts: 16})
+			var replies []<-chan fakeReply
+			for i, qid := range c.qids {
+				_, ch := fc.fk.request(qid, opLookup, 1, nil, []byte(fmt.Sprint("f", i, "\x00")))
+				replies = append(replies, ch)
+			}
+			for i, ch := range replies {
+				if rep := fc.await(t, fmt.Sprint("lookup ", i), ch); rep.status != 0 {
+					t.Errorf("lookup %d on qid %d: %v", i, c.qids[i], errnoStatus(rep.status))
+				}
+			}
+			taken, grown := fc.rs.handoffs()
+			if taken == 0 {
+				t.Errorf("no lead taken: the lookups did not meet on one ring")
+			}
+			t.Logf("leads taken %d, entries grown %d", taken, grown)
+		})
+	}
+}
+
+// holdFS's SETATTRs each wait until a LOOKUP of "go" arrives: writers
+// that keep their entries (a SETATTR is served off the ring's leader)
+// until a reader of their qid is served.
+type holdFS struct {
+	fuse.RawFileSystem
+	arrived chan uint64 // the node of each SETATTR that reached the handler
+	goAhead chan struct{}
+	once    sync.Once
+}
+
+func (f *holdFS) SetAttr(_ <-chan struct{}, in *fuse.SetAttrIn, o *fuse.AttrOut) fuse.Status {
+	f.arrived <- in.NodeId
+	select {
+	case <-f.goAhead:
+	case <-time.After(fakeWait):
+		return fuse.Status(unix.ETIMEDOUT)
+	}
+	o.Attr.Ino, o.Attr.Mode = in.NodeId, fuse.S_IFREG|in.Mode&0o7777
+	return fuse.OK
+}
+
+func (f *holdFS) Lookup(_ <-chan struct{}, h *fuse.InHeader, name string, o *fuse.EntryOut) fuse.Status {
+	if name != "go" {
+		return fuse.ENOENT
+	}
+	f.once.Do(func() { close(f.goAhead) })
+	o.NodeId, o.Attr.Mode = 99, fuse.S_IFREG|0o644
+	return fuse.OK
+}
+
+// TestFakeWritersLeaveEntries: six SETATTRs held by their handlers at
+// once on a qid of depth 2 still let a LOOKUP of that qid through. Each
+// SETATTR is made once the qid has a free entry, as writers arriving
+// over time find: the queue grows (grow.go) to keep two entries free of
+// held requests. A request made while none is free waits in the kernel,
+// and a REGISTER hands it no entry (see TestFakeRegisterFetchesNothing).
+func TestFakeWritersLeaveEntries(t *testing.T) {
+	const n, qid = 6, 1
+	fs := &holdFS{RawFileSystem: fuse.NewDefaultRawFileSystem(), arrived: make(chan uint64, n), goAhead: make(chan struct{})}
+	fc := startFake(t, fs, geometry{queues: 4, rings: 4, depth: 2, payload: minPayload, maxEnts: 16})
+	in := fuse.SetAttrIn{SetAttrInCommon: fuse.SetAttrInCommon{Valid: fuse.FATTR_MODE, Mode: 0o600}}
+	var writes []<-chan fakeReply
+	for i := range n {
+		fc.waitFree(t, qid)
+		_, ch := fc.fk.request(qid, opSetattr, uint64(10+i), inStruct(&in), nil)
+		writes = append(writes, ch)
+		select {
+		case <-fs.arrived:
+		case <-time.After(fakeWait):
+			t.Fatalf("SETATTR %d did not reach its handler within %v", i, fakeWait)
+		}
+	}
+	fc.waitFree(t, qid)
+	_, ch := fc.fk.request(qid, opLookup, 1, nil, []byte("go\x00"))
+	if rep := fc.await(t, "lookup", ch); rep.status != 0 {
+		t.Errorf("lookup: %v", errnoStatus(rep.status))
+	}
+	for i, ch := range writes {
+		if rep := fc.await(t, fmt.Sprint("SETATTR ", i), ch); rep.status != 0 {
+			t.Errorf("SETATTR %d: %v", i, errnoStatus(rep.status))
+		}
+	}
+	if _, grown := fc.rs.handoffs(); grown < n {
+		t.Errorf("%d entries grown, want at least %d (n-2 for the writers beyond depth 2, two spare)", grown, n)
+	}
+}
+
+// waitFree waits until qid has a free entry in the fake kernel.
+func (fc *fakeConn) waitFree(t *testing.T, qid int) {
+	t.Helper()
+	fc.fk.waitFor(t, fakeWait, fmt.Sprintf("a free entry on qid %d", qid), func() bool { return len(fc.fk.qs[qid].avail) > 0 })
+}
+
+// TestFakeRegisterFetchesNothing: six SETATTRs made at once on a qid of
+// depth 2 take its two entries, and the other four wait in the kernel.
+// Once their handlers hold the two, the queue registers more entries;
+// the kernel leaves them free while the four still wait (a REGISTER
+// fetches no waiting request, fuse_uring_do_register), until the next
+// request of that qid is committed (fuse_uring_commit_fetch). Over a
+// mount the queue's nudge (grow.go) is that request; here the handler
+// has no mount, and the LOOKUP of "go" is.
+func TestFakeRegisterFetchesNothing(t *testing.T) {
+	const n, qid = 6, 1
+	fs := &holdFS{RawFileSystem: fuse.NewDefaultRawFileSystem(), arrived: make(chan uint64, n), goAhead: make(chan struct{})}
+	fc := startFake(t, fs, geometry{queues: 4, rings: 4, depth: 2, payload: minPayload, maxEnts: 16})
+	in := fuse.SetAttrIn{SetAttrInCommon: fuse.SetAttrInCommon{Valid: fuse.FATTR_MODE, Mode: 0o600}}
+	_, writes := fc.fk.requests(qid, opSetattr, []uint64{10, 11, 12, 13, 14, 15}, inStruct(&in), nil)
+	fc.fk.waitFor(t, fakeWait, "free entries beside waiting requests", func() bool {
+		q := &fc.fk.qs[qid]
+		return len(q.avail) > 0 && len(q.waiting) == n-2
+	})
+	_, ch := fc.fk.request(qid, opLookup, 1, nil, []byte("go\x00"))
+	if rep := fc.await(t, "lookup", ch); rep.status != 0 {
+		t.Errorf("lookup: %v", errnoStatus(rep.status))
+	}
+	for i, ch := range writes {
+		if rep := fc.await(t, fmt.Sprint("SETATTR ", i), ch); rep.status != 0 {
+			t.Errorf("SETATTR %d: %v", i, errnoStatus(rep.status))
+		}
 	}
 }
