@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -472,4 +473,86 @@ func TestDeleteNotifyInvalidatesAnyNode(t *testing.T) {
 			t.Fatal("after a delete notification naming another node, the cached entry was still used")
 		}
 	})
+}
+
+// TestWritersLeaveEntries is the probe's fault 33.4: more writers than a
+// queue has entries, all on one CPU beside a client listing the devices:
+// eight chmods of attribute files (each SETATTR waits for its kernel
+// notices, keeping its ring entry over io_uring) and a maker of devices.
+// The listing, holding the directory's i_rwsem, waited for an entry, the
+// notices waited for that i_rwsem, and the writes returned on their
+// timeout with the kernel not yet told: a device stat'ed ENOENT right
+// after its new_device returned. Every device must be seen at once.
+func TestWritersLeaveEntries(t *testing.T) {
+	forEachTransport(t, func(t *testing.T, tp TransportKind) {
+		tr, _ := newServedTree(t, "rcu")
+		cached := Options{EntryTimeout: time.Hour, AttrTimeout: time.Hour, NegativeTimeout: new(time.Hour)}
+		m := mountTest(t, tr, MountOptions{Transport: tp, Options: cached})
+		cpu := firstCPU(t)
+		dir := filepath.Join(m.Mountpoint, "devices/kernfsim")
+		attrs := attributeFiles(t, m.Mountpoint, 8)
+		stop := make(chan struct{})
+		var helpers []<-chan error
+		helpers = append(helpers, onCPU(cpu, func() error {
+			k := 0
+			repeatUntil(stop, func() { k++; listAndMiss(dir, fmt.Sprintf("missing%d", k)) })
+			return nil
+		}))
+		for _, f := range attrs {
+			helpers = append(helpers, onCPU(cpu, func() error {
+				k := 0
+				repeatUntil(stop, func() { k++; unix.Chmod(f, uint32(0o444|0o200*(k%2))) })
+				return nil
+			}))
+		}
+		defer func() {
+			close(stop)
+			for _, done := range helpers {
+				awaitBounded(t, "a reader or chmod", done)
+			}
+		}()
+		const devices = 100
+		done := onCPU(cpu, func() error {
+			for i := range devices {
+				name := fmt.Sprintf("w%d", i)
+				var st unix.Stat_t
+				if err := unix.Stat(filepath.Join(dir, name), &st); !errors.Is(err, syscall.ENOENT) {
+					return fmt.Errorf("stat %s before new_device: %v, want ENOENT", name, err)
+				}
+				if err := ctlWrite(m.Mountpoint, "new_device", name); err != nil {
+					return err
+				}
+				if err := unix.Stat(filepath.Join(dir, name), &st); err != nil {
+					return fmt.Errorf("stat %s right after new_device returned: %w (a stale cache)", name, err)
+				}
+			}
+			return nil
+		})
+		select {
+		case err := <-done:
+			require.NoError(t, err, "over %s", tp)
+		case <-time.After(time.Minute):
+			abortConnection(t, m)
+			t.Fatalf("over %s: %d devices beside chmods and a listing client on CPU %d were not made within a minute (the connection was aborted)", tp, devices, cpu)
+		}
+		t.Logf("over %s: notifier %+v", tp, m.Server.NotifyStats())
+	})
+}
+
+// attributeFiles returns n regular files of the tree under mnt.
+func attributeFiles(t *testing.T, mnt string, n int) []string {
+	t.Helper()
+	var files []string
+	err := filepath.WalkDir(filepath.Join(mnt, "devices/system/cpu"), func(path string, d fs.DirEntry, err error) error {
+		if err == nil && d.Type().IsRegular() && len(files) < n {
+			files = append(files, path)
+		}
+		if len(files) == n {
+			return filepath.SkipAll
+		}
+		return err
+	})
+	require.NoError(t, err)
+	require.Len(t, files, n, "regular files under devices/system/cpu")
+	return files
 }
