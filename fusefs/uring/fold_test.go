@@ -182,9 +182,19 @@ func (s sentReq) check(rep fakeReply) error {
 // bounded by the rings (plus the leads taken from a handler, which under
 // load may happen), not by the qids; and that the queues end with the
 // connection.
+//
+// With DeferTaskRun, only the thread that set a ring up may enter it
+// (the fake answers EEXIST to any other, as the kernel does), so no lead
+// is ever taken and exactly one thread per ring enters.
 func TestFoldedQueues(t *testing.T) {
+	for _, deferTW := range []bool{false, true} {
+		t.Run(fmt.Sprint("defer=", deferTW), func(t *testing.T) { testFoldedQueues(t, deferTW) })
+	}
+}
+
+func testFoldedQueues(t *testing.T, deferTW bool) {
 	const queues, rings, perQID, depth, senders = 448, 8, 4, 2, 4
-	g := geometry{queues: queues, rings: rings, depth: depth, payload: minPayload, maxEnts: 16}
+	g := geometry{queues: queues, rings: rings, depth: depth, payload: minPayload, maxEnts: 16, deferTW: deferTW}
 	fc := startFake(t, fixedFS{fuse.NewDefaultRawFileSystem()}, g)
 
 	if len(fc.rs.queues) != rings {
@@ -228,6 +238,9 @@ func TestFoldedQueues(t *testing.T) {
 	// Threads first: a takeover is counted before its thread enters.
 	n := fc.fk.threads()
 	taken, grown := fc.rs.handoffs()
+	if deferTW && taken != 0 {
+		t.Errorf("%d leads taken from rings with deferred task work, want none", taken)
+	}
 	if n > rings+int(taken) || n < rings {
 		t.Errorf("%d threads entered the rings, want %d (one per ring) plus at most %d (leads taken)", n, rings, taken)
 	}
