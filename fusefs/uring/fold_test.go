@@ -432,3 +432,68 @@ func TestFakeRegisterFetchesNothing(t *testing.T) {
 		}
 	}
 }
+
+// stuckFS's SETATTRs and LOOKUPs each wait until release is closed.
+type stuckFS struct {
+	fuse.RawFileSystem
+	arrived chan uint32 // the opcode of each request that reached its handler
+	release chan struct{}
+}
+
+func (f *stuckFS) stuck(op uint32) fuse.Status {
+	f.arrived <- op
+	select {
+	case <-f.release:
+		return fuse.OK
+	case <-time.After(fakeWait):
+		return fuse.Status(unix.ETIMEDOUT)
+	}
+}
+
+func (f *stuckFS) SetAttr(_ <-chan struct{}, in *fuse.SetAttrIn, o *fuse.AttrOut) fuse.Status {
+	return f.stuck(opSetattr)
+}
+
+func (f *stuckFS) Lookup(_ <-chan struct{}, h *fuse.InHeader, name string, o *fuse.EntryOut) fuse.Status {
+	return f.stuck(opLookup)
+}
+
+// TestFakeEndWhileServing: the connection ends while a SETATTR is held
+// off the lead and a LOOKUP's handler has lost the lead; both callers get
+// ECONNABORTED at once, the handlers' late replies are refused
+// (-ENOTCONN), and every ring still ends, with no thread left behind.
+func TestFakeEndWhileServing(t *testing.T) {
+	fs := &stuckFS{RawFileSystem: fuse.NewDefaultRawFileSystem(), arrived: make(chan uint32, 2), release: make(chan struct{})}
+	fc := startFake(t, fs, geometry{queues: 4, rings: 2, depth: 2, payload: minPayload, maxEnts: 16})
+	in := fuse.SetAttrIn{SetAttrInCommon: fuse.SetAttrInCommon{Valid: fuse.FATTR_MODE, Mode: 0o600}}
+	_, write := fc.fk.request(1, opSetattr, 10, inStruct(&in), nil)
+	_, lookup := fc.fk.request(3, opLookup, 1, nil, []byte("x\x00"))
+	for range 2 {
+		select {
+		case <-fs.arrived:
+		case <-time.After(fakeWait):
+			t.Fatalf("the requests did not reach their handlers within %v", fakeWait)
+		}
+	}
+	testkit.WaitFor(t, fakeWait, time.Millisecond, func() error {
+		if taken, _ := fc.rs.handoffs(); taken == 0 {
+			return fmt.Errorf("the blocked LOOKUP kept the lead")
+		}
+		return nil
+	})
+	fc.fk.end()
+	for _, c := range []struct {
+		what string
+		ch   <-chan fakeReply
+	}{{"SETATTR", write}, {"LOOKUP", lookup}} {
+		if rep := fc.await(t, c.what, c.ch); rep.status != -int32(unix.ECONNABORTED) {
+			t.Errorf("%s at the connection's end: %v, want %v", c.what, errnoStatus(rep.status), unix.ECONNABORTED)
+		}
+	}
+	close(fs.release)
+	select {
+	case <-fc.rs.done:
+	case <-time.After(fakeWait):
+		t.Fatalf("the rings did not end within %v of the connection's end", fakeWait)
+	}
+}
