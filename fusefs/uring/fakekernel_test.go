@@ -62,7 +62,8 @@ type fakeKernel struct {
 	tids     map[int]map[int]bool // ring fd → threads that entered it; protected by mu
 }
 
-// fakeQueue is one qid's state (struct fuse_ring_queue).
+// fakeQueue is one qid's state (struct fuse_ring_queue); protected by
+// fakeKernel.mu.
 type fakeQueue struct {
 	avail      []*fakeEnt // free entries, oldest first (ent_avail_queue)
 	waiting    []*fakeReq // requests no entry holds yet (fuse_req_queue)
@@ -70,7 +71,9 @@ type fakeQueue struct {
 	rings      map[int]bool
 }
 
-// fakeEnt is one registered entry (struct fuse_ring_ent).
+// fakeEnt is one registered entry (struct fuse_ring_ent); protected by
+// fakeKernel.mu, its memory written by the fake only while it holds a
+// request the queue has not been told of.
 type fakeEnt struct {
 	ring     *fakeRing
 	ud       uint64
@@ -81,7 +84,7 @@ type fakeEnt struct {
 	released bool // the kernel gave it up (the connection ended)
 }
 
-// fakeReq is a request injected by the test.
+// fakeReq is a request injected by the test; protected by fakeKernel.mu.
 type fakeReq struct {
 	unique  uint64
 	qid     int
@@ -100,7 +103,9 @@ type fakeReply struct {
 	payload []byte
 }
 
-// fakeRing is one io_uring.
+// fakeRing is one io_uring. Its fields are protected by fakeKernel.mu;
+// of the ring words in its mappings, the fake writes the SQ head and the
+// CQ tail (atomically), the queue the SQ tail and the CQ head.
 type fakeRing struct {
 	fd          int
 	flags       uint32
@@ -149,7 +154,7 @@ func installFakeKernel(t *testing.T, queues, devFD int) *fakeKernel {
 	return fk
 }
 
-// errorf records a protocol error.
+// errorfLocked records a protocol error.
 // Preconditions: fk.mu is held.
 func (fk *fakeKernel) errorfLocked(format string, args ...any) {
 	fk.errs = append(fk.errs, fmt.Errorf(format, args...))
