@@ -84,6 +84,7 @@ type handler struct {
 	logger       *log.Logger           // go-fuse's MountOptions.Logger
 	debug        *log.Logger           // every request and reply is logged to it; nil: none
 	panicked     func(any) fuse.Status // go-fuse's MountOptions.PanicHandler, or its default
+	retrieve     *retrieveTable        // go-fuse's waiting retrieves (retrieve.go); nil until INIT
 }
 
 // newHandler serves fs as go-fuse's loop would with opts, whose Logger
@@ -223,10 +224,8 @@ func (h *handler) rare(in *fuse.InHeader, cancel <-chan struct{}, op unsafe.Poin
 		return h.ioctl((*fuse.IoctlIn)(op), cancel, payload, data)
 	case opDestroy:
 		return 0, fuse.OK
-	case opNotifyReply:
-		// go-fuse gives it to the InodeRetrieveCache waiting for it,
-		// which only its /dev/fuse loop can reach: see the package doc.
-		return 0, fuse.OK
+	case opNotifyReply: // go-fuse's InodeRetrieveCache waits for it (retrieve.go)
+		return h.notifyReply(in, data)
 	case opPoll: // go-fuse answers ENOSYS; the fs has no say
 		h.polls.Add(1)
 		return 0, fuse.ENOSYS
