@@ -85,13 +85,14 @@ type handler struct {
 	debug        *log.Logger           // every request and reply is logged to it; nil: none
 	panicked     func(any) fuse.Status // go-fuse's MountOptions.PanicHandler, or its default
 	retrieve     *retrieveTable        // go-fuse's waiting retrieves (retrieve.go); nil until INIT
+	limit        *limiter              // MaxInflightRequestBytes and SingleThreaded (inflight.go)
 }
 
 // newHandler serves fs as go-fuse's loop would with opts, whose Logger
 // is set.
 func newHandler(fs fuse.RawFileSystem, opts *fuse.MountOptions) *handler {
 	h := &handler{fs: fs, xattrs: !opts.DisableXAttrs, ignoreLabels: opts.IgnoreSecurityLabels,
-		logger: opts.Logger, panicked: opts.PanicHandler}
+		logger: opts.Logger, panicked: opts.PanicHandler, limit: newLimiter(opts)}
 	if opts.Debug {
 		h.debug = opts.Logger
 	}
@@ -115,6 +116,7 @@ func (h *handler) logPanic(r any) fuse.Status {
 // answered as go-fuse answers it (the PanicHandler's status, EIO if that
 // is OK), and the queue goes on serving.
 func (h *handler) dispatch(in *fuse.InHeader, cancel <-chan struct{}, payload []byte, n int, sc *scratch) (out int, st fuse.Status) {
+	defer h.limit.unlock(h.limit.lock())
 	defer func() {
 		if r := recover(); r != nil {
 			out, st = 0, h.panicked(r)

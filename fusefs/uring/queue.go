@@ -290,7 +290,9 @@ func (q *queue) serveAsync(e int) {
 	q.async.Add(1)
 	go func() {
 		defer q.async.Done()
+		q.handler.limit.acquire()
 		unique := q.answer(e, in, nil)
+		q.handler.limit.release()
 		q.finished <- finished{e, unique}
 		var one = [8]byte{1}
 		unix.Write(q.wakeFD, one[:])

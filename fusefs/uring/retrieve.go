@@ -163,10 +163,16 @@ type retrieveTable struct {
 
 // hookGoFuse readies go-fuse's Server srv, once it has answered INIT and
 // before the queues register, for serving over rings whose entries have
-// payload bytes of payload: it returns go-fuse's retrieve table, having
-// moved its numbering and capped each retrieve (see the file's doc).
-// goFuseLayout must have returned nil.
-func hookGoFuse(srv *fuse.Server, payload int) *retrieveTable {
+// payload bytes of payload: h gets go-fuse's retrieve table, having moved
+// its numbering and capped each retrieve (see the file's doc), and
+// go-fuse's bytes per request (inflight.go). goFuseLayout must have
+// returned nil.
+func hookGoFuse(srv *fuse.Server, h *handler, payload int) {
+	h.retrieve = goFuseRetrieves(srv, payload)
+	h.limit.per = requestBytes(srv)
+}
+
+func goFuseRetrieves(srv *fuse.Server, payload int) *retrieveTable {
 	rt := &retrieveTable{
 		mu:  (*sync.Mutex)(field(srv, "protocolServer", "retrieveMu").Addr().UnsafePointer()),
 		tab: field(srv, "protocolServer", "retrieveTab"),

@@ -256,7 +256,7 @@ func (s *Server) register(srv *fuse.Server) {
 		s.fellBack = fmt.Errorf("%w: the kernel did not offer io_uring at INIT", ErrUnavailable)
 		return
 	}
-	s.rings.handler.retrieve = hookGoFuse(srv, s.geometry.payload)
+	hookGoFuse(srv, s.rings.handler, s.geometry.payload)
 	if err := s.rings.registerAll(s.ringFD); err != nil {
 		s.fellBack = fmt.Errorf("%w: the kernel refused the queues: %w", ErrUnavailable, err)
 		return
