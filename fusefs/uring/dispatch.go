@@ -125,8 +125,11 @@ func (h *handler) dispatch(in *fuse.InHeader, cancel <-chan struct{}, payload []
 			}
 		}
 	}()
-	op := unsafe.Pointer(in) // the in-struct starts with the header
-	data := payload[:n]
+	op := unsafe.Pointer(in)                // the in-struct starts with the header
+	data, st := h.splitExt(in, payload[:n]) // request extensions cut off (ext.go)
+	if st != fuse.OK {
+		return 0, st
+	}
 	if pollHack(in, data) {
 		return h.servePollHack(in, payload)
 	}
