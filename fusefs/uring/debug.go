@@ -35,14 +35,16 @@ var named = map[uint32]bool{opLookup: true, opMknod: true, opMkdir: true, opUnli
 	opCreate: true, opSymlink: true, opRename: true, opRename2: true, opLink: true, opGetxattr: true, opSetxattr: true, opRemovexattr: true, opTmpfile: true}
 
 // logRequest logs a request as go-fuse's debug output does: unique,
-// opcode, node, and the name for opcodes that carry one. Call it before
+// opcode, node, the name for opcodes that carry one, and the request's
+// extensions (ext.go). Call it before
 // dispatch: the reply overwrites the payload.
 func logRequest(l *log.Logger, q int, in *fuse.InHeader, data []byte) {
+	arg, _, _ := args(in, data)
 	name := ""
 	if named[in.Opcode] {
-		name = fmt.Sprintf(" %q", cstring(data))
+		name = fmt.Sprintf(" %q", cstring(arg))
 	}
-	l.Printf("rx %d: %s n%d%s %db (queue %d)", in.Unique, opName(in.Opcode), in.NodeId, name, len(data), q)
+	l.Printf("rx %d: %s n%d%s%s %db (queue %d)", in.Unique, opName(in.Opcode), in.NodeId, name, extDebug(in, data), len(arg), q)
 }
 
 // logReply logs a reply's status and size.

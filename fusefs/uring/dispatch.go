@@ -85,13 +85,15 @@ type handler struct {
 	debug        *log.Logger           // every request and reply is logged to it; nil: none
 	panicked     func(any) fuse.Status // go-fuse's MountOptions.PanicHandler, or its default
 	mnt          string                // the mountpoint, for a queue's nudge (grow.go); "" for none
+	retrieve     *retrieveTable        // go-fuse's waiting retrieves (retrieve.go); nil until INIT
+	limit        *limiter              // MaxInflightRequestBytes and SingleThreaded (inflight.go)
 }
 
 // newHandler serves fs as go-fuse's loop would with opts, whose Logger
 // is set.
 func newHandler(fs fuse.RawFileSystem, opts *fuse.MountOptions) *handler {
 	h := &handler{fs: fs, xattrs: !opts.DisableXAttrs, ignoreLabels: opts.IgnoreSecurityLabels,
-		logger: opts.Logger, panicked: opts.PanicHandler}
+		logger: opts.Logger, panicked: opts.PanicHandler, limit: newLimiter(opts)}
 	if opts.Debug {
 		h.debug = opts.Logger
 	}
@@ -115,6 +117,7 @@ func (h *handler) logPanic(r any) fuse.Status {
 // answered as go-fuse answers it (the PanicHandler's status, EIO if that
 // is OK), and the queue goes on serving.
 func (h *handler) dispatch(in *fuse.InHeader, cancel <-chan struct{}, payload []byte, n int, sc *scratch) (out int, st fuse.Status) {
+	defer h.limit.unlock(h.limit.lock())
 	defer func() {
 		if r := recover(); r != nil {
 			out, st = 0, h.panicked(r)
@@ -123,8 +126,11 @@ func (h *handler) dispatch(in *fuse.InHeader, cancel <-chan struct{}, payload []
 			}
 		}
 	}()
-	op := unsafe.Pointer(in) // the in-struct starts with the header
-	data := payload[:n]
+	op := unsafe.Pointer(in)                // the in-struct starts with the header
+	data, st := h.splitExt(in, payload[:n]) // request extensions cut off (ext.go)
+	if st != fuse.OK {
+		return 0, st
+	}
 	if pollHack(in, data) {
 		return h.servePollHack(in, payload)
 	}
@@ -224,10 +230,8 @@ func (h *handler) rare(in *fuse.InHeader, cancel <-chan struct{}, op unsafe.Poin
 		return h.ioctl((*fuse.IoctlIn)(op), cancel, payload, data)
 	case opDestroy:
 		return 0, fuse.OK
-	case opNotifyReply:
-		// go-fuse gives it to the InodeRetrieveCache waiting for it,
-		// which only its /dev/fuse loop can reach: see the package doc.
-		return 0, fuse.OK
+	case opNotifyReply: // go-fuse's InodeRetrieveCache waits for it (retrieve.go)
+		return h.notifyReply(in, data)
 	case opPoll: // go-fuse answers ENOSYS; the fs has no say
 		h.polls.Add(1)
 		return 0, fuse.ENOSYS

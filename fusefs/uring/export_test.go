@@ -36,3 +36,7 @@ func SetRegisterShortfall(n int) { registerShortfall = n }
 
 // Abort aborts the server's connection, as a queue's failure does.
 func Abort(s *Server) error { return abortConn(s.conn, s.mnt) }
+
+// RequestBytes is what go-fuse counts per request against
+// MountOptions.MaxInflightRequestBytes, for s's go-fuse Server.
+func RequestBytes(s *Server) int { return requestBytes(s.Server) }

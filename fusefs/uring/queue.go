@@ -354,7 +354,9 @@ func (q *queue) serveAsync(e int) {
 	q.qids[ent.qi].busy.Add(1)
 	q.offLead.add()
 	go func() {
+		q.handler.limit.acquire()
 		unique := q.answer(ent, in, nil)
+		q.handler.limit.release()
 		q.handBack(e, unique)
 	}()
 }

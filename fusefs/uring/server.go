@@ -31,8 +31,8 @@
 // server-wide mutex twice per request. Two things differ from /dev/fuse:
 // a WRITE or SETATTR is served on a goroutine of its own (a writer may
 // block; its queue serves the CPU's other requests meanwhile), and the
-// kernel sends NOTIFY_REPLY on a queue, where go-fuse's InodeRetrieveCache
-// cannot see it (see Server.InodeRetrieveCache).
+// kernel sends NOTIFY_REPLY on a queue, which hands it to go-fuse's
+// waiting InodeRetrieveCache itself (retrieve.go).
 //
 // Concurrency: each queue's ring, buffers and entry state are used by its
 // thread only, but for the entry of a WRITE or SETATTR, which a goroutine
@@ -210,6 +210,9 @@ func (s *Server) prepare(o *fuse.MountOptions, cfg Config) error {
 	if err := Available(); err != nil {
 		return err
 	}
+	if err := goFuseLayout(); err != nil {
+		return fmt.Errorf("%w: %w", ErrUnavailable, err)
+	}
 	if o.DisabledCapabilities&fuse.CAP_OVER_IO_URING != 0 {
 		return fmt.Errorf("%w: MountOptions.DisabledCapabilities has CAP_OVER_IO_URING", ErrUnavailable)
 	}
@@ -255,6 +258,7 @@ func (s *Server) register(srv *fuse.Server) {
 		s.fellBack = fmt.Errorf("%w: the kernel did not offer io_uring at INIT", ErrUnavailable)
 		return
 	}
+	hookGoFuse(srv, s.rings.handler, s.geometry.payload)
 	if err := s.rings.registerAll(s.ringFD); err != nil {
 		s.fellBack = fmt.Errorf("%w: the kernel refused the queues: %w", ErrUnavailable, err)
 		return
@@ -448,18 +452,6 @@ func Mount(dir string, root gofs.InodeEmbedder, options *gofs.Options, cfg Confi
 		return nil, err
 	}
 	return s, nil
-}
-
-// InodeRetrieveCache is fuse.Server's, but for ENOSYS over io_uring: the
-// kernel sends its NOTIFY_REPLY on a queue, where go-fuse's Server, which
-// waits for it, cannot see it (and refuses the first one, whose unique
-// go-fuse numbers 0). A file system of go-fuse's fs package calls
-// fuse.Server's own (Inode.ReadCache), which then waits until the unmount.
-func (s *Server) InodeRetrieveCache(node uint64, offset int64, dest []byte) (int, fuse.Status) {
-	if s.onURing {
-		return 0, fuse.ENOSYS
-	}
-	return s.Server.InodeRetrieveCache(node, offset, dest)
 }
 
 // Handoffs returns how many times a queue's lead was taken from a handler
