@@ -85,6 +85,7 @@ type handler struct {
 	debug        *log.Logger           // every request and reply is logged to it; nil: none
 	panicked     func(any) fuse.Status // go-fuse's MountOptions.PanicHandler, or its default
 	mnt          string                // the mountpoint, for a queue's nudge (grow.go); "" for none
+	nudge        func(qid int)         // sends one request on qid's CPU after it grew: statxNudge, or a test's
 	retrieve     *retrieveTable        // go-fuse's waiting retrieves (retrieve.go); nil until INIT
 	limit        *limiter              // MaxInflightRequestBytes and SingleThreaded (inflight.go)
 }
@@ -100,6 +101,7 @@ func newHandler(fs fuse.RawFileSystem, opts *fuse.MountOptions) *handler {
 	if h.panicked == nil {
 		h.panicked = h.logPanic
 	}
+	h.nudge = h.statxNudge
 	return h
 }
 

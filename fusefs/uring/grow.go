@@ -57,14 +57,15 @@ func (q *queue) grow() {
 		// committed, the kernel fetches the oldest waiting request into
 		// that entry (fuse_uring_commit_fetch).
 		if err := q.ring.submit(); err == nil {
-			go q.nudge(qs.qid)
+			go q.handler.nudge(qs.qid)
 		}
 	}
 }
 
-// nudge sends one GETATTR of the mount's root from CPU cpu.
-func (q *queue) nudge(cpu int) {
-	if q.handler.mnt == "" {
+// statxNudge is a handler's nudge: one GETATTR of the mount's root, sent
+// from CPU cpu (the kernel queues a request on its caller's CPU's qid).
+func (h *handler) statxNudge(cpu int) {
+	if h.mnt == "" {
 		return
 	}
 	runtime.LockOSThread()
@@ -79,5 +80,5 @@ func (q *queue) nudge(cpu int) {
 	}
 	defer unix.SchedSetaffinity(0, &old)
 	var st unix.Statx_t
-	unix.Statx(unix.AT_FDCWD, q.handler.mnt, unix.AT_STATX_FORCE_SYNC, unix.STATX_BASIC_STATS, &st)
+	unix.Statx(unix.AT_FDCWD, h.mnt, unix.AT_STATX_FORCE_SYNC, unix.STATX_BASIC_STATS, &st)
 }
