@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -177,16 +178,21 @@ func openRoot(dir string) (int, unix.Stat_t, error) {
 // mirror is one MirrorHost load: a scanner that walks dir on the calling
 // goroutine and readers that read attributes meanwhile.
 type mirror struct {
-	t        *kernfsim.Tree
-	dir      string
-	root     int    // dir, opened O_PATH; every directory is opened below it
-	rootID   fileID // what root is
-	dev      uint64 // dir's filesystem; nothing on another one is entered
-	opts     MirrorOptions
-	rep      *MirrorReport // written by the scanner; readers report through their jobs
-	attrs    map[attrKey]*kernfsim.Attr
-	jobs     chan *hostEntry
-	wg       sync.WaitGroup
+	t      *kernfsim.Tree
+	dir    string
+	root   int    // dir, opened O_PATH; every directory is opened below it
+	rootID fileID // what root is
+	dev    uint64 // dir's filesystem; nothing on another one is entered
+	opts   MirrorOptions
+	rep    *MirrorReport // written by the scanner; readers report through their jobs
+	attrs  map[attrKey]*kernfsim.Attr
+	jobs   chan []*hostEntry // a directory's attributes to read, up to jobSize at a time
+	wg     sync.WaitGroup    // the readers not given up on
+	start  time.Time         // the clock readSlot.since counts from
+	// sysfs is whether dir is on sysfs, where nobody can rename, link
+	// or make a FIFO or device node: there a listed attribute is opened
+	// as it is, with no identity check, and a symlink read by name.
+	sysfs    bool
 	readFile func(f *attrFile, max int) hostRead // hostReadFile when the load began
 }
 
@@ -201,6 +207,27 @@ type hostDir struct {
 	id      fileID         // what its parent's listing said it is
 	node    *kernfsim.Node // set by build before its entries are added
 	entries []*hostEntry
+	notes   dirNotes // what its scan reports, merged in walk order
+}
+
+// dirNotes is what scanning one directory adds to the report; directories
+// are scanned in parallel, and their notes merged in the order walked.
+type dirNotes struct {
+	skipped         []MirrorSkip
+	changed, noRead []string
+	notRead         int
+}
+
+func (n *dirNotes) skip(rel, reason string) {
+	n.skipped = append(n.skipped, MirrorSkip{Path: rel, Reason: reason})
+}
+
+// merge adds n to the report.
+func (m *mirror) merge(n *dirNotes) {
+	m.rep.Skipped = append(m.rep.Skipped, n.skipped...)
+	m.rep.Changed = append(m.rep.Changed, n.changed...)
+	m.rep.NoRead = append(m.rep.NoRead, n.noRead...)
+	m.rep.NotRead += n.notRead
 }
 
 // hostEntry is one scanned entry. For an attribute with a file, one
@@ -208,7 +235,9 @@ type hostDir struct {
 // the scanner reads them only after every reader is done (wg.Wait).
 type hostEntry struct {
 	name      string
-	spec      kernfsim.NodeSpec
+	spec      kernfsim.NodeSpec // its Attr is set by build, from key
+	key       attrKey
+	writable  bool
 	sub       *hostDir  // a directory to descend into
 	file      *attrFile // an attribute to read
 	truncated bool
@@ -221,41 +250,87 @@ type hostEntry struct {
 // what the listing said it is. It holds a reference on dir, which the
 // read releases.
 type attrFile struct {
-	dir  *dirFD
-	name string
-	rel  string // below the mirrored dir
-	id   fileID
+	dir   *dirFD
+	name  string
+	rel   string // below the mirrored dir
+	id    fileID
+	sysfs bool // on sysfs: opened as it is (mirror.sysfs)
 }
 
 func newMirror(t *kernfsim.Tree, dir string, root int, st unix.Stat_t, opts MirrorOptions, rep *MirrorReport) *mirror {
-	return &mirror{t: t, dir: dir, root: root, rootID: idOf(&st), dev: st.Dev, opts: opts, rep: rep,
-		attrs: map[attrKey]*kernfsim.Attr{}, jobs: make(chan *hostEntry, 256), readFile: hostReadFile}
+	var sfs unix.Statfs_t
+	onSysfs := unix.Fstatfs(root, &sfs) == nil && sfs.Type == unix.SYSFS_MAGIC
+	return &mirror{t: t, dir: dir, root: root, rootID: idOf(&st), dev: st.Dev, opts: opts, rep: rep, sysfs: onSysfs,
+		attrs: map[attrKey]*kernfsim.Attr{}, jobs: make(chan []*hostEntry, 64), readFile: hostReadFile, start: time.Now()}
 }
 
 // scan walks dir breadth first, handing attributes to the readers as it
 // finds them, and returns every directory in the order walked (parents
 // before children) once every read has finished.
 func (m *mirror) scan() []*hostDir {
-	for range m.opts.Readers {
+	slots := make([]*readSlot, m.opts.Readers)
+	for i := range slots {
+		slots[i] = &readSlot{}
 		m.wg.Add(1)
-		go m.reader()
+		go m.reader(slots[i], nil)
 	}
+	stopWatch := make(chan struct{})
+	watched := make(chan struct{})
+	go func() { m.watch(slots, stopWatch); close(watched) }()
 	dirs := []*hostDir{{id: m.rootID}}
-	for i := 0; i < len(dirs); i++ {
-		d := dirs[i]
-		m.scanDir(d)
-		for _, e := range d.entries {
-			if e.sub != nil {
-				dirs = append(dirs, e.sub)
-			}
-			if e.file != nil {
-				m.jobs <- e
+	for lo := 0; lo < len(dirs); {
+		hi := len(dirs)
+		m.scanLevel(dirs[lo:hi])
+		for _, d := range dirs[lo:hi] {
+			m.merge(&d.notes)
+			for _, e := range d.entries {
+				if e.sub != nil {
+					dirs = append(dirs, e.sub)
+				}
 			}
 		}
+		lo = hi
 	}
 	close(m.jobs)
 	m.wg.Wait()
+	close(stopWatch)
+	<-watched
 	return dirs
+}
+
+// scanLevel scans dirs, one level of the walk, on up to Readers
+// goroutines, each handing the attributes it finds to the readers.
+func (m *mirror) scanLevel(dirs []*hostDir) {
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range min(m.opts.Readers, len(dirs)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := next.Add(1) - 1; i < int64(len(dirs)); i = next.Add(1) - 1 {
+				m.scanDir(dirs[i])
+				m.handOut(dirs[i])
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+// handOut gives d's attributes to read to the readers, jobSize at a time.
+func (m *mirror) handOut(d *hostDir) {
+	var job []*hostEntry
+	for _, e := range d.entries {
+		if e.file != nil {
+			job = append(job, e)
+		}
+		if len(job) == jobSize {
+			m.jobs <- job
+			job = nil
+		}
+	}
+	if job != nil {
+		m.jobs <- job
+	}
 }
 
 // scanDir lists d's entries and stats each one.
@@ -267,12 +342,12 @@ func (m *mirror) scanDir(d *hostDir) {
 	defer dir.release()
 	names, err := listNames(dir.fd)
 	if err != nil {
-		m.skip(d.rel, SkipUnreadable+" ("+kernfsim.ErrnoName(kernfsim.Errno(err))+")")
+		d.notes.skip(d.rel, SkipUnreadable+" ("+kernfsim.ErrnoName(kernfsim.Errno(err))+")")
 		return
 	}
 	slices.Sort(names)
 	for _, name := range names {
-		if e := m.scanEntry(d.rel, name, dir); e != nil {
+		if e := m.scanEntry(d, name, dir); e != nil {
 			d.entries = append(d.entries, e)
 		}
 	}
@@ -288,10 +363,10 @@ func (m *mirror) openDir(d *hostDir) *dirFD {
 	fd, changed, err := openChecked(m.root, rel, unix.O_RDONLY|unix.O_DIRECTORY, d.id)
 	switch {
 	case changed:
-		m.rep.Changed = append(m.rep.Changed, d.rel)
+		d.notes.changed = append(d.notes.changed, d.rel)
 		return nil
 	case err != nil:
-		m.skip(d.rel, SkipUnreadable+" ("+kernfsim.ErrnoName(kernfsim.Errno(err))+")")
+		d.notes.skip(d.rel, SkipUnreadable+" ("+kernfsim.ErrnoName(kernfsim.Errno(err))+")")
 		return nil
 	}
 	return newDirFD(fd)
@@ -299,15 +374,16 @@ func (m *mirror) openDir(d *hostDir) *dirFD {
 
 // scanEntry stats one entry and returns what to add for it, or nil if it
 // is skipped (and reported).
-func (m *mirror) scanEntry(parent, name string, dir *dirFD) *hostEntry {
-	rel := joinSynthPath(parent, name)
+func (m *mirror) scanEntry(d *hostDir, name string, dir *dirFD) *hostEntry {
+	rel := joinSynthPath(d.rel, name)
+	n := &d.notes
 	if kernfsim.ValidateName(name) != 0 {
-		m.skip(rel, SkipInvalidName)
+		n.skip(rel, SkipInvalidName)
 		return nil
 	}
 	var st unix.Stat_t
 	if err := unix.Fstatat(dir.fd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
-		m.skip(rel, SkipVanished)
+		n.skip(rel, SkipVanished)
 		return nil
 	}
 	e := &hostEntry{name: name}
@@ -315,50 +391,51 @@ func (m *mirror) scanEntry(parent, name string, dir *dirFD) *hostEntry {
 	case unix.S_IFDIR:
 		e.spec = kernfsim.NodeSpec{Kind: kernfsim.KindDir}
 		if st.Dev != m.dev {
-			m.skip(rel, SkipMountPoint)
+			n.skip(rel, SkipMountPoint)
 		} else {
 			e.sub = &hostDir{rel: rel, id: idOf(&st)}
 		}
 	case unix.S_IFREG:
 		e.spec = kernfsim.NodeSpec{Kind: kernfsim.KindAttr}
-		m.scanAttr(e, rel, st.Mode)
+		m.scanAttr(n, e, rel, st.Mode)
 		if e.file != nil {
 			dir.acquire()
-			e.file.dir, e.file.name, e.file.id = dir, name, idOf(&st)
+			e.file.dir, e.file.name, e.file.id, e.file.sysfs = dir, name, idOf(&st), m.sysfs
 		}
 	case unix.S_IFLNK:
-		target, changed, err := readSymlink(dir, name, idOf(&st))
+		target, changed, err := readSymlink(dir, name, idOf(&st), m.sysfs)
 		switch {
 		case changed:
-			m.rep.Changed = append(m.rep.Changed, rel)
+			n.changed = append(n.changed, rel)
 			return nil
 		case err != nil:
-			m.skip(rel, SkipBadSymlink+" ("+kernfsim.ErrnoName(kernfsim.Errno(err))+")")
+			n.skip(rel, SkipBadSymlink+" ("+kernfsim.ErrnoName(kernfsim.Errno(err))+")")
 			return nil
 		}
 		e.spec = kernfsim.NodeSpec{Kind: kernfsim.KindSymlink, Target: target}
 	default:
-		m.skip(rel, SkipFileType)
+		n.skip(rel, SkipFileType)
 		return nil
 	}
-	e.spec.Attr = m.shared(st)
+	e.key = keyOf(st)
 	return e
 }
 
 // scanAttr decides how an attribute is filled: read by a reader if it has
 // a read bit and is not on the no-read list, otherwise added without
 // contents.
-func (m *mirror) scanAttr(e *hostEntry, rel string, mode uint32) {
+func (m *mirror) scanAttr(n *dirNotes, e *hostEntry, rel string, mode uint32) {
 	writable := mode&0o222 != 0
+	e.writable = writable
 	switch {
 	case mode&0o444 == 0 && writable:
-		m.rep.NotRead++
+		n.notRead++
 		e.spec.Source = writeOnly{}
 	case mode&0o444 == 0:
-		m.rep.NotRead++
+		n.notRead++
 		e.spec.Source = kernfsim.Static("")
 	case matchTail(m.opts.NoRead, rel):
-		m.rep.NoRead = append(m.rep.NoRead, rel)
+		n.noRead = append(n.noRead, rel)
 		e.spec.Source = hostRead{errno: syscall.EIO}.source(writable)
 	default:
 		e.file = &attrFile{rel: rel}
@@ -384,12 +461,8 @@ func matchTail(patterns []string, rel string) bool {
 	return false
 }
 
-// shared is the one *Attr for st's mode and owner.
-func (m *mirror) shared(st unix.Stat_t) *kernfsim.Attr {
-	k := attrKey{fs.FileMode(st.Mode) & fs.ModePerm, st.Uid, st.Gid}
-	if st.Mode&syscall.S_IFMT == syscall.S_IFLNK {
-		k.mode = 0o777
-	}
+// shared is the one *Attr for k: entries of the same mode and owner share it.
+func (m *mirror) shared(k attrKey) *kernfsim.Attr {
 	a := m.attrs[k]
 	if a == nil {
 		now := m.t.Now()
@@ -399,15 +472,20 @@ func (m *mirror) shared(st unix.Stat_t) *kernfsim.Attr {
 	return a
 }
 
-func (m *mirror) skip(rel, reason string) {
-	m.rep.Skipped = append(m.rep.Skipped, MirrorSkip{Path: rel, Reason: reason})
+// keyOf is what an entry's attributes are shared by.
+func keyOf(st unix.Stat_t) attrKey {
+	k := attrKey{fs.FileMode(st.Mode) & fs.ModePerm, st.Uid, st.Gid}
+	if st.Mode&syscall.S_IFMT == syscall.S_IFLNK {
+		k.mode = 0o777
+	}
+	return k
 }
 
 // build adds the scanned directories to the tree, one AddBatch per
 // directory, parents first, and gives the root the mode and owner of the
 // mirrored dir.
 func (m *mirror) build(dirs []*hostDir, root unix.Stat_t) error {
-	a := m.shared(root)
+	a := m.shared(keyOf(root))
 	err := m.t.Setattr(m.t.Root(), kernfsim.SetattrArgs{Valid: kernfsim.SetMode | kernfsim.SetUid | kernfsim.SetGid, Mode: a.Mode, Uid: a.Uid, Gid: a.Gid}, kernfsim.RootCred)
 	if err != nil {
 		return err
@@ -425,6 +503,7 @@ func (m *mirror) build(dirs []*hostDir, root unix.Stat_t) error {
 func (m *mirror) addDir(d *hostDir) error {
 	batch := make([]kernfsim.BatchEntry, len(d.entries))
 	for i, e := range d.entries {
+		e.spec.Attr = m.shared(e.key)
 		batch[i] = kernfsim.BatchEntry{Name: e.name, Spec: e.spec}
 		m.count(e)
 	}
@@ -491,38 +570,94 @@ type hostRead struct {
 	changed   bool // the file was not the one listed: nothing was read
 }
 
-// reader reads the attributes handed to it until the jobs run out.
-func (m *mirror) reader() {
-	defer m.wg.Done()
-	for e := range m.jobs {
-		m.read(e)
+// jobSize is how many attributes a reader takes at a time: enough that
+// handing them over costs little beside the reads.
+const jobSize = 32
+
+// readSlot is what one reader is reading, for the watchdog: the entry
+// (nil between reads), when its read began, and the rest of its job.
+// The reader stores since, job and next before e; the watchdog reads
+// them only once its CAS of e has won, after which the reader, still in
+// that read, stores nothing more.
+type readSlot struct {
+	e     atomic.Pointer[hostEntry]
+	since atomic.Int64 // nanoseconds since mirror.start
+	job   atomic.Pointer[[]*hostEntry]
+	next  atomic.Int32 // the index in job after e
+}
+
+// reader reads first (what a reader given up on left of its job), then
+// the jobs handed to it until they run out, or until the watchdog gives
+// up on one of its reads: it then leaves the rest to the reader started
+// in its place, and ends when its read returns, dropping what it read.
+// Each read is made inline: no goroutine or timer per attribute.
+func (m *mirror) reader(slot *readSlot, first []*hostEntry) {
+	if first != nil && !m.readJob(slot, first) {
+		return
+	}
+	for job := range m.jobs {
+		if !m.readJob(slot, job) {
+			return
+		}
+	}
+	m.wg.Done()
+}
+
+// readJob reads each entry of job, and reports false if the watchdog gave
+// up on one (the reader is then counted out of wg by the watchdog).
+func (m *mirror) readJob(slot *readSlot, job []*hostEntry) bool {
+	slot.job.Store(&job)
+	for i, e := range job {
+		slot.since.Store(int64(time.Since(m.start)))
+		slot.next.Store(int32(i + 1))
+		slot.e.Store(e)
+		r := m.readFile(e.file, m.opts.MaxFileSize)
+		e.file.dir.release()
+		if !slot.e.CompareAndSwap(e, nil) {
+			return false
+		}
+		m.fill(e, r)
+	}
+	return true
+}
+
+// watch gives up on every read that has taken longer than ReadTimeout,
+// checking every eighth of it, until stop: the entry fails ETIMEDOUT,
+// and a new reader takes the place of the one still in that read.
+func (m *mirror) watch(slots []*readSlot, stop <-chan struct{}) {
+	tick := time.NewTicker(max(m.opts.ReadTimeout/8, time.Millisecond))
+	defer tick.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-tick.C:
+		}
+		now := int64(time.Since(m.start))
+		for i, s := range slots {
+			e := s.e.Load()
+			if e == nil || now-s.since.Load() < int64(m.opts.ReadTimeout) || !s.e.CompareAndSwap(e, nil) {
+				continue
+			}
+			e.timedOut = true
+			m.fill(e, hostRead{errno: syscall.ETIMEDOUT})
+			rest := (*s.job.Load())[s.next.Load():]
+			slots[i] = &readSlot{}
+			m.wg.Add(1) // before the Done below: the count stays above zero
+			go m.reader(slots[i], rest)
+			m.wg.Done() // the reader given up on
+		}
 	}
 }
 
-// read fills in e from its host file. Past ReadTimeout it gives up: the
-// read goes on in its own goroutine, and what it returns is dropped.
-func (m *mirror) read(e *hostEntry) {
-	done := make(chan hostRead, 1)
-	f := e.file
-	go func() {
-		defer f.dir.release()
-		done <- m.readFile(f, m.opts.MaxFileSize)
-	}()
-	timer := time.NewTimer(m.opts.ReadTimeout)
-	defer timer.Stop()
-	var r hostRead
-	select {
-	case r = <-done:
-	case <-timer.C:
-		r = hostRead{errno: syscall.ETIMEDOUT}
-		e.timedOut = true
-	}
+// fill sets e from what reading it gave.
+func (m *mirror) fill(e *hostEntry, r hostRead) {
 	if r.changed {
 		r = hostRead{errno: syscall.EIO}
 		e.changed = true
 	}
 	e.truncated, e.errno = r.truncated, r.errno
-	e.spec.Source = r.source(e.spec.Attr.Mode&0o222 != 0)
+	e.spec.Source = r.source(e.writable)
 }
 
 // source is the attribute that serves r: its contents, or a failure with
@@ -543,8 +678,19 @@ var readBufs = sync.Pool{New: func() any { b := make([]byte, kernfsim.PageSize+1
 
 // readHostFile reads up to max bytes of f, and one more to tell whether
 // there was more, if f is still the regular file listed (openRegular).
+// On sysfs it opens f as it is, and a read shorter than asked is the
+// end: kernfs gives an attribute's whole contents in one read.
 func readHostFile(f *attrFile, max int) hostRead {
-	fd, changed, err := openRegular(f.dir.fd, f.name, f.id)
+	var fd int
+	var changed bool
+	var err error
+	if f.sysfs {
+		fd, err = retry(func() (int, error) {
+			return unix.Openat(f.dir.fd, f.name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		})
+	} else {
+		fd, changed, err = openRegular(f.dir.fd, f.name, f.id)
+	}
 	if changed {
 		return hostRead{changed: true}
 	}
@@ -567,6 +713,9 @@ func readHostFile(f *attrFile, max int) hostRead {
 			return hostRead{data: string(buf[:n])}
 		}
 		n += k
+		if f.sysfs && n < len(buf) {
+			return hostRead{data: string(buf[:n])}
+		}
 	}
 	return hostRead{data: string(buf[:max]), truncated: true}
 }

@@ -231,16 +231,19 @@ func listNames(fd int) ([]string, error) {
 }
 
 // readSymlink reads the target of the symlink name in dir, if it is
-// still the one listed.
-func readSymlink(dir *dirFD, name string, want fileID) (target string, changed bool, err error) {
-	fd, changed, err := openChecked(dir.fd, name, unix.O_PATH, want)
-	if err != nil {
-		return "", changed, err
+// still the one listed; on sysfs, where nothing can be swapped, by name.
+func readSymlink(dir *dirFD, name string, want fileID, sysfs bool) (target string, changed bool, err error) {
+	fd, base := dir.fd, name
+	if !sysfs {
+		if fd, changed, err = openChecked(dir.fd, name, unix.O_PATH, want); err != nil {
+			return "", changed, err
+		}
+		defer unix.Close(fd)
+		base = ""
 	}
-	defer unix.Close(fd)
 	for size := 256; ; size *= 2 {
 		buf := make([]byte, size)
-		n, err := unix.Readlinkat(fd, "", buf)
+		n, err := unix.Readlinkat(fd, base, buf)
 		if err != nil {
 			return "", false, err
 		}
