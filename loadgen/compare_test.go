@@ -48,7 +48,7 @@ func TestCompareSim(t *testing.T) {
 			t.Errorf("cell %s %s threads=%d: single ops %d, %v ops per worker, %d in all: want the count alone, 50 per worker",
 				c.Row.Label(), c.Op, c.Threads, m.SingleOps, m.OpsPerWorker, m.Ops)
 		}
-		ratio, ok := r.RatioToMutex(c)
+		ratio, ok := r.RatioToBaseline(c)
 		if !ok || (c.Row.Target.Lock == "mutex" && ratio != 1) {
 			t.Errorf("cell %s: ratio to mutex %v, %v", c.Row.Label(), ratio, ok)
 		}

@@ -188,7 +188,7 @@ func cellText(r loadgen.CompareResult, c *loadgen.Cell) string {
 		fig = textout.Dur(m.Done) + "/" + textout.Dur(m.DoneMax)
 	}
 	fig += " ±" + spreadPct(sp)
-	if v, ok := r.RatioToMutex(*c); ok {
+	if v, ok := r.RatioToBaseline(*c); ok {
 		unresolved := ""
 		if r.Unresolved(*c) {
 			unresolved = "~"
@@ -274,7 +274,7 @@ type JSONCell struct {
 	Op           string             `json:"op"`
 	Threads      int                `json:"threads"`
 	Median       JSONCellRun        `json:"median"`
-	RatioToMutex *float64           `json:"ratio_to_mutex"` // null without a mutex row
+	RatioToMutex *float64           `json:"ratio_to_mutex"` // to locking.Baseline; null without its row
 	// Unresolved is set when the cell's runs overlap the mutex cell's
 	// (min to max): the ratio is not resolved.
 	Unresolved bool          `json:"unresolved,omitempty"`
@@ -353,7 +353,7 @@ func WriteCompareJSON(w io.Writer, r loadgen.CompareResult) error {
 	for _, c := range r.Cells {
 		jc := JSONCell{Target: harness.NewJSONTarget(r.CellTarget(c)), Op: c.Op, Threads: c.Threads,
 			Median: newJSONCellRun(c.Median()), Runs: []JSONCellRun{}}
-		if v, ok := r.RatioToMutex(c); ok {
+		if v, ok := r.RatioToBaseline(c); ok {
 			jc.RatioToMutex = &v
 		}
 		jc.Unresolved, jc.Spread = r.Unresolved(c), newJSONSpread(c.Spread())

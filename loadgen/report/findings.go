@@ -8,13 +8,15 @@ import (
 	"github.com/kernfsim/kernfsim/internal/textout"
 	"github.com/kernfsim/kernfsim/loadgen"
 	"github.com/kernfsim/kernfsim/loadgen/harness"
+	"github.com/kernfsim/kernfsim/locking"
 )
 
 // A comparison's findings say what its tables show, in a few lines per
 // op, as a patch cover letter would. WriteCompareTable prints them after
-// the tables. For each target kind with a mutex row, they give:
+// the tables. For each target kind with a baseline row (locking.Baseline),
+// they give:
 //
-//   - each other lock's ratio to mutex where the runs' ranges do not
+//   - each other lock's ratio to the baseline where the runs' ranges do not
 //     overlap (resolved), and the thread counts where they do (within
 //     noise);
 //   - for the FUSE rows, what bounds them: the tree's own code (the sim
@@ -36,7 +38,7 @@ func kindFindings(r *loadgen.CompareResult, op string, kind harness.TargetKind) 
 	var lines []string
 	anyResolved, rows := false, 0
 	for i, row := range r.Rows {
-		if row.Target.Kind != kind || row.Target.Lock == "mutex" {
+		if row.Target.Kind != kind || row.Target.Lock == locking.Baseline {
 			continue
 		}
 		var resolved, noise []string
@@ -45,7 +47,7 @@ func kindFindings(r *loadgen.CompareResult, op string, kind harness.TargetKind) 
 			if c == nil || len(c.Runs) == 0 {
 				continue
 			}
-			v, ok := r.RatioToMutex(*c)
+			v, ok := r.RatioToBaseline(*c)
 			switch {
 			case !ok:
 				continue
@@ -85,7 +87,7 @@ func kindFindings(r *loadgen.CompareResult, op string, kind harness.TargetKind) 
 // one-thread per-op that the tree's own code takes (the sim mutex row's
 // single per-op), and the lock's busy fraction where it was measured.
 func mountBound(r *loadgen.CompareResult, op string) []string {
-	mount, sim := rowCell(r, harness.TargetKernfsim, "mutex", op, 1), rowCell(r, harness.TargetSim, "mutex", op, 1)
+	mount, sim := rowCell(r, harness.TargetKernfsim, locking.Baseline, op, 1), rowCell(r, harness.TargetSim, locking.Baseline, op, 1)
 	var out []string
 	if mount != nil && sim != nil && mount.Median().SinglePerOp > 0 {
 		ms, ss := mount.Median().SinglePerOp, sim.Median().SinglePerOp
@@ -112,15 +114,15 @@ func rowCell(r *loadgen.CompareResult, kind harness.TargetKind, lock, op string,
 
 // lockBusyLine says how busy the kernfsim rows' locks were at the
 // largest thread count, and whether the lock can be what bounds them:
-// not where mutex, whose read side excludes, was held for under half the
-// phase.
+// not where the baseline (locking.Baseline), whose read side excludes,
+// was held for under half the phase.
 func lockBusyLine(r *loadgen.CompareResult, op string) string {
 	if len(r.Threads) == 0 {
 		return ""
 	}
 	th := slices.Max(r.Threads)
 	var parts []string
-	mutexBusy := -1.0
+	baseBusy := -1.0
 	for i, row := range r.Rows {
 		if row.Target.Kind != harness.TargetKernfsim {
 			continue
@@ -134,8 +136,8 @@ func lockBusyLine(r *loadgen.CompareResult, op string) string {
 			continue
 		}
 		parts = append(parts, fmt.Sprintf("%s %s w%.3f", row.Target.Lock, readUse(m), m.LockWrite))
-		if row.Target.Lock == "mutex" && mutexBusy < 0 {
-			mutexBusy = m.LockRead + m.LockWrite
+		if row.Target.Lock == locking.Baseline && baseBusy < 0 {
+			baseBusy = m.LockRead + m.LockWrite
 		}
 	}
 	if len(parts) == 0 {
@@ -144,10 +146,10 @@ func lockBusyLine(r *loadgen.CompareResult, op string) string {
 	s := fmt.Sprintf("kernfsim rows at %d threads, the lock held over the wall time (r read side, mean holders where shared; w write side): %s",
 		th, strings.Join(parts, ", "))
 	switch {
-	case mutexBusy >= 0.5:
-		s += fmt.Sprintf("; mutex was busy %.0f%% of the time: the lock bounds these rows", 100*mutexBusy)
-	case mutexBusy >= 0:
-		s += fmt.Sprintf("; mutex was busy %.0f%% of the time: the lock is not what bounds these rows, the transport is", 100*mutexBusy)
+	case baseBusy >= 0.5:
+		s += fmt.Sprintf("; %s was busy %.0f%% of the time: the lock bounds these rows", locking.Baseline, 100*baseBusy)
+	case baseBusy >= 0:
+		s += fmt.Sprintf("; %s was busy %.0f%% of the time: the lock is not what bounds these rows, the transport is", locking.Baseline, 100*baseBusy)
 	}
 	return s
 }

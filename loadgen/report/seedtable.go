@@ -12,6 +12,7 @@ import (
 	"github.com/kernfsim/kernfsim/internal/textout"
 	"github.com/kernfsim/kernfsim/loadgen"
 	"github.com/kernfsim/kernfsim/loadgen/harness"
+	"github.com/kernfsim/kernfsim/locking"
 )
 
 // seedFigure is one pair of seed 002's published figures: the per-op of
@@ -50,11 +51,11 @@ var Seed002Reference = harness.Reference{Seed: "002", Source: "Ian Kent, 2021, F
 // factor of 1.5 of the seed's. Otherwise it gives the direction, and
 // whether the effect is larger or smaller than the seed's.
 func seedVerdict(r *loadgen.CompareResult, kind harness.TargetKind, f seedFigure) (cells string, verdict string) {
-	mutex, rwsem := rowCell(r, kind, "mutex", f.op, f.threads), rowCell(r, kind, "rwsem", f.op, f.threads)
+	mutex, rwsem := rowCell(r, kind, locking.Baseline, f.op, f.threads), rowCell(r, kind, "rwsem", f.op, f.threads)
 	if mutex == nil || rwsem == nil {
 		return "-", r.FieldNames.Put(fmt.Sprintf("not measured (give {Threads} %d and {Locks} mutex,rwsem)", f.threads))
 	}
-	v, _ := r.RatioToMutex(*rwsem)
+	v, _ := r.RatioToBaseline(*rwsem)
 	mark := ""
 	if r.Unresolved(*rwsem) {
 		mark = "~"
