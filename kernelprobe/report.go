@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/kernfsim/kernfsim/internal/textout"
+	"github.com/kernfsim/kernfsim/loadgen/gobench"
 	"github.com/kernfsim/kernfsim/loadgen/harness"
 )
 
@@ -196,24 +197,22 @@ func newJSONPhase(p *Phase) *JSONPhase {
 // (BenchmarkUnshare/ns=ipc; ns=pid-baseline for pid's baseline). ns/op is
 // the wall time per call.
 func WriteBench(w io.Writer, r Result) error {
-	if err := harness.WriteBenchHeader(w); err != nil {
-		return err
-	}
-	ew := textout.NewWriter(w)
+	gw := harness.HostBenchWriter(w)
 	line := func(name string, p *Phase) {
 		if p == nil || p.Calls == 0 {
 			return
 		}
 		n := float64(p.Calls)
-		ew.Printf("%s\t%d\t%.0f ns/op\t%d p50-ns\t%d p99-ns\t%d max-ns\t%.0f sys-ns/op\n", name, p.Calls,
-			float64(p.Wall)/n, int64(p.Latency.P50), int64(p.Latency.P99), int64(p.Latency.Max), float64(p.Sys)/n)
+		gw.Line(name, int(p.Calls), gobench.M(float64(p.Wall)/n, "ns/op"), gobench.M(float64(p.Latency.P50), "p50-ns"),
+			gobench.M(float64(p.Latency.P99), "p99-ns"), gobench.M(float64(p.Latency.Max), "max-ns"),
+			gobench.M(float64(p.Sys)/n, "sys-ns/op"))
 	}
 	if r.Op == UmountStorm {
 		line(fmt.Sprintf("BenchmarkUmountStorm/lazy=%t/phase=mount", r.Lazy), r.Mount)
 		line(fmt.Sprintf("BenchmarkUmountStorm/lazy=%t/phase=umount", r.Lazy), r.Umount)
-		return ew.Err()
+		return gw.Err()
 	}
 	line("BenchmarkUnshare/ns="+r.NS, r.Unshare)
 	line("BenchmarkUnshare/ns="+r.NS+"-baseline", r.Baseline)
-	return ew.Err()
+	return gw.Err()
 }

@@ -8,6 +8,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/kernfsim/kernfsim/internal/textout"
+	"github.com/kernfsim/kernfsim/loadgen/gobench"
 	"github.com/kernfsim/kernfsim/loadgen/harness"
 )
 
@@ -220,20 +221,19 @@ const BenchName = "BenchmarkTeardown"
 // The iterations are the calls; ns/op is the caller's mean per call. gp
 // is "na" for mutex and rwsem (a slash would split the key).
 func WriteBench(w io.Writer, r Result) error {
-	ew := textout.NewWriter(w)
-	harness.WriteBenchProvenance(ew, r.Provenance)
-	ew.Printf("# setup: %s\n", r.Target.Describe())
+	gw := harness.BenchWriter(w, r.Provenance)
+	gw.Comment("setup: %s", r.Target.Describe())
 	for _, run := range r.Runs {
 		gp := strings.ReplaceAll(run.GP, "/", "")
 		c := run.Caller
-		ew.Printf("%s/target=%s/lock=%s/gp=%s/batch=%d/readers=%d\t%d\t%d ns/op\t%d p50-ns\t%d p99-ns\t%d max-ns\t%d total-ns\t%d until-complete-ns\t%d completed\t%d grace-periods",
-			BenchName, r.Target.Label(), run.Lock, gp, r.Batch, r.Readers, run.Calls, int64(c.Mean),
-			int64(c.P50), int64(c.P99), int64(c.Max), int64(run.Total), int64(run.UntilComplete), run.Completed,
-			run.Counts.GracePeriods)
+		m := []gobench.Metric{gobench.M(float64(c.Mean), "ns/op"), gobench.M(float64(c.P50), "p50-ns"), gobench.M(float64(c.P99), "p99-ns"),
+			gobench.M(float64(c.Max), "max-ns"), gobench.M(float64(run.Total), "total-ns"), gobench.M(float64(run.UntilComplete), "until-complete-ns"),
+			gobench.M(float64(run.Completed), "completed"), gobench.M(float64(run.Counts.GracePeriods), "grace-periods")}
 		if rd := run.Reader; rd != nil {
-			ew.Printf("\t%d reader-p99-ns", int64(rd.Latency.P99))
+			m = append(m, gobench.M(float64(rd.Latency.P99), "reader-p99-ns"))
 		}
-		ew.Printf("\n")
+		gw.Line(fmt.Sprintf("%s/target=%s/lock=%s/gp=%s/batch=%d/readers=%d", BenchName, r.Target.Label(), run.Lock, gp,
+			r.Batch, r.Readers), int(run.Calls), m...)
 	}
-	return ew.Err()
+	return gw.Err()
 }

@@ -52,6 +52,7 @@ var levels = map[string]int{
 	"internal/buildinfo": 55,
 	"internal/meminfo":   55,
 	"internal/textout":   55,
+	"loadgen/gobench":    55,
 	"loadgen/harness":    57,
 
 	"loadgen":        60,

@@ -133,7 +133,7 @@ func TestCompareHwloc(t *testing.T) {
 		}
 	}
 	code, out, _ = runArgs(context.Background(), append(args, "--format", "bench", "--targets", "sys")...)
-	if code != cli.ExitOK || strings.Count(out, "done-ns") != 1 || !regexp.MustCompile(`op=hwloc/threads=2-\d+\t +2\t`).MatchString(out) {
+	if code != cli.ExitOK || strings.Count(out, "done-ns") != 1 || !regexp.MustCompile(`op=hwloc/threads=2-\d+ 2 `).MatchString(out) {
 		t.Errorf("bench: exit %d:\n%s", code, out)
 	}
 	noLeftovers(t)

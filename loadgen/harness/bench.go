@@ -1,30 +1,24 @@
 package harness
 
 import (
-	"fmt"
 	"io"
-	"runtime"
 
-	"github.com/kernfsim/kernfsim/internal/textout"
+	"github.com/kernfsim/kernfsim/loadgen/gobench"
 )
 
-// BenchPkg is the pkg: line of the header: loadgen's, for every tool's
-// benchmark lines.
-const BenchPkg = "github.com/kernfsim/kernfsim/loadgen"
-
-// WriteBenchProvenance writes go test's header, then the provenance as
-// comment lines.
-func WriteBenchProvenance(ew *textout.Writer, p Provenance) {
-	ew.Printf("goos: %s\ngoarch: %s\npkg: %s\ncpu: %s\n", runtime.GOOS, runtime.GOARCH, BenchPkg, p.CPUModel)
-	ew.Printf("# %s %s\n# machine: %s\n", p.Program, p.Build(), p.Machine())
+// BenchWriter returns a Go benchmark format writer to w whose header
+// names p's CPU, after writing p as comment lines.
+func BenchWriter(w io.Writer, p Provenance) *gobench.Writer {
+	gw := gobench.NewWriter(w, p.CPUModel)
+	gw.Comment("%s %s", p.Program, p.Build())
+	gw.Comment("machine: %s", p.Machine())
 	if len(p.Args) > 0 {
-		ew.Printf("# command: %s\n", p.CommandLine())
+		gw.Comment("command: %s", p.CommandLine())
 	}
+	return gw
 }
 
-// WriteBenchHeader is go test's header alone, for reports without a
-// Provenance (the kernel probes).
-func WriteBenchHeader(w io.Writer) error {
-	_, err := fmt.Fprintf(w, "goos: %s\ngoarch: %s\npkg: %s\ncpu: %s\n", runtime.GOOS, runtime.GOARCH, BenchPkg, cpuModel())
-	return err
-}
+// HostBenchWriter returns a Go benchmark format writer to w whose header
+// names this machine's CPU, for reports without a Provenance (the kernel
+// probes).
+func HostBenchWriter(w io.Writer) *gobench.Writer { return gobench.NewWriter(w, cpuModel()) }

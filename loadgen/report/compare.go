@@ -393,25 +393,24 @@ func newJSONSpread(s loadgen.Spread) JSONSpread {
 // and confidence intervals itself: `benchstat -col /lock` puts the
 // strategies side by side.
 func WriteCompareBench(w io.Writer, r loadgen.CompareResult) error {
-	ew := textout.NewWriter(w)
-	harness.WriteBenchProvenance(ew, r.Provenance)
+	gw := harness.BenchWriter(w, r.Provenance)
 	for _, s := range compareSetups(r) {
-		ew.Printf("# setup: %s\n", s)
+		gw.Comment("setup: %s", s)
 	}
 	for _, n := range r.Notes {
-		ew.Printf("# note: %s\n", n)
+		gw.Comment("note: %s", n)
 	}
 	for _, c := range r.Cells {
 		op, missing, _ := loadgen.ParseOpLabel(c.Op)
 		name := benchName(r.CellTarget(c), op, missing, c.Threads)
 		for _, run := range c.Runs {
 			for _, warn := range run.Warnings {
-				ew.Printf("# warning: %s op=%s threads=%d: %s\n", c.Row.Label(), c.Op, c.Threads, warn)
+				gw.Comment("warning: %s op=%s threads=%d: %s", c.Row.Label(), c.Op, c.Threads, warn)
 			}
-			writeBenchLine(ew, r.Provenance, name, op, run)
+			writeBenchLine(gw, r.Provenance, name, op, run)
 		}
 	}
-	return ew.Err()
+	return gw.Err()
 }
 
 // runLength says what each run of r did, for the table's header: the

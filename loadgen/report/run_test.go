@@ -14,6 +14,7 @@ import (
 
 	"github.com/kernfsim/kernfsim/internal/goldenfile"
 	"github.com/kernfsim/kernfsim/loadgen"
+	"github.com/kernfsim/kernfsim/loadgen/gobench"
 	"github.com/kernfsim/kernfsim/loadgen/harness"
 	"github.com/kernfsim/kernfsim/sysfs"
 )
@@ -119,7 +120,7 @@ func readBench(t *testing.T, s string) (units []string, n int) {
 		if !ok {
 			t.Fatalf("not a result: %v", r.Result())
 		}
-		if cpu := res.GetConfig("cpu"); cpu != testProvenance.CPUModel || res.GetConfig("pkg") != harness.BenchPkg {
+		if cpu := res.GetConfig("cpu"); cpu != testProvenance.CPUModel || res.GetConfig("pkg") != gobench.Pkg {
 			t.Errorf("config cpu %q, pkg %q", cpu, res.GetConfig("pkg"))
 		}
 		if _, parts := res.Name.Parts(); len(parts) == 0 || string(parts[len(parts)-1]) != "-2" {
