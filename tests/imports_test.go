@@ -80,13 +80,14 @@ var testOnly = []string{
 // external limits who may import a module from outside the repository:
 // flags stay in the commands, FUSE in fusefs (and tools/chainfs, a
 // file system served to measure the transport), plots in loadgen/plot,
-// testify in tests.
+// the mount table's parser in internal/mountinfo, testify in tests.
 var external = map[string][]string{
-	"github.com/spf13/cobra":       {"cmd/", "internal/cli", "internal/mountcmd"},
-	"github.com/spf13/pflag":       {"cmd/", "internal/cli", "internal/mountcmd"},
-	"github.com/hanwen/go-fuse/v2": {"fusefs", "fusefs/uring", "tools/chainfs"},
-	"gonum.org/v1/plot":            {"loadgen/plot"},
-	"github.com/stretchr/testify":  {}, // and the test-only packages
+	"github.com/spf13/cobra":        {"cmd/", "internal/cli", "internal/mountcmd"},
+	"github.com/spf13/pflag":        {"cmd/", "internal/cli", "internal/mountcmd"},
+	"github.com/hanwen/go-fuse/v2":  {"fusefs", "fusefs/uring", "tools/chainfs"},
+	"gonum.org/v1/plot":             {"loadgen/plot"},
+	"github.com/moby/sys/mountinfo": {"internal/mountinfo"},
+	"github.com/stretchr/testify":   {}, // and the test-only packages
 }
 
 // pending are imports the layout forbids that the tree still has. An
