@@ -7,7 +7,7 @@ import (
 
 	"golang.org/x/perf/benchmath"
 
-	"github.com/kernfsim/kernfsim/loadgen/harness"
+	"github.com/kernfsim/kernfsim/loadgen/targets"
 	"github.com/kernfsim/kernfsim/locking"
 )
 
@@ -226,7 +226,7 @@ func (a Spread) Overlaps(b Spread) bool { return a.Min <= b.Max && b.Min <= a.Ma
 // kind, op and thread count. It is nil without one, and for kind path,
 // which has no lock.
 func (r *CompareResult) baselineCell(c Cell) *Cell {
-	if c.Row.Target.Kind == harness.TargetPath {
+	if c.Row.Target.Kind == targets.TargetPath {
 		return nil
 	}
 	for i, row := range r.Rows {

@@ -36,7 +36,7 @@ import (
 
 	"github.com/kernfsim/kernfsim/internal/buildinfo"
 	"github.com/kernfsim/kernfsim/internal/cli"
-	"github.com/kernfsim/kernfsim/loadgen/harness"
+	"github.com/kernfsim/kernfsim/internal/setting"
 )
 
 func main() {
@@ -85,11 +85,11 @@ func newRootCmd(stderr io.Writer) *cobra.Command {
 }
 
 // classify gives err the type cli.Report maps to loadgen's exit status:
-// a *harness.ConfigError is bad input, said in terms of flags; an error
+// a *setting.Error is bad input, said in terms of flags; an error
 // not typed already is a failure at run time.
 func classify(err error) error {
 	var (
-		ce    *harness.ConfigError
+		ce    *setting.Error
 		exit  *cli.ExitError
 		usage *cli.UsageError
 		input *cli.InputError
@@ -106,10 +106,10 @@ func classify(err error) error {
 	return &cli.RuntimeError{Err: inFlags(err)}
 }
 
-// inFlags is err with the text of a *harness.FieldError in it put in
+// inFlags is err with the text of a *setting.TextError in it put in
 // terms of flags. It unwraps to err.
 func inFlags(err error) error {
-	var fe *harness.FieldError
+	var fe *setting.TextError
 	if !errors.As(err, &fe) {
 		return err
 	}
@@ -154,8 +154,8 @@ var hintFlags = map[string]string{
 	"Locks": "--locks", "Format": "--format",
 }
 
-// configMessage is a *harness.ConfigError in terms of flags.
-func configMessage(ce *harness.ConfigError) string {
+// configMessage is a *setting.Error in terms of flags.
+func configMessage(ce *setting.Error) string {
 	field := ce.Field
 	if f, ok := fieldFlags[field]; ok {
 		field = f
@@ -168,7 +168,7 @@ func configMessage(ce *harness.ConfigError) string {
 }
 
 // hintFlag is the flag behind a field the engine's text names
-// (harness.FieldNames).
+// (setting.Names).
 func hintFlag(field string) string {
 	if f, ok := fieldFlags[field]; ok {
 		return f

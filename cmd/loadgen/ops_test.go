@@ -13,8 +13,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/kernfsim/kernfsim/internal/cli"
-	"github.com/kernfsim/kernfsim/loadgen/harness"
 	"github.com/kernfsim/kernfsim/loadgen/report"
+	"github.com/kernfsim/kernfsim/loadgen/serverproc"
 )
 
 // runJSON runs the command line with --format json and decodes the run.
@@ -66,7 +66,7 @@ func TestServerArgs(t *testing.T) {
 // processes: MPI ranks); the real lstopo reads the mirror too.
 func TestMirrorMount(t *testing.T) {
 	requireFUSE(t)
-	s, err := harness.StartServer(context.Background(), harness.ServerConfig{Command: serverCommand(), Lock: "rcu",
+	s, err := serverproc.StartServer(context.Background(), serverproc.ServerConfig{Command: serverCommand(), Lock: "rcu",
 		Args: []string{"--tree=host"}})
 	require.NoError(t, err)
 	defer func() {

@@ -6,7 +6,9 @@ import (
 
 	"github.com/kernfsim/kernfsim/loadgen"
 	"github.com/kernfsim/kernfsim/loadgen/gobench"
-	"github.com/kernfsim/kernfsim/loadgen/harness"
+	"github.com/kernfsim/kernfsim/loadgen/provenance"
+	"github.com/kernfsim/kernfsim/loadgen/targets"
+	"github.com/kernfsim/kernfsim/loadgen/workload"
 )
 
 // BenchName is the benchmark name prefix of WriteBench's lines.
@@ -40,7 +42,7 @@ const BenchName = "BenchmarkSysfs"
 // WriteCompareBench writes the same metrics, a line per repeat. Figures
 // are rounded as go test rounds them (gobench.Round).
 func WriteBench(w io.Writer, r loadgen.Result) error {
-	gw := harness.BenchWriter(w, r.Provenance)
+	gw := provenance.BenchWriter(w, r.Provenance)
 	gw.Comment("setup: %s", r.Target.Describe())
 	for _, warn := range r.Warnings() {
 		gw.Comment("warning: %s", warn)
@@ -53,12 +55,12 @@ func WriteBench(w io.Writer, r loadgen.Result) error {
 
 // writeBenchLine writes one benchmark line: name with the -N GOMAXPROCS
 // suffix, every worker's operations, then the metrics.
-func writeBenchLine(gw *gobench.Writer, p harness.Provenance, name string, op harness.Op, c loadgen.CellRun) {
+func writeBenchLine(gw *gobench.Writer, p provenance.Provenance, name string, op workload.Op, c loadgen.CellRun) {
 	m := []gobench.Metric{gobench.M(c.NsPerOp, "ns/op"), gobench.M(float64(c.WorkerPerOp), "worker-ns/op"),
 		gobench.M(float64(c.SinglePerOp), "single-ns/op"),
 		gobench.M(float64(c.P50), "p50-ns"), gobench.M(float64(c.P99), "p99-ns"), gobench.M(float64(c.P999), "p99.9-ns"),
 		gobench.M(c.OpsPerSec, "ops/s"), gobench.M(c.Ratio, "ratio"), gobench.M(c.Efficiency, "efficiency")}
-	if op == harness.OpHwloc || op == harness.OpLstopo {
+	if op == workload.OpHwloc || op == workload.OpLstopo {
 		m = append(m, gobench.M(float64(c.Done), "done-ns"), gobench.M(float64(c.DoneMax), "done-max-ns"))
 	}
 	if c.LockCounted {
@@ -78,9 +80,9 @@ func writeBenchLine(gw *gobench.Writer, p harness.Provenance, name string, op ha
 // simcost=NANOSECONDSns after the lock, and one that makes the kernel's
 // shared writes (every sim with a cost, and a calibration's of 0)
 // shared=on; a bare sim adds nothing.
-func benchName(t harness.Target, op harness.Op, missing bool, threads int) string {
+func benchName(t targets.Target, op workload.Op, missing bool, threads int) string {
 	lock := t.Lock
-	if t.Kind == harness.TargetPath {
+	if t.Kind == targets.TargetPath {
 		lock = "host"
 	}
 	cost := ""

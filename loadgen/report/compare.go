@@ -10,7 +10,9 @@ import (
 
 	"github.com/kernfsim/kernfsim/internal/textout"
 	"github.com/kernfsim/kernfsim/loadgen"
-	"github.com/kernfsim/kernfsim/loadgen/harness"
+	"github.com/kernfsim/kernfsim/loadgen/provenance"
+	"github.com/kernfsim/kernfsim/loadgen/targets"
+	"github.com/kernfsim/kernfsim/loadgen/workload"
 )
 
 // WriteCompareTable writes one table per op in the spirit of the seed's
@@ -22,7 +24,7 @@ func WriteCompareTable(w io.Writer, r loadgen.CompareResult) error {
 	ew := textout.NewWriter(w)
 	ew.Printf("loadgen compare: median per-op of %d runs x %s, %d CPUs, %s, %s\n",
 		r.Repeats, runLength(r), r.CPUs, PinText(r.SinglePinned, r.Pinned), r.Elapsed.Round(1e8))
-	harness.WriteProvenance(ew, r.Provenance, 8)
+	provenance.WriteProvenance(ew, r.Provenance, 8)
 	for _, s := range compareSetups(r) {
 		ew.Printf("%-8s %s\n", "setup:", s)
 	}
@@ -119,13 +121,13 @@ func workPerRun(r loadgen.CompareResult) string {
 		return fmt.Sprintf("%d discoveries per worker (sim: %d)", r.HwlocTimes, cc.SimHwlocTimes())
 	}
 	s := fmt.Sprintf("%d ops per worker (sim: %d", r.Times, r.SimTimes)
-	if r.SysTimes > 0 && slices.ContainsFunc(r.Rows, func(row loadgen.Row) bool { return row.Target.Kind == harness.TargetPath }) {
+	if r.SysTimes > 0 && slices.ContainsFunc(r.Rows, func(row loadgen.Row) bool { return row.Target.Kind == targets.TargetPath }) {
 		s += fmt.Sprintf(", sys: %d", r.SysTimes)
 	}
-	if slices.Contains(r.Ops, string(harness.OpColdplug)) {
+	if slices.Contains(r.Ops, string(workload.OpColdplug)) {
 		s += fmt.Sprintf("; coldplug: a %dth of that", loadgen.ColdplugFiles)
 	}
-	if slices.Contains(r.Ops, string(harness.OpCgroup)) {
+	if slices.Contains(r.Ops, string(workload.OpCgroup)) {
 		s += fmt.Sprintf("; cgroup: a %dth of that", loadgen.CgroupFiles)
 	}
 	if slices.ContainsFunc(r.Ops, loadgen.TimeToDoneOp) {
@@ -163,7 +165,7 @@ func writeCellTable(w io.Writer, r loadgen.CompareResult, op, corner string, pat
 	fmt.Fprintln(tw, strings.Join(head, "\t"))
 	for i, row := range r.Rows {
 		lock := row.Target.Lock
-		if row.Target.Kind == harness.TargetPath {
+		if row.Target.Kind == targets.TargetPath {
 			if !paths {
 				continue
 			}
@@ -217,7 +219,7 @@ func compareSetups(r loadgen.CompareResult) []string {
 	var out []string
 	for _, row := range r.Rows {
 		s := row.Target.Label() + " rows: " + row.Target.Setup()
-		if row.Target.Kind == harness.TargetSim {
+		if row.Target.Kind == targets.TargetSim {
 			s += " sim=" + simRowsMode(r)
 		}
 		if !slices.Contains(out, s) {
@@ -232,20 +234,20 @@ const SchemaCompare = "kernfsim-loadgen-compare/1"
 
 // JSONCompare is the JSON form of a CompareResult.
 type JSONCompare struct {
-	Schema      string                 `json:"schema"`
-	Provenance  harness.JSONProvenance `json:"provenance"`
-	Ops         []string               `json:"ops"`
-	Threads     []int                  `json:"threads"`
-	Times       int                    `json:"times"`
-	SimTimes    int                    `json:"sim_times"`
-	SysTimes    int                    `json:"sys_times,omitempty"`   // per worker in the path rows' plain ops
-	HwlocTimes  int                    `json:"hwloc_times,omitempty"` // per worker in hwloc and lstopo cells
-	Repeats     int                    `json:"repeats"`
-	CPUs        int                    `json:"cpus"`
-	Pinned      bool                   `json:"pinned"` // the concur workers
-	ElapsedNs   int64                  `json:"elapsed_ns"`
-	Interrupted bool                   `json:"interrupted"`
-	Notes       []string               `json:"notes,omitempty"`
+	Schema      string                    `json:"schema"`
+	Provenance  provenance.JSONProvenance `json:"provenance"`
+	Ops         []string                  `json:"ops"`
+	Threads     []int                     `json:"threads"`
+	Times       int                       `json:"times"`
+	SimTimes    int                       `json:"sim_times"`
+	SysTimes    int                       `json:"sys_times,omitempty"`   // per worker in the path rows' plain ops
+	HwlocTimes  int                       `json:"hwloc_times,omitempty"` // per worker in hwloc and lstopo cells
+	Repeats     int                       `json:"repeats"`
+	CPUs        int                       `json:"cpus"`
+	Pinned      bool                      `json:"pinned"` // the concur workers
+	ElapsedNs   int64                     `json:"elapsed_ns"`
+	Interrupted bool                      `json:"interrupted"`
+	Notes       []string                  `json:"notes,omitempty"`
 	// SinglePinned is CompareResult.SinglePinned: the single worker was
 	// pinned. (Documents from before the key pinned it as the concur
 	// workers.)
@@ -270,7 +272,7 @@ type JSONCompare struct {
 
 // JSONCell is a Cell: its medians, and each run's figures.
 type JSONCell struct {
-	Target       harness.JSONTarget `json:"target"`
+	Target       targets.JSONTarget `json:"target"`
 	Op           string             `json:"op"`
 	Threads      int                `json:"threads"`
 	Median       JSONCellRun        `json:"median"`
@@ -337,7 +339,7 @@ type JSONCellLock struct {
 
 // WriteCompareJSON writes r as one indented JSON document (JSONCompare).
 func WriteCompareJSON(w io.Writer, r loadgen.CompareResult) error {
-	j := JSONCompare{Schema: SchemaCompare, Provenance: harness.NewJSONProvenance(r.Provenance), Ops: r.Ops, Threads: r.Threads, Times: r.Times, SimTimes: r.SimTimes, SysTimes: r.SysTimes,
+	j := JSONCompare{Schema: SchemaCompare, Provenance: provenance.NewJSONProvenance(r.Provenance), Ops: r.Ops, Threads: r.Threads, Times: r.Times, SimTimes: r.SimTimes, SysTimes: r.SysTimes,
 		HwlocTimes: r.HwlocTimes, Repeats: r.Repeats, CPUs: r.CPUs, Pinned: r.Pinned, SinglePinned: r.SinglePinned,
 		MinDurationNs: int64(r.MinDuration), WarmUpNs: int64(r.WarmUp), ElapsedNs: int64(r.Elapsed),
 		Interrupted: r.Interrupted, Notes: r.Notes, SimMode: r.SimMode(), Writers: r.Writers, WriteRate: r.WriteRate, Cells: []JSONCell{}}
@@ -351,7 +353,7 @@ func WriteCompareJSON(w io.Writer, r loadgen.CompareResult) error {
 		j.SimCalibrations = append(j.SimCalibrations, *newJSONSimCalibration(&r.SimCalibrations[i]))
 	}
 	for _, c := range r.Cells {
-		jc := JSONCell{Target: harness.NewJSONTarget(r.CellTarget(c)), Op: c.Op, Threads: c.Threads,
+		jc := JSONCell{Target: targets.NewJSONTarget(r.CellTarget(c)), Op: c.Op, Threads: c.Threads,
 			Median: newJSONCellRun(c.Median()), Runs: []JSONCellRun{}}
 		if v, ok := r.RatioToBaseline(c); ok {
 			jc.RatioToMutex = &v
@@ -393,7 +395,7 @@ func newJSONSpread(s loadgen.Spread) JSONSpread {
 // and confidence intervals itself: `benchstat -col /lock` puts the
 // strategies side by side.
 func WriteCompareBench(w io.Writer, r loadgen.CompareResult) error {
-	gw := harness.BenchWriter(w, r.Provenance)
+	gw := provenance.BenchWriter(w, r.Provenance)
 	for _, s := range compareSetups(r) {
 		gw.Comment("setup: %s", s)
 	}

@@ -7,7 +7,7 @@ import (
 
 	"github.com/kernfsim/kernfsim/internal/textout"
 	"github.com/kernfsim/kernfsim/loadgen"
-	"github.com/kernfsim/kernfsim/loadgen/harness"
+	"github.com/kernfsim/kernfsim/loadgen/targets"
 	"github.com/kernfsim/kernfsim/locking"
 )
 
@@ -27,14 +27,14 @@ import (
 // Findings are the summary lines of op: a line per lock of each kind.
 func Findings(r *loadgen.CompareResult, op string) []string {
 	var out []string
-	for _, kind := range []harness.TargetKind{harness.TargetKernfsim, harness.TargetSim} {
+	for _, kind := range []targets.TargetKind{targets.TargetKernfsim, targets.TargetSim} {
 		out = append(out, kindFindings(r, op, kind)...)
 	}
 	return out
 }
 
 // kindFindings are op's findings for the rows of kind.
-func kindFindings(r *loadgen.CompareResult, op string, kind harness.TargetKind) []string {
+func kindFindings(r *loadgen.CompareResult, op string, kind targets.TargetKind) []string {
 	var lines []string
 	anyResolved, rows := false, 0
 	for i, row := range r.Rows {
@@ -72,9 +72,9 @@ func kindFindings(r *loadgen.CompareResult, op string, kind harness.TargetKind) 
 		lines = append(lines, fmt.Sprintf("%s against mutex: %s", row.Label(), strings.Join(parts, "; ")))
 	}
 	if rows > 0 && !anyResolved {
-		lines = []string{fmt.Sprintf("%s: no lock differs from mutex beyond the runs' spread, at any thread count", harness.Target{Kind: kind}.Label())}
+		lines = []string{fmt.Sprintf("%s: no lock differs from mutex beyond the runs' spread, at any thread count", targets.Target{Kind: kind}.Label())}
 	}
-	if kind == harness.TargetKernfsim && rows > 0 {
+	if kind == targets.TargetKernfsim && rows > 0 {
 		lines = append(lines, mountBound(r, op)...)
 	}
 	if line := writersLine(r, op, kind); line != "" {
@@ -87,7 +87,7 @@ func kindFindings(r *loadgen.CompareResult, op string, kind harness.TargetKind) 
 // one-thread per-op that the tree's own code takes (the sim mutex row's
 // single per-op), and the lock's busy fraction where it was measured.
 func mountBound(r *loadgen.CompareResult, op string) []string {
-	mount, sim := rowCell(r, harness.TargetKernfsim, locking.Baseline, op, 1), rowCell(r, harness.TargetSim, locking.Baseline, op, 1)
+	mount, sim := rowCell(r, targets.TargetKernfsim, locking.Baseline, op, 1), rowCell(r, targets.TargetSim, locking.Baseline, op, 1)
 	var out []string
 	if mount != nil && sim != nil && mount.Median().SinglePerOp > 0 {
 		ms, ss := mount.Median().SinglePerOp, sim.Median().SinglePerOp
@@ -101,7 +101,7 @@ func mountBound(r *loadgen.CompareResult, op string) []string {
 }
 
 // rowCell is the cell of the first row of kind under lock, or nil.
-func rowCell(r *loadgen.CompareResult, kind harness.TargetKind, lock, op string, threads int) *loadgen.Cell {
+func rowCell(r *loadgen.CompareResult, kind targets.TargetKind, lock, op string, threads int) *loadgen.Cell {
 	i := slices.IndexFunc(r.Rows, func(row loadgen.Row) bool { return row.Target.Kind == kind && row.Target.Lock == lock })
 	if i < 0 {
 		return nil
@@ -124,7 +124,7 @@ func lockBusyLine(r *loadgen.CompareResult, op string) string {
 	var parts []string
 	baseBusy := -1.0
 	for i, row := range r.Rows {
-		if row.Target.Kind != harness.TargetKernfsim {
+		if row.Target.Kind != targets.TargetKernfsim {
 			continue
 		}
 		c := r.Cell(i, op, th)
@@ -230,7 +230,7 @@ func explained(r loadgen.CompareResult, c loadgen.Cell, k warnKind) why {
 	switch {
 	case k != warnEfficiency:
 		return unexplained
-	case c.Row.Target.Kind == harness.TargetKernfsim:
+	case c.Row.Target.Kind == targets.TargetKernfsim:
 		return whyTransport
 	case c.Threads == 1 && r.Pinned && !r.SinglePinned:
 		return whyUnpinned
@@ -335,7 +335,7 @@ func hasLockCounts(r loadgen.CompareResult) bool {
 // serve over /dev/fuse, with what would enable io_uring; "" if none did.
 func uringFallback(r loadgen.CompareResult) string {
 	for _, row := range r.Rows {
-		if m := row.Target.Mount; row.Target.Kind == harness.TargetKernfsim && m != nil && m.FellBack != "" {
+		if m := row.Target.Mount; row.Target.Kind == targets.TargetKernfsim && m != nil && m.FellBack != "" {
 			return m.FellBack
 		}
 	}

@@ -11,7 +11,8 @@ import (
 
 	"github.com/kernfsim/kernfsim/internal/textout"
 	"github.com/kernfsim/kernfsim/loadgen"
-	"github.com/kernfsim/kernfsim/loadgen/harness"
+	"github.com/kernfsim/kernfsim/loadgen/reference"
+	"github.com/kernfsim/kernfsim/loadgen/targets"
 	"github.com/kernfsim/kernfsim/locking"
 )
 
@@ -43,14 +44,14 @@ var seed002 = []seedFigure{
 }
 
 // Seed002Reference says where WriteSeedTable's figures come from.
-var Seed002Reference = harness.Reference{Seed: "002", Source: "Ian Kent, 2021, Fox Chen's benchmark on 16 and 48 CPUs, base 5.8.18 against 5.12.2 with the kernfs rwsem and negative-dentry series",
+var Seed002Reference = reference.Reference{Seed: "002", Source: "Ian Kent, 2021, Fox Chen's benchmark on 16 and 48 CPUs, base 5.8.18 against 5.12.2 with the kernfs rwsem and negative-dentry series",
 	Figure: "files at 16 threads 93.4 us -> 21.1 us, at 48 578 us -> 161 us; missing at 16 81.7 us -> 23.7 us, at 48 2.14 ms -> 161 us"}
 
 // seedVerdict says what a measured ratio of rwsem to mutex shows beside
 // the seed's. It "reproduces" where the ratio is resolved and within a
 // factor of 1.5 of the seed's. Otherwise it gives the direction, and
 // whether the effect is larger or smaller than the seed's.
-func seedVerdict(r *loadgen.CompareResult, kind harness.TargetKind, f seedFigure) (cells string, verdict string) {
+func seedVerdict(r *loadgen.CompareResult, kind targets.TargetKind, f seedFigure) (cells string, verdict string) {
 	mutex, rwsem := rowCell(r, kind, locking.Baseline, f.op, f.threads), rowCell(r, kind, "rwsem", f.op, f.threads)
 	if mutex == nil || rwsem == nil {
 		return "-", r.FieldNames.Put(fmt.Sprintf("not measured (give {Threads} %d and {Locks} mutex,rwsem)", f.threads))
@@ -103,7 +104,7 @@ func WriteSeedTable(w io.Writer, r loadgen.CompareResult) error {
 		any = true
 		seed := fmt.Sprintf("%s %s x%.2f (%d)", textout.Dur(f.mutex), textout.Dur(f.rwsem), float64(f.rwsem)/float64(f.mutex), f.cpus)
 		line := []string{f.op, fmt.Sprint(f.threads), seed}
-		for _, kind := range []harness.TargetKind{harness.TargetKernfsim, harness.TargetSim} {
+		for _, kind := range []targets.TargetKind{targets.TargetKernfsim, targets.TargetSim} {
 			cells, verdict := seedVerdict(&r, kind, f)
 			line = append(line, cells, verdict)
 		}
