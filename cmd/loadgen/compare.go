@@ -194,7 +194,7 @@ func (f *compareFlags) config(cmd *cobra.Command) (cc loadgen.CompareConfig, not
 	cc.Ops, cc.Threads, cc.Times, cc.SimTimes, cc.Repeats, cc.NoPin = f.ops, f.threads, f.times, f.simTimes, f.repeats, !f.pin
 	cc.SysTimes, cc.PinSingle = f.sysTimes, f.pinSingle
 	cc.MinDuration, cc.WarmUp = noneIfZero(f.minDur), noneIfZero(f.warmUp)
-	cc.HwlocTimes, cc.Args, cc.FieldNames = f.hwlocTimes, commandLine(cmd), hintFlag
+	cc.HwlocTimes, cc.Args, cc.FieldNames = f.hwlocTimes, commandLine(cmd), flagNames.Names()
 	if f.writers > 0 {
 		cc.Writers, cc.WriteRate = f.writers, f.writeRate
 	}

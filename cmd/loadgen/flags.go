@@ -108,24 +108,14 @@ func (f *treeFlags) serverArgs() []string {
 	return args
 }
 
-// config is the synthetic tree the flags size, for commands that take a
-// sysfs.SynthConfig: a flag not given stays 0, kernfsim's default.
-func (f *treeFlags) config() sysfs.SynthConfig {
-	var c sysfs.SynthConfig
-	for name, v := range map[string]*int{"cpus": &c.CPUs, "sockets": &c.Sockets, "threads-per-core": &c.ThreadsPerCore,
-		"numa-nodes": &c.NUMANodes, "mem-blocks": &c.MemBlocks, "netdevs": &c.Netdevs, "disks": &c.Disks} {
-		if f.names[name] && f.fs.Changed(name) {
-			*v, _ = strconv.Atoi(f.fs.Lookup(name).Value.String())
-		}
-	}
-	return c
-}
+// config is the synthetic tree the flags size (cli.TreeFlags.Synth).
+func (f *treeFlags) config() sysfs.SynthConfig { return f.Synth() }
 
 // simTarget is the --sim target under lock, its tree built from the flags.
 func (f *treeFlags) simTarget(lock string) targets.Target {
 	t := targets.Target{Kind: targets.TargetSim, Lock: lock, Build: f}
 	if _, host := f.HostDir(); !host {
-		t.Tree = f.config().WithDefaults() // for reports
+		t.Tree = f.config() // for reports
 	}
 	return t
 }
@@ -162,7 +152,7 @@ func (f *treeFlags) String() string {
 	if dir, host := f.HostDir(); host {
 		return "mirror of " + dir
 	}
-	return fmt.Sprintf("synthetic tree of %d CPUs", f.config().WithDefaults().CPUs)
+	return fmt.Sprintf("synthetic tree of %d CPUs", f.config().CPUs)
 }
 
 // cliError turns internal/cli's errors into this command's: a

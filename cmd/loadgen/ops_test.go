@@ -15,6 +15,7 @@ import (
 	"github.com/kernfsim/kernfsim/internal/cli"
 	"github.com/kernfsim/kernfsim/loadgen/report"
 	"github.com/kernfsim/kernfsim/loadgen/serverproc"
+	"github.com/kernfsim/kernfsim/sysfs"
 )
 
 // runJSON runs the command line with --format json and decodes the run.
@@ -55,8 +56,8 @@ func TestServerArgs(t *testing.T) {
 		if got := strings.Join(f.serverArgs(), " "); got != want || fs.Lookup("lock") != nil {
 			t.Errorf("own --gp %v: server args %q, want %q; --lock defined: %v", ownGP, got, want, fs.Lookup("lock") != nil)
 		}
-		if c := f.config(); c.CPUs != 8 || c.Sockets != 0 {
-			t.Errorf("config %+v, want CPUs 8 and the rest kernfsim's defaults (0)", c)
+		if c, d := f.config(), (sysfs.SynthConfig{}).WithDefaults(); c.CPUs != 8 || c.Sockets != d.Sockets || c.MemBlocks != d.MemBlocks {
+			t.Errorf("config %+v, want CPUs 8 and the rest kernfsim's defaults", c)
 		}
 	}
 }

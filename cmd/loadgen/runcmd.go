@@ -152,7 +152,7 @@ func (f *runFlags) config(cmd *cobra.Command) (loadgen.Config, error) {
 	return loadgen.Config{Target: t, Op: workload.Op(f.op), Missing: f.missing, MissingPath: f.missingPath,
 		Threads: f.threads, Times: f.times, Files: f.files, FileList: f.fileList, BufSize: f.bufsize,
 		NoPin: !f.pin, PinSingle: f.pinSingle, MinDuration: f.minDur, Procs: f.procs, WorkerCommand: selfCommand("__worker"), Churn: f.churn,
-		Writers: f.writers, Args: commandLine(cmd), FieldNames: hintFlag,
+		Writers: f.writers, Args: commandLine(cmd), FieldNames: flagNames.Names(),
 		Server: &serverproc.ServerConfig{Command: serverCommand(), Args: f.serverFlags()}}, nil
 }
 

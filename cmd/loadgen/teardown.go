@@ -179,8 +179,9 @@ func (f *teardownFlags) validateLists() error {
 	return &cli.UsageError{Err: fmt.Errorf("--format %q: valid formats are seed, json and bench", f.format)}
 }
 
-// tdFlags names the flag behind each teardown.Config field.
-var tdFlags = map[string]string{"Count": "--count", "Batch": "--batch", "Attrs": "--attrs", "Lock": "--locks", "Dir": "--path", "Readers": "--readers"}
+// tdFlags names the flag behind each teardown.Config field: where a
+// field's flag differs from flagNames' ("Lock": teardown takes --locks).
+var tdFlags = setting.Table{"Count": "--count", "Batch": "--batch", "Attrs": "--attrs", "Lock": "--locks", "Dir": "--path", "Readers": "--readers"}
 
 // tdUsage rewords a *setting.Error of the teardown engine in terms
 // of flags.
@@ -190,7 +191,7 @@ func tdUsage(err error) error {
 		return err
 	}
 	msg := tdFlags[ce.Field] + ": " + ce.Problem
-	if h := ce.HintFor(hintFlag); h != "" {
+	if h := ce.HintFor(flagNames.Names()); h != "" {
 		msg += "; " + h
 	}
 	return &cli.UsageError{Err: errors.New(msg)}

@@ -24,6 +24,7 @@ import (
 	"github.com/kernfsim/kernfsim/client"
 	"github.com/kernfsim/kernfsim/fusefs"
 	"github.com/kernfsim/kernfsim/internal/cli"
+	"github.com/kernfsim/kernfsim/internal/setting"
 	"github.com/kernfsim/kernfsim/kernfsim"
 	"github.com/kernfsim/kernfsim/locking"
 )
@@ -131,7 +132,7 @@ func (f *flags) options() (fusefs.MountOptions, error) {
 
 // settingFlags names the flag behind each fusefs.MountOptions field that
 // fusefs's errors name.
-var settingFlags = map[string]string{"Force": "--force", "Transport": "--transport"}
+var settingFlags = setting.Table{"Force": "--force", "Transport": "--transport"}
 
 // flagOf is the flag that sets s, with its value: "--transport devfuse".
 func flagOf(s fusefs.Setting) string {

@@ -17,7 +17,6 @@ import (
 	"github.com/kernfsim/kernfsim/loadgen/serverproc"
 	"github.com/kernfsim/kernfsim/loadgen/targets"
 	"github.com/kernfsim/kernfsim/loadgen/workload"
-	"github.com/kernfsim/kernfsim/locking"
 	"github.com/kernfsim/kernfsim/sysfs"
 )
 
@@ -57,7 +56,7 @@ func openTarget(ctx context.Context, cfg Config, sp spec) (target, error) {
 	sc := *cfg.Server
 	sc.Lock, sc.Args = sp.lock, slices.Clone(sc.Args)
 	if targets.GracePeriods(sp.lock) {
-		sc.Args = append(sc.Args, graceArgs(sp.gp, cfg.Grace)...)
+		sc.Args = append(sc.Args, client.GraceArgs(sp.gp, cfg.Grace)...)
 	}
 	srv, err := serverproc.StartServer(ctx, sc)
 	if err != nil {
@@ -68,21 +67,6 @@ func openTarget(ctx context.Context, cfg Config, sp spec) (target, error) {
 		return nil, errors.Join(err, srv.Close())
 	}
 	return t, nil
-}
-
-// graceArgs are the server flags for policy gp and engine g.
-func graceArgs(gp string, g locking.GraceConfig) []string {
-	args := []string{"--gp=" + gp}
-	if g.Tick > 0 {
-		args = append(args, "--gp-tick="+g.Tick.String())
-	}
-	if g.ExpediteCost > 0 {
-		args = append(args, "--expedite-cost="+g.ExpediteCost.String())
-	}
-	if g.ExpeditedIsNormal {
-		args = append(args, "--rcu-normal")
-	}
-	return args
 }
 
 // simTarget is a tree in process, built as `kernfsim mount` builds one (the
