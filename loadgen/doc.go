@@ -1,7 +1,8 @@
-// Package loadgen reproduces the sysfs path-walk benchmarks the kernfs
-// locking work was measured with (Fox Chen's sysfs_benchmark, as Ian Kent
-// ran it for "kernfs: proposed locking and concurrency improvement"), and
-// compares kernfsim's lock strategies side by side.
+// Package loadgen reproduces the sysfs path-walk benchmarks of the kernfs locking work.
+//
+// They are Fox Chen's sysfs_benchmark, as Ian Kent ran it for "kernfs:
+// proposed locking and concurrency improvement". Compare puts kernfsim's
+// lock strategies side by side.
 //
 // It is a library: Run(ctx, Config) measures one configuration and returns
 // a Result; Compare runs a grid of them; the reporters (WriteSeed,

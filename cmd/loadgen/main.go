@@ -1,8 +1,9 @@
-// Command loadgen reproduces the sysfs open/read/close and missing-file
-// benchmarks of the kernfs locking work against the in-process kernfsim
-// walker (--sim), any directory (--path DIR: /sys, tmpfs, a kernfsim
-// mount) or a kernfsim FUSE server it starts itself (the default), and
-// compares lock strategies side by side (loadgen compare).
+// Command loadgen reproduces the sysfs benchmarks of the kernfs locking work.
+//
+// It runs the open/read/close and missing-file benchmarks against the
+// in-process kernfsim walker (--sim), any directory (--path DIR: /sys,
+// tmpfs, a kernfsim mount) or a kernfsim FUSE server it starts itself
+// (the default). loadgen compare puts lock strategies side by side.
 //
 //	loadgen [--path DIR | --sim] [--lock M] [--threads N] [--times N] [--missing] ...
 //	loadgen compare [--locks LIST] [--threads LIST] [--plot FILE.svg] ...

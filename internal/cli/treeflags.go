@@ -1,5 +1,7 @@
-// Package cli holds what the commands share: the tree flags and how a tree
-// is built from them, and the errors that decide exit statuses.
+// Package cli holds what the commands share: the tree flags and the exit statuses.
+//
+// It builds a tree from the tree flags, and its errors decide a
+// command's exit status.
 package cli
 
 import (

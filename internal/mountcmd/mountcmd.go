@@ -1,5 +1,7 @@
-// Package mountcmd is `kernfsim mount`: build a tree from the tree flags,
-// serve it over FUSE in the foreground until SIGINT/SIGTERM, then unmount.
+// Package mountcmd is `kernfsim mount`: it serves a tree over FUSE until a signal.
+//
+// It builds the tree from the tree flags, serves it in the foreground
+// until SIGINT or SIGTERM, then unmounts.
 // cmd/kernfsim adds it as a subcommand; loadgen runs it (Main) in a child
 // process when it starts its own server.
 package mountcmd

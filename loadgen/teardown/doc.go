@@ -1,6 +1,7 @@
-// Package teardown runs teardown storms (loadgen teardown): the writer
-// side of the seeds, whose figures are References (seed 000's umount
-// storm, a grace period per teardown against an expedited one).
+// Package teardown runs teardown storms (loadgen teardown), the writer side of the seeds.
+//
+// The seeds' figures are References: seed 000's umount storm, a grace
+// period per teardown against an expedited one.
 // A storm creates Count devices, then removes them one call after another
 // (Batch devices per call), timing each call as its caller sees it, and
 // then waits until every teardown has completed.

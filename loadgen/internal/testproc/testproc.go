@@ -1,5 +1,6 @@
-// Package testproc lets a test binary double as the processes its tests
-// start (a stand-in kernfsim server, a worker), and checks what they
+// Package testproc lets a test binary double as the processes its tests start.
+//
+// Those are a stand-in kernfsim server and a worker. It checks what they
 // leave behind. It is for the tests of loadgen and serverproc.
 package testproc
 
