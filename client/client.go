@@ -1,12 +1,12 @@
-// Package client speaks to a kernfsim tree through its files, as any
-// process on a mount does: the control-file protocol of the in-tree ABI
-// (bus/kernfsim/new_device, delete_device, new_cgroup, delete_cgroup),
-// the stats file (kernel/kernfsim/stats) and the cgroup v2 interface
-// files a node agent reads (cgroup.go). It owns these formats' client
-// side: the writes that control files accept (parsed by package sysfs
-// with the parsers here), a typed parser of what package fusefs writes
-// to the stats file, and parsers of the cgroup files' flat and nested
-// keyed formats. It has no state and no locks.
+// Package client speaks to a kernfsim tree through its files, as any process on a mount does.
+//
+// It owns the client side of three formats. The control files of the
+// in-tree ABI (bus/kernfsim/new_device, delete_device, new_cgroup,
+// delete_cgroup) take the writes built here; package sysfs parses them
+// with the parsers here. The stats file (kernel/kernfsim/stats) has a
+// typed parser of what package fusefs writes. The cgroup v2 interface
+// files a node agent reads have parsers of their flat and nested keyed
+// formats (cgroup.go). It has no state and no locks.
 package client
 
 import (

@@ -1,6 +1,7 @@
-// Package fusefs serves a kernfsim tree over FUSE with go-fuse's raw API
-// (fuse.RawFileSystem), so that no go-fuse lock sits on the lookup,
-// getattr or read path and the tree's lock strategy is the only
+// Package fusefs serves a kernfsim tree over FUSE with go-fuse's raw API.
+//
+// It implements fuse.RawFileSystem, so no go-fuse lock sits on the
+// lookup, getattr or read path. The tree's lock strategy is the only
 // synchronisation between requests. It owns nodeid and lookup-count
 // bookkeeping, file handles, errno mapping (status, once), kernel cache
 // invalidation and mounting.

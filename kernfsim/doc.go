@@ -1,7 +1,9 @@
-// Package kernfsim is a kernfs-like tree (the filesystem core behind Linux
-// sysfs) whose lookup, revalidate, permission and write paths run under a
-// chosen locking.Strategy, and an in-process walker that resolves paths the
-// way the kernel's path walk does. It knows nothing of what it serves: the
+// Package kernfsim is a kernfs-like tree under a chosen lock strategy, and a path walker.
+//
+// kernfs is the filesystem core behind Linux sysfs. The tree's lookup,
+// revalidate, permission and write paths run under a locking.Strategy.
+// The in-process walker resolves paths the way the kernel's path walk
+// does. It knows nothing of what it serves: the
 // sysfs contents (CPUs, memory blocks, devices, the in-tree ABI) are
 // package sysfs.
 //

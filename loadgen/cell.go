@@ -7,11 +7,12 @@ import (
 
 	"golang.org/x/perf/benchmath"
 
-	"github.com/kernfsim/kernfsim/loadgen/harness"
+	"github.com/kernfsim/kernfsim/loadgen/targets"
+	"github.com/kernfsim/kernfsim/locking"
 )
 
 // A comparison's cells: the runs of one row, op and thread count, their
-// medians and spread, and their ratio to mutex's.
+// medians and spread, and their ratio to the baseline's (locking.Baseline).
 
 // Cell is the runs of one row, op and thread count.
 type Cell struct {
@@ -178,11 +179,11 @@ func (r *CompareResult) Cell(i int, op string, threads int) *Cell {
 	return nil
 }
 
-// RatioToMutex is c's median figure (per-op; time to done for hwloc) over
-// that of the mutex row of the same target kind, op and thread count;
-// false without one.
-func (r *CompareResult) RatioToMutex(c Cell) (float64, bool) {
-	m := r.mutexCell(c)
+// RatioToBaseline is c's median figure (per-op; time to done for hwloc)
+// over that of the locking.Baseline row of the same target kind, op and
+// thread count. It is false without one.
+func (r *CompareResult) RatioToBaseline(c Cell) (float64, bool) {
+	m := r.baselineCell(c)
 	if m == nil || len(m.Runs) == 0 || m.Median().Figure(c.Op) == 0 {
 		return 0, false
 	}
@@ -227,25 +228,26 @@ func (c Cell) Spread() Spread {
 // Overlaps reports whether the ranges (min to max) of a and b overlap.
 func (a Spread) Overlaps(b Spread) bool { return a.Min <= b.Max && b.Min <= a.Max }
 
-// mutexCell is the cell of the mutex row of c's target kind, op and
-// thread count, or nil (and for c's own kind path, which has no lock).
-func (r *CompareResult) mutexCell(c Cell) *Cell {
-	if c.Row.Target.Kind == harness.TargetPath {
+// baselineCell is the cell of the locking.Baseline row of c's target
+// kind, op and thread count. It is nil without one, and for kind path,
+// which has no lock.
+func (r *CompareResult) baselineCell(c Cell) *Cell {
+	if c.Row.Target.Kind == targets.TargetPath {
 		return nil
 	}
 	for i, row := range r.Rows {
-		if row.Target.Kind == c.Row.Target.Kind && row.Target.Lock == "mutex" {
+		if row.Target.Kind == c.Row.Target.Kind && row.Target.Lock == locking.Baseline {
 			return r.Cell(i, c.Op, c.Threads)
 		}
 	}
 	return nil
 }
 
-// Unresolved reports whether c's ratio to mutex says nothing: its runs'
-// range overlaps the mutex cell's. False for the mutex row itself and
-// without a mutex row.
+// Unresolved reports whether c's ratio to the baseline says nothing: its
+// runs' range overlaps the baseline cell's. It is false for the baseline
+// row itself and without one.
 func (r *CompareResult) Unresolved(c Cell) bool {
-	m := r.mutexCell(c)
+	m := r.baselineCell(c)
 	if m == nil || m.Row == c.Row || len(m.Runs) == 0 || len(c.Runs) == 0 {
 		return false
 	}

@@ -8,8 +8,10 @@ import (
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
 
 	"github.com/kernfsim/kernfsim/client"
+	"github.com/kernfsim/kernfsim/internal/setting"
 	"github.com/kernfsim/kernfsim/kernfsim"
-	"github.com/kernfsim/kernfsim/loadgen/harness"
+	"github.com/kernfsim/kernfsim/loadgen/errtally"
+	"github.com/kernfsim/kernfsim/loadgen/latency"
 )
 
 // The writers that change the tree while a run's workers read it: N
@@ -44,8 +46,8 @@ type ChurnResult struct {
 	// Latency is how long each change took as its writer saw it (one
 	// create or delete, from the write's start to its return), over the
 	// whole run. It is zero in a saved result without it.
-	Latency harness.Latency
-	Errors  []harness.ErrorCount // failed writes: every one is unexpected
+	Latency latency.Latency
+	Errors  []errtally.ErrorCount // failed writes: every one is unexpected
 }
 
 // Achieved is the changes made per second, every writer's.
@@ -82,7 +84,7 @@ type writerSet struct {
 
 	mu     sync.Mutex              // protects res, errs, all, window and spare
 	res    ChurnResult             // protected by mu
-	errs   harness.ErrorTally      // protected by mu
+	errs   errtally.ErrorTally     // protected by mu
 	all    *hdrhistogram.Histogram // every change's latency; protected by mu
 	window *hdrhistogram.Histogram // the open phase's; nil when none is open; protected by mu
 	spare  *hdrhistogram.Histogram // the window's, kept between phases; protected by mu
@@ -90,7 +92,7 @@ type writerSet struct {
 
 func newWriterSet(ch changer, n int, rate float64) *writerSet {
 	return &writerSet{n: n, rate: rate, ch: ch, stop: make(chan struct{}), res: ChurnResult{Rate: rate, Writers: n},
-		errs: harness.ErrorTally{}, all: harness.NewHistogram(), spare: harness.NewHistogram()}
+		errs: errtally.ErrorTally{}, all: latency.NewHistogram(), spare: latency.NewHistogram()}
 }
 
 func (s *writerSet) start() {
@@ -123,9 +125,9 @@ func (s *writerSet) step(w int) {
 	default:
 		s.res.Adds++
 	}
-	harness.RecordLatency(s.all, d)
+	latency.RecordLatency(s.all, d)
 	if s.window != nil {
-		harness.RecordLatency(s.window, d)
+		latency.RecordLatency(s.window, d)
 	}
 }
 
@@ -142,13 +144,13 @@ func (s *writerSet) openWindow() {
 
 // closeWindow ends the phase's window and returns its changes' latency;
 // nil without writers.
-func (s *writerSet) closeWindow() *harness.Latency {
+func (s *writerSet) closeWindow() *latency.Latency {
 	if s == nil {
 		return nil
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	l := harness.Summarize(s.window)
+	l := latency.Summarize(s.window)
 	s.window = nil
 	return &l
 }
@@ -172,7 +174,7 @@ func (s *writerSet) finish() *ChurnResult {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	r := s.res
-	r.Errors, r.Latency = s.errs.Sorted(), harness.Summarize(s.all)
+	r.Errors, r.Latency = s.errs.Sorted(), latency.Summarize(s.all)
 	return &r
 }
 
@@ -215,7 +217,7 @@ type deviceChurn struct {
 // after w-1's.
 func newDeviceChurn(t target, writers int, field string) (*deviceChurn, error) {
 	if err := t.stat(t.abs(churnControl)); err != nil {
-		return nil, harness.NewConfigError(field, "churn a kernfsim mount or {TargetSim}",
+		return nil, setting.NewError(field, "churn a kernfsim mount or {TargetSim}",
 			"%s: %v: the target has no kernfsim device control files", t.abs(churnControl), err)
 	}
 	d := &deviceChurn{t: t, next: make([]int, writers)}

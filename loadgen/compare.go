@@ -8,7 +8,12 @@ import (
 	"slices"
 	"time"
 
-	"github.com/kernfsim/kernfsim/loadgen/harness"
+	"github.com/kernfsim/kernfsim/internal/setting"
+	"github.com/kernfsim/kernfsim/loadgen/limits"
+	"github.com/kernfsim/kernfsim/loadgen/provenance"
+	"github.com/kernfsim/kernfsim/loadgen/serverproc"
+	"github.com/kernfsim/kernfsim/loadgen/targets"
+	"github.com/kernfsim/kernfsim/loadgen/workload"
 )
 
 // Compare defaults: a plain compare finishes within 2 minutes on 2 cores.
@@ -49,12 +54,12 @@ func DefaultCompareThreads() []int {
 // Row is one line of a comparison: a target under a lock. Kernfsim rows
 // without a Dir get a server Compare starts (CompareConfig.Server).
 type Row struct {
-	Target harness.Target
+	Target targets.Target
 }
 
 // Label is the row's name in tables and plots: "sim rwsem", "sys".
 func (r Row) Label() string {
-	if r.Target.Kind == harness.TargetPath {
+	if r.Target.Kind == targets.TargetPath {
 		return r.Target.Label()
 	}
 	return r.Target.Label() + " " + r.Target.Lock
@@ -95,7 +100,7 @@ type CompareConfig struct {
 	// DefaultCompareWarmUp, a negative value none.
 	WarmUp time.Duration
 	// Server starts the servers of kernfsim rows without a Dir.
-	Server *harness.ServerConfig
+	Server *serverproc.ServerConfig
 	// Writers is how many writers change the tree beside every cell's
 	// readers (Config.Writers), each making WriteRate changes a second and
 	// timing them: devices through bus/kernfsim/new_device and
@@ -123,7 +128,7 @@ type CompareConfig struct {
 	// FieldNames is how the caller names the fields of CompareConfig and
 	// Config, for the text a result shows (warnings); nil names each by
 	// itself.
-	FieldNames harness.FieldNames
+	FieldNames setting.Names
 }
 
 // CompareProgress is where a comparison stands.
@@ -135,7 +140,7 @@ type CompareProgress struct {
 
 // CompareResult is a comparison's measurements.
 type CompareResult struct {
-	Provenance  harness.Provenance
+	Provenance  provenance.Provenance
 	Ops         []string
 	Threads     []int
 	Times       int
@@ -170,7 +175,7 @@ type CompareResult struct {
 	WriteRate float64
 	// FieldNames is CompareConfig.FieldNames, which the warnings of its
 	// runs and reports name fields with.
-	FieldNames harness.FieldNames
+	FieldNames setting.Names
 	// LineTransfer is the cache-line transfer time measured before the
 	// runs (LineTransfer), which Binding prices shared read sides at; 0:
 	// not measured.
@@ -192,9 +197,9 @@ func (r *CompareResult) SimMode() string {
 // CellTarget is c's target as its runs had it: a sim row's with the op's
 // SimCost, and the kernel's shared writes wherever the op has a cost,
 // fixed or calibrated, even one of 0.
-func (r CompareResult) CellTarget(c Cell) harness.Target {
+func (r CompareResult) CellTarget(c Cell) targets.Target {
 	t := c.Row.Target
-	if t.Kind == harness.TargetSim {
+	if t.Kind == targets.TargetSim {
 		cost, ok := r.SimCosts[c.Op]
 		t.SimCost, t.SimShared = cost, ok
 	}
@@ -204,7 +209,7 @@ func (r CompareResult) CellTarget(c Cell) harness.Target {
 // TimeToDoneOp reports whether the op label names an operation whose
 // figure is the time to done, not the per-op.
 func TimeToDoneOp(label string) bool {
-	return label == string(harness.OpHwloc) || label == string(harness.OpLstopo)
+	return label == string(workload.OpHwloc) || label == string(workload.OpLstopo)
 }
 
 func (c CompareConfig) withDefaults() CompareConfig {
@@ -240,28 +245,28 @@ func (c CompareConfig) withDefaults() CompareConfig {
 func (c CompareConfig) validate() error {
 	switch {
 	case len(c.Rows) == 0:
-		return harness.NewConfigError("Rows", "name at least one target", "nothing to compare")
+		return setting.NewError("Rows", "name at least one target", "nothing to compare")
 	case c.SimCost < 0 || c.SimCost > time.Second:
-		return harness.NewConfigError("SimCost", "give the kernel's work per operation, 0 to a few microseconds", "%v", c.SimCost)
+		return setting.NewError("SimCost", "give the kernel's work per operation, 0 to a few microseconds", "%v", c.SimCost)
 	case c.Times <= 0 || c.SimTimes <= 0 || c.SysTimes <= 0 || c.HwlocTimes <= 0 || c.Repeats <= 0:
-		return harness.NewConfigError("Times", "give positive numbers", "times %d, sim times %d, hwloc times %d, repeats %d",
+		return setting.NewError("Times", "give positive numbers", "times %d, sim times %d, hwloc times %d, repeats %d",
 			c.Times, c.SimTimes, c.HwlocTimes, c.Repeats)
 	case c.Writers < 0 || c.Writers > MaxWriters:
-		return harness.NewConfigError("Writers", fmt.Sprintf("give 0 to %d writers", MaxWriters), "%d writers", c.Writers)
+		return setting.NewError("Writers", fmt.Sprintf("give 0 to %d writers", MaxWriters), "%d writers", c.Writers)
 	case c.WriteRate < 0 || c.WriteRate > 100000:
-		return harness.NewConfigError("WriteRate", "give 0 (the default) to 100000 changes per second", "%g per second", c.WriteRate)
+		return setting.NewError("WriteRate", "give 0 (the default) to 100000 changes per second", "%g per second", c.WriteRate)
 	}
 	for _, t := range c.Threads {
 		if t <= 0 {
-			return harness.NewConfigError("Threads", "give positive numbers", "%d threads", t)
+			return setting.NewError("Threads", "give positive numbers", "%d threads", t)
 		}
-		if err := harness.CheckThreads("Threads", t); err != nil {
+		if err := limits.CheckThreads("Threads", t); err != nil {
 			return err
 		}
 	}
 	for _, op := range c.Ops {
 		if _, _, ok := ParseOpLabel(op); !ok {
-			return harness.NewConfigError("Ops", "use files, missing, stat-missing or an operation name ("+harness.OpNames()+")", "unknown op %q", op)
+			return setting.NewError("Ops", "use files, missing, stat-missing or an operation name ("+workload.OpNames()+")", "unknown op %q", op)
 		}
 	}
 	return nil
@@ -269,16 +274,16 @@ func (c CompareConfig) validate() error {
 
 // ParseOpLabel is OpLabel's inverse: the op, whether it looks up a
 // missing path, and whether s names one.
-func ParseOpLabel(s string) (harness.Op, bool, bool) {
+func ParseOpLabel(s string) (workload.Op, bool, bool) {
 	switch s {
 	case "files":
-		return harness.OpOpenReadClose, false, true
+		return workload.OpOpenReadClose, false, true
 	case "missing":
-		return harness.OpOpenReadClose, true, true
+		return workload.OpOpenReadClose, true, true
 	case "stat-missing":
-		return harness.OpStat, true, true
+		return workload.OpStat, true, true
 	}
-	return harness.Op(s), false, slices.Contains(harness.Ops, harness.Op(s))
+	return workload.Op(s), false, slices.Contains(workload.Ops, workload.Op(s))
 }
 
 // Compare runs every row x op x thread count Repeats times, interleaved
@@ -293,8 +298,8 @@ func Compare(ctx context.Context, cc CompareConfig) (res CompareResult, err erro
 	if err := cc.validate(); err != nil {
 		return CompareResult{}, err
 	}
-	res = CompareResult{Provenance: harness.CaptureProvenance(cc.Args), Ops: cc.Ops, Threads: cc.Threads, Times: cc.Times, SimTimes: cc.SimTimes, SysTimes: cc.SysTimes,
-		HwlocTimes: cc.HwlocTimes, Repeats: cc.Repeats, CPUs: len(harness.AllowedCPUs()), Pinned: !cc.NoPin, SinglePinned: cc.PinSingle,
+	res = CompareResult{Provenance: provenance.CaptureProvenance(cc.Args), Ops: cc.Ops, Threads: cc.Threads, Times: cc.Times, SimTimes: cc.SimTimes, SysTimes: cc.SysTimes,
+		HwlocTimes: cc.HwlocTimes, Repeats: cc.Repeats, CPUs: len(limits.AllowedCPUs()), Pinned: !cc.NoPin, SinglePinned: cc.PinSingle,
 		MinDuration: cc.MinDuration, WarmUp: cc.WarmUp, Rows: slices.Clone(cc.Rows), Writers: cc.Writers, WriteRate: cc.WriteRate,
 		FieldNames: cc.FieldNames}
 	stop, err := startServers(ctx, res.Rows, cc.Server)
@@ -320,7 +325,7 @@ func Compare(ctx context.Context, cc CompareConfig) (res CompareResult, err erro
 // op against cc.Calibrate, or cc.SimCost for every op. Without sim rows
 // there is nothing to do.
 func simCosts(ctx context.Context, cc CompareConfig, res *CompareResult) error {
-	i := slices.IndexFunc(res.Rows, func(r Row) bool { return r.Target.Kind == harness.TargetSim })
+	i := slices.IndexFunc(res.Rows, func(r Row) bool { return r.Target.Kind == targets.TargetSim })
 	if i < 0 {
 		return nil
 	}
@@ -342,7 +347,7 @@ func simCosts(ctx context.Context, cc CompareConfig, res *CompareResult) error {
 			continue
 		}
 		c := Config{Target: res.Rows[i].Target, Op: op, Missing: missing, NoPin: cc.NoPin, PinSingle: cc.PinSingle}
-		cal, err := CalibrateSimCost(ctx, c, cc.Calibrate, harness.DefaultLock)
+		cal, err := CalibrateSimCost(ctx, c, cc.Calibrate, serverproc.DefaultLock)
 		if err != nil {
 			return err
 		}
@@ -375,8 +380,8 @@ func (r *CompareResult) note(n string) {
 
 // startServers starts a server for each kernfsim row without a Dir and
 // fills the Dir in; stop stops them all.
-func startServers(ctx context.Context, rows []Row, sc *harness.ServerConfig) (stop func() error, err error) {
-	var servers []*harness.Server
+func startServers(ctx context.Context, rows []Row, sc *serverproc.ServerConfig) (stop func() error, err error) {
+	var servers []*serverproc.Server
 	stop = func() error {
 		var errs []error
 		for _, s := range servers {
@@ -386,15 +391,15 @@ func startServers(ctx context.Context, rows []Row, sc *harness.ServerConfig) (st
 	}
 	for i := range rows {
 		t := &rows[i].Target
-		if t.Kind != harness.TargetKernfsim || t.Dir != "" {
+		if t.Kind != targets.TargetKernfsim || t.Dir != "" {
 			continue
 		}
 		if sc == nil {
-			return stop, harness.ErrNoServer
+			return stop, serverproc.ErrNoServer
 		}
 		c := *sc
 		c.Lock, c.Transport = t.Lock, t.ServerTransport
-		s, err := harness.StartServer(ctx, c)
+		s, err := serverproc.StartServer(ctx, c)
 		if err != nil {
 			return stop, err
 		}
@@ -406,13 +411,13 @@ func startServers(ctx context.Context, rows []Row, sc *harness.ServerConfig) (st
 
 // OpLabel is the operation's name in benchmark keys: files for the
 // original open-read-close, missing for it on a missing path.
-func OpLabel(op harness.Op, missing bool) string {
+func OpLabel(op workload.Op, missing bool) string {
 	switch {
-	case missing && op == harness.OpStat:
+	case missing && op == workload.OpStat:
 		return "stat-missing"
 	case missing:
 		return "missing"
-	case op == harness.OpOpenReadClose:
+	case op == workload.OpOpenReadClose:
 		return "files"
 	}
 	return string(op)

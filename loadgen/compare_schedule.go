@@ -7,7 +7,8 @@ import (
 	"slices"
 	"time"
 
-	"github.com/kernfsim/kernfsim/loadgen/harness"
+	"github.com/kernfsim/kernfsim/loadgen/targets"
+	"github.com/kernfsim/kernfsim/loadgen/workload"
 )
 
 // The schedule of a comparison: in which order its runs go, what each
@@ -94,11 +95,11 @@ func warmUpRows(ctx context.Context, cc CompareConfig, res *CompareResult, t0 ti
 // without cgroup v2: the cell stays empty, with a note.
 func runCell(ctx context.Context, cc CompareConfig, c *Cell, res *CompareResult) error {
 	op, missing, _ := ParseOpLabel(c.Op)
-	if op == harness.OpLstopo && c.Row.Target.Kind == harness.TargetSim {
+	if op == workload.OpLstopo && c.Row.Target.Kind == targets.TargetSim {
 		res.note(c.Row.Label() + ": lstopo needs a filesystem, skipped")
 		return nil
 	}
-	if dir := c.Row.Target.Dir; op == harness.OpCgroup && c.Row.Target.Kind == harness.TargetPath && !cgroupV2(dir) {
+	if dir := c.Row.Target.Dir; op == workload.OpCgroup && c.Row.Target.Kind == targets.TargetPath && !cgroupV2(dir) {
 		res.note(c.Row.Label() + ": cgroup skipped: no cgroup v2 hierarchy at " + filepath.Join(dir, cgroupDir) + " (a cgroup v1 or hybrid host)")
 		return nil
 	}
@@ -129,23 +130,23 @@ func runCell(ctx context.Context, cc CompareConfig, c *Cell, res *CompareResult)
 // process takes less than a scheduler tick. Path rows do SysTimes of a
 // plain op.
 func (cc CompareConfig) times(c *Cell) int {
-	sim := c.Row.Target.Kind == harness.TargetSim
+	sim := c.Row.Target.Kind == targets.TargetSim
 	switch {
 	case TimeToDoneOp(c.Op) && sim:
 		return cc.SimHwlocTimes()
 	case TimeToDoneOp(c.Op):
 		return cc.HwlocTimes
-	case c.Op == string(harness.OpColdplug) && sim:
+	case c.Op == string(workload.OpColdplug) && sim:
 		return max(1, cc.SimTimes/ColdplugFiles)
-	case c.Op == string(harness.OpColdplug):
+	case c.Op == string(workload.OpColdplug):
 		return max(1, cc.Times/ColdplugFiles)
-	case c.Op == string(harness.OpCgroup) && sim:
+	case c.Op == string(workload.OpCgroup) && sim:
 		return max(1, cc.SimTimes/CgroupFiles)
-	case c.Op == string(harness.OpCgroup):
+	case c.Op == string(workload.OpCgroup):
 		return max(1, cc.Times/CgroupFiles)
 	case sim:
 		return cc.SimTimes
-	case c.Row.Target.Kind == harness.TargetPath:
+	case c.Row.Target.Kind == targets.TargetPath:
 		return cc.SysTimes
 	}
 	return cc.Times

@@ -9,13 +9,15 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/kernfsim/kernfsim/loadgen/harness"
+	"github.com/kernfsim/kernfsim/internal/setting"
+	"github.com/kernfsim/kernfsim/loadgen/serverproc"
+	"github.com/kernfsim/kernfsim/loadgen/targets"
 )
 
 func TestCompareSim(t *testing.T) {
 	var order []string
 	cc := CompareConfig{
-		Rows:    []Row{{harness.Target{Kind: harness.TargetSim, Lock: "mutex", Tree: simTree(4)}}, {harness.Target{Kind: harness.TargetSim, Lock: "rcu", Tree: simTree(4)}}},
+		Rows:    []Row{{targets.Target{Kind: targets.TargetSim, Lock: "mutex", Tree: simTree(4)}}, {targets.Target{Kind: targets.TargetSim, Lock: "rcu", Tree: simTree(4)}}},
 		Ops:     []string{"files", "missing"},
 		Threads: []int{1, 3},
 		Times:   20, SimTimes: 50, Repeats: 2, MinDuration: -1, WarmUp: time.Millisecond, PinSingle: true,
@@ -48,7 +50,7 @@ func TestCompareSim(t *testing.T) {
 			t.Errorf("cell %s %s threads=%d: single ops %d, %v ops per worker, %d in all: want the count alone, 50 per worker",
 				c.Row.Label(), c.Op, c.Threads, m.SingleOps, m.OpsPerWorker, m.Ops)
 		}
-		ratio, ok := r.RatioToMutex(c)
+		ratio, ok := r.RatioToBaseline(c)
 		if !ok || (c.Row.Target.Lock == "mutex" && ratio != 1) {
 			t.Errorf("cell %s: ratio to mutex %v, %v", c.Row.Label(), ratio, ok)
 		}
@@ -75,20 +77,20 @@ func TestCompareLengthDefaults(t *testing.T) {
 }
 
 func TestCompareBadInput(t *testing.T) {
-	sim := []Row{{harness.Target{Kind: harness.TargetSim, Lock: "rwsem"}}}
+	sim := []Row{{targets.Target{Kind: targets.TargetSim, Lock: "rwsem"}}}
 	for _, cc := range []CompareConfig{
 		{},
 		{Rows: sim, Threads: []int{0}},
 		{Rows: sim, Ops: []string{"nope"}},
 		{Rows: sim, Times: -1},
 	} {
-		var ce *harness.ConfigError
+		var ce *setting.Error
 		if _, err := Compare(context.Background(), cc); !errors.As(err, &ce) {
 			t.Errorf("Compare(%+v): got %v, want a *ConfigError", cc, err)
 		}
 	}
-	_, err := Compare(context.Background(), CompareConfig{Rows: []Row{{harness.Target{Kind: harness.TargetKernfsim, Lock: "rcu"}}}})
-	if !errors.Is(err, harness.ErrNoServer) {
+	_, err := Compare(context.Background(), CompareConfig{Rows: []Row{{targets.Target{Kind: targets.TargetKernfsim, Lock: "rcu"}}}})
+	if !errors.Is(err, serverproc.ErrNoServer) {
 		t.Errorf("kernfsim row without a server: got %v, want ErrNoServer", err)
 	}
 }

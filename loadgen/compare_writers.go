@@ -3,7 +3,7 @@ package loadgen
 import (
 	"time"
 
-	"github.com/kernfsim/kernfsim/loadgen/harness"
+	"github.com/kernfsim/kernfsim/loadgen/targets"
 )
 
 // Writers in a comparison (CompareConfig.Writers). Some locks put their
@@ -21,9 +21,9 @@ func (r *CompareResult) writersFor(row Row) (int, string) {
 	switch t := row.Target; {
 	case r.Writers == 0:
 		return 0, ""
-	case t.Kind == harness.TargetPath:
+	case t.Kind == targets.TargetPath:
 		return 0, "no writers: loadgen never writes to a real sysfs; readers only"
-	case !harness.AcceptsWriters(t.Lock):
+	case !targets.AcceptsWriters(t.Lock):
 		return 0, "no writers: lock strategy " + t.Lock + " refuses them; readers only"
 	}
 	return r.Writers, ""

@@ -8,7 +8,11 @@ import (
 	"strings"
 	"time"
 
-	"github.com/kernfsim/kernfsim/loadgen/harness"
+	"github.com/kernfsim/kernfsim/internal/setting"
+	"github.com/kernfsim/kernfsim/loadgen/limits"
+	"github.com/kernfsim/kernfsim/loadgen/serverproc"
+	"github.com/kernfsim/kernfsim/loadgen/targets"
+	"github.com/kernfsim/kernfsim/loadgen/workload"
 	"github.com/kernfsim/kernfsim/locking"
 )
 
@@ -65,8 +69,8 @@ const (
 
 // Config is one run.
 type Config struct {
-	Target harness.Target
-	Op     harness.Op // "" means OpOpenReadClose
+	Target targets.Target
+	Op     workload.Op // "" means OpOpenReadClose
 	// Missing makes every worker look up MissingPath, which must not
 	// exist: the failing open (or stat) is the operation.
 	Missing     bool
@@ -80,7 +84,7 @@ type Config struct {
 	// a path target); empty means chosen automatically: cpuN/topology/core_id
 	// first, then the other topology files, then cache files.
 	FileList []string
-	BufSize  int  // bytes per read; 0 means harness.DefaultBufSize
+	BufSize  int  // bytes per read; 0 means workload.DefaultBufSize
 	NoPin    bool // do not pin the concur phase's worker i to CPU i mod ncpus (the seed pins them)
 	// PinSingle pins the single phase's worker to the first CPU this
 	// process may run on. By default it runs unpinned, as the seed's
@@ -103,7 +107,7 @@ type Config struct {
 	Procs         bool
 	WorkerCommand []string
 	// Server starts the kernfsim server for a TargetKernfsim without Dir.
-	Server *harness.ServerConfig
+	Server *serverproc.ServerConfig
 	// Churn is each writer's changes per second during the run: devices
 	// added or removed through bus/kernfsim/new_device and delete_device
 	// (the workers then read a churned device's file every fourth
@@ -131,7 +135,7 @@ type Config struct {
 	Args []string
 	// FieldNames is how the caller names Config's fields, for the text a
 	// result shows (Result.Warnings); nil names each by itself.
-	FieldNames harness.FieldNames
+	FieldNames setting.Names
 	// SimCalibration, if not nil, is how Target.SimCost was chosen
 	// (CalibrateSimCost), for the reports.
 	SimCalibration *SimCalibration
@@ -152,7 +156,7 @@ type Progress struct {
 // withDefaults returns c with every zero field set to its default.
 func (c Config) withDefaults() Config {
 	if c.Op == "" {
-		c.Op = harness.OpOpenReadClose
+		c.Op = workload.OpOpenReadClose
 	}
 	if c.MissingPath == "" {
 		c.MissingPath = DefaultMissingPath
@@ -170,12 +174,12 @@ func (c Config) withDefaults() Config {
 		}
 	}
 	if c.BufSize == 0 {
-		c.BufSize = harness.DefaultBufSize
+		c.BufSize = workload.DefaultBufSize
 	}
-	if c.Target.Lock == "" && c.Target.Kind != harness.TargetPath {
-		c.Target.Lock = harness.DefaultLock
+	if c.Target.Lock == "" && c.Target.Kind != targets.TargetPath {
+		c.Target.Lock = serverproc.DefaultLock
 	}
-	if c.Op == harness.OpCgroup && c.Target.Kind == harness.TargetSim && c.Target.Build == nil && c.Target.Tree.Cgroups == 0 {
+	if c.Op == workload.OpCgroup && c.Target.Kind == targets.TargetSim && c.Target.Build == nil && c.Target.Tree.Cgroups == 0 {
 		c.Target.Tree.Cgroups = DefaultCgroups
 	}
 	return c
@@ -188,9 +192,9 @@ func (c Config) writeRate() float64 {
 	switch {
 	case c.Churn > 0:
 		return c.Churn
-	case c.Op == harness.OpColdplug:
+	case c.Op == workload.OpColdplug:
 		return DefaultColdplugRate
-	case c.Op == harness.OpCgroup:
+	case c.Op == workload.OpCgroup:
 		return DefaultCgroupRate
 	case c.Writers > 0:
 		return DefaultWriteRate
@@ -218,16 +222,16 @@ func (c Config) explicitWriters() bool { return c.Churn > 0 || c.Writers > 0 }
 func (c Config) validate() error {
 	pos := func(field string, v int) error {
 		if v <= 0 {
-			return harness.NewConfigError(field, "give a positive number", "%d is not positive", v)
+			return setting.NewError(field, "give a positive number", "%d is not positive", v)
 		}
 		return nil
 	}
 	if c.MinDuration < 0 {
-		return harness.NewConfigError("MinDuration", "give 0 (Times alone) or more", "%v is negative", c.MinDuration)
+		return setting.NewError("MinDuration", "give 0 (Times alone) or more", "%v is negative", c.MinDuration)
 	}
 	for _, err := range []error{pos("Threads", c.Threads), pos("Times", c.Times),
 		pos("Files", c.Files), pos("BufSize", c.BufSize), c.validateOp(), c.validateTarget(),
-		c.validateProcs(), c.validateChurn(), harness.CheckThreads("Threads", c.Threads), checkBuffers(c.Threads, c.BufSize)} {
+		c.validateProcs(), c.validateChurn(), limits.CheckThreads("Threads", c.Threads), checkBuffers(c.Threads, c.BufSize)} {
 		if err != nil {
 			return err
 		}
@@ -236,7 +240,7 @@ func (c Config) validate() error {
 		return err
 	}
 	if len(c.FileList) > 0 && c.Files > len(c.FileList) {
-		return harness.NewConfigError("Files", "give at most as many as the files listed",
+		return setting.NewError("Files", "give at most as many as the files listed",
 			"%d distinct files asked for, but only %d listed", c.Files, len(c.FileList))
 	}
 	return nil
@@ -258,7 +262,7 @@ func (c Config) validateFileList() error {
 			inside = err == nil && filepath.IsLocal(rel)
 		}
 		if !inside && f != "" {
-			return harness.NewConfigError("FileList", "name files inside the target, relative to it or absolute under "+dir,
+			return setting.NewError("FileList", "name files inside the target, relative to it or absolute under "+dir,
 				"%s is outside %s", f, dir)
 		}
 	}
@@ -266,28 +270,28 @@ func (c Config) validateFileList() error {
 }
 
 func (c Config) validateOp() error {
-	if !slices.Contains(harness.Ops, c.Op) {
-		return harness.NewConfigError("Op", "valid operations are "+harness.OpNames(), "unknown operation %q", c.Op)
+	if !slices.Contains(workload.Ops, c.Op) {
+		return setting.NewError("Op", "valid operations are "+workload.OpNames(), "unknown operation %q", c.Op)
 	}
-	if c.Missing && c.Op != harness.OpOpenReadClose && c.Op != harness.OpStat && c.Op != harness.OpSameFile {
-		return harness.NewConfigError("Missing", "use it with open-read-close or stat",
+	if c.Missing && c.Op != workload.OpOpenReadClose && c.Op != workload.OpStat && c.Op != workload.OpSameFile {
+		return setting.NewError("Missing", "use it with open-read-close or stat",
 			"a missing path cannot be the object of %s", c.Op)
 	}
-	if c.Op == harness.OpLstopo && c.Target.Kind == harness.TargetSim {
-		return harness.NewConfigError("Op", "measure a mount ({Dir} DIR or the default target)",
+	if c.Op == workload.OpLstopo && c.Target.Kind == targets.TargetSim {
+		return setting.NewError("Op", "measure a mount ({Dir} DIR or the default target)",
 			"lstopo reads a filesystem, and a sim target has none")
 	}
 	return nil
 }
 
 // defaultTimes is the operations per worker of o when Config.Times is 0.
-func defaultTimes(o harness.Op) int {
+func defaultTimes(o workload.Op) int {
 	switch o {
-	case harness.OpHwloc, harness.OpLstopo:
+	case workload.OpHwloc, workload.OpLstopo:
 		return DefaultHwlocTimes
-	case harness.OpColdplug:
+	case workload.OpColdplug:
 		return DefaultColdplugTimes
-	case harness.OpCgroup:
+	case workload.OpCgroup:
 		return DefaultCgroupTimes
 	}
 	return DefaultTimes
@@ -296,31 +300,31 @@ func defaultTimes(o harness.Op) int {
 func (c Config) validateTarget() error {
 	t := c.Target
 	switch t.Kind {
-	case harness.TargetSim, harness.TargetKernfsim:
+	case targets.TargetSim, targets.TargetKernfsim:
 		if !slices.Contains(locking.Names, t.Lock) {
-			return harness.NewConfigError("Lock", "valid strategies are "+strings.Join(locking.Names, ", "),
+			return setting.NewError("Lock", "valid strategies are "+strings.Join(locking.Names, ", "),
 				"unknown lock strategy %q", t.Lock)
 		}
-	case harness.TargetPath:
+	case targets.TargetPath:
 		if t.Dir == "" {
-			return harness.NewConfigError("Dir", "name the directory to measure", "a path target needs a directory")
+			return setting.NewError("Dir", "name the directory to measure", "a path target needs a directory")
 		}
 	default:
-		return harness.NewConfigError("Target", "use sim, path or kernfsim", "unknown target kind %q", t.Kind)
+		return setting.NewError("Target", "use sim, path or kernfsim", "unknown target kind %q", t.Kind)
 	}
 	switch {
 	case t.SimCost < 0:
-		return harness.NewConfigError("SimCost", "give 0 (the bare sim) or more", "%v is negative", t.SimCost)
+		return setting.NewError("SimCost", "give 0 (the bare sim) or more", "%v is negative", t.SimCost)
 	case t.SimCost > time.Second:
-		return harness.NewConfigError("SimCost", "give the kernel's work per operation: microseconds", "%v per operation is more than a system call costs", t.SimCost)
-	case t.SimCost > 0 && t.Kind != harness.TargetSim:
-		return harness.NewConfigError("SimCost", "drop it, or measure the sim", "work outside the lock is added to sim operations only; a %s target does its own", t.Kind)
-	case t.SimShared && t.Kind != harness.TargetSim:
-		return harness.NewConfigError("SimShared", "drop it, or measure the sim", "the kernel's shared writes are modelled by the sim only; a %s target makes the kernel's own", t.Kind)
+		return setting.NewError("SimCost", "give the kernel's work per operation: microseconds", "%v per operation is more than a system call costs", t.SimCost)
+	case t.SimCost > 0 && t.Kind != targets.TargetSim:
+		return setting.NewError("SimCost", "drop it, or measure the sim", "work outside the lock is added to sim operations only; a %s target does its own", t.Kind)
+	case t.SimShared && t.Kind != targets.TargetSim:
+		return setting.NewError("SimShared", "drop it, or measure the sim", "the kernel's shared writes are modelled by the sim only; a %s target makes the kernel's own", t.Kind)
 	}
-	if t.Kind == harness.TargetSim && t.Build == nil {
+	if t.Kind == targets.TargetSim && t.Build == nil {
 		if err := t.Tree.WithDefaults().Validate(); err != nil {
-			return &harness.ConfigError{Field: "Tree", Problem: err.Error()}
+			return &setting.Error{Field: "Tree", Problem: err.Error()}
 		}
 	}
 	return nil
@@ -330,11 +334,11 @@ func (c Config) validateProcs() error {
 	switch {
 	case !c.Procs:
 		return nil
-	case c.Target.Kind == harness.TargetSim:
-		return harness.NewConfigError("Procs", "drop {Procs}, or measure a mount ({Dir} DIR or the default target)",
+	case c.Target.Kind == targets.TargetSim:
+		return setting.NewError("Procs", "drop {Procs}, or measure a mount ({Dir} DIR or the default target)",
 			"worker processes cannot share the in-process tree of a sim target")
 	case len(c.WorkerCommand) == 0:
-		return harness.NewConfigError("WorkerCommand", "set it to a command that runs ServeWorker", "Procs needs a worker command")
+		return setting.NewError("WorkerCommand", "set it to a command that runs ServeWorker", "Procs needs a worker command")
 	}
 	return nil
 }
@@ -342,13 +346,13 @@ func (c Config) validateProcs() error {
 func (c Config) validateChurn() error {
 	switch {
 	case c.Churn < 0:
-		return harness.NewConfigError("Churn", "give a rate of 0 or more per second", "%g is negative", c.Churn)
+		return setting.NewError("Churn", "give a rate of 0 or more per second", "%g is negative", c.Churn)
 	case c.Writers < 0 || c.Writers > MaxWriters:
-		return harness.NewConfigError("Writers", fmt.Sprintf("give 0 to %d writers", MaxWriters), "%d writers", c.Writers)
-	case c.explicitWriters() && c.Target.Kind != harness.TargetPath && !harness.AcceptsWriters(c.Target.Lock):
-		return harness.NewConfigError(c.writersField(), "use "+harness.WriterLocksText(), "lock strategy %s refuses writers, so nothing can churn", c.Target.Lock)
+		return setting.NewError("Writers", fmt.Sprintf("give 0 to %d writers", MaxWriters), "%d writers", c.Writers)
+	case c.explicitWriters() && c.Target.Kind != targets.TargetPath && !targets.AcceptsWriters(c.Target.Lock):
+		return setting.NewError(c.writersField(), "use "+targets.WriterLocksText(), "lock strategy %s refuses writers, so nothing can churn", c.Target.Lock)
 	case c.Churn > 100000:
-		return harness.NewConfigError("Churn", "give at most 100000 per second", "%g per second is more than a writer can do", c.Churn)
+		return setting.NewError("Churn", "give at most 100000 per second", "%g per second is more than a writer can do", c.Churn)
 	}
 	return nil
 }

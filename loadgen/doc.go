@@ -1,14 +1,15 @@
-// Package loadgen reproduces the sysfs path-walk benchmarks the kernfs
-// locking work was measured with (Fox Chen's sysfs_benchmark, as Ian Kent
-// ran it for "kernfs: proposed locking and concurrency improvement"), and
-// compares kernfsim's lock strategies side by side.
+// Package loadgen reproduces the sysfs path-walk benchmarks of the kernfs locking work.
+//
+// They are Fox Chen's sysfs_benchmark, as Ian Kent ran it for "kernfs:
+// proposed locking and concurrency improvement". Compare puts kernfsim's
+// lock strategies side by side.
 //
 // It is a library: Run(ctx, Config) measures one configuration and returns
 // a Result; Compare runs a grid of them; the reporters (WriteSeed,
 // WriteJSON, WriteBench, WriteCompareTable, ...) are functions of an
 // io.Writer and a result, and package plot draws a comparison. Nothing
 // here parses flags, exits or prints on its own: cmd/loadgen maps a
-// *harness.ConfigError's Field to its flag.
+// *setting.Error's Field to its flag.
 //
 // A run has two phases, as the original program: a single worker does
 // Times operations, then Threads workers do Times operations each at once
@@ -21,12 +22,11 @@
 // the monotonic clock, one clock read per operation, recording each
 // operation's latency in a per-worker HdrHistogram.
 //
-// The tools beside the benchmark (soak, teardown, kernelprobe) import
-// package harness, not this one: the targets, the server, Dir, the
-// latency histograms, the error tally and provenance live there, and
-// this package builds on them. Workers hands soak the benchmark's
-// operations. The control-file protocol and the stats file's parser are
-// package client's.
+// The tools beside the benchmark (soak, teardown, kernelprobe) do not
+// import this package. What they share with it has a package each:
+// targets, serverproc, workload, latency, errtally and provenance.
+// Workers hands soak the benchmark's operations. The control-file
+// protocol and the stats file's parser are package client's.
 //
 // Targets: the in-process kernfsim walker (TargetSim), real system calls
 // against any directory (TargetPath: /sys, tmpfs, a kernfsim mount), or a

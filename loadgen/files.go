@@ -7,8 +7,9 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/kernfsim/kernfsim/internal/setting"
 	"github.com/kernfsim/kernfsim/kernfsim"
-	"github.com/kernfsim/kernfsim/loadgen/harness"
+	"github.com/kernfsim/kernfsim/loadgen/workload"
 )
 
 const (
@@ -23,12 +24,12 @@ const (
 // read-only while workers run. Paths are in the target's abs form; Names
 // are the same paths relative to the target, for the report.
 type plan struct {
-	Op      harness.Op `json:"op"`
-	Missing string     `json:"missing,omitempty"` // the missing path, when Config.Missing
-	Files   []string   `json:"files,omitempty"`   // K files: worker i uses Files[i mod K]
-	Dirs    []string   `json:"dirs,omitempty"`    // OpReaddir: Dirs[i mod K]; OpHwloc: listed per discovery
-	Set     []string   `json:"set,omitempty"`     // OpRandom: drawn from; OpHwloc: read per discovery
-	Churn   []string   `json:"churn,omitempty"`   // churned devices' files, read every fourth iteration
+	Op      workload.Op `json:"op"`
+	Missing string      `json:"missing,omitempty"` // the missing path, when Config.Missing
+	Files   []string    `json:"files,omitempty"`   // K files: worker i uses Files[i mod K]
+	Dirs    []string    `json:"dirs,omitempty"`    // OpReaddir: Dirs[i mod K]; OpHwloc: listed per discovery
+	Set     []string    `json:"set,omitempty"`     // OpRandom: drawn from; OpHwloc: read per discovery
+	Churn   []string    `json:"churn,omitempty"`   // churned devices' files, read every fourth iteration
 	// OpHwloc: missing names looked up per discovery (ENOENT expected).
 	Probes []string `json:"probes,omitempty"`
 	// OpLstopo: the lstopo binary and its HWLOC_FSROOT.
@@ -57,13 +58,13 @@ func makePlan(t target, c Config) (*plan, error) {
 	switch {
 	case c.Missing:
 		return p, p.setMissing(t, c)
-	case c.Op == harness.OpHwloc:
+	case c.Op == workload.OpHwloc:
 		return p, p.setHwloc(t, c)
-	case c.Op == harness.OpLstopo:
+	case c.Op == workload.OpLstopo:
 		return p, p.setLstopo(t, c)
-	case c.Op == harness.OpColdplug:
+	case c.Op == workload.OpColdplug:
 		return p, p.setColdplug(t, c)
-	case c.Op == harness.OpCgroup:
+	case c.Op == workload.OpCgroup:
 		return p, p.setCgroup(t, c)
 	}
 	rels, err := chooseFiles(t, c)
@@ -72,13 +73,13 @@ func makePlan(t target, c Config) (*plan, error) {
 	}
 	p.Names = rels
 	switch c.Op {
-	case harness.OpReaddir:
+	case workload.OpReaddir:
 		p.Names = mapSlice(rels, path.Dir)
 		p.Dirs = mapAbs(t, p.Names)
-	case harness.OpWalk:
+	case workload.OpWalk:
 		p.Names = mapSlice(rels, func(r string) string { return deepPath(t, r) })
 		p.Files = mapAbs(t, p.Names)
-	case harness.OpRandom:
+	case workload.OpRandom:
 		p.Set = mapAbs(t, rels)
 	default:
 		p.Files = mapAbs(t, rels)
@@ -100,18 +101,18 @@ func mapAbs(t target, rels []string) []string { return mapSlice(rels, t.abs) }
 func (p *plan) setMissing(t target, c Config) error {
 	p.Missing, p.Names = t.abs(c.MissingPath), []string{c.MissingPath}
 	var err error
-	if c.Op == harness.OpStat {
+	if c.Op == workload.OpStat {
 		err = t.stat(p.Missing)
 	} else {
 		err = t.readFile(p.Missing, make([]byte, c.BufSize))
 	}
 	switch e := kernfsim.Errno(err); {
 	case err == nil:
-		return harness.NewConfigError("MissingPath", "choose a path that does not exist", "%s exists", c.MissingPath)
+		return setting.NewError("MissingPath", "choose a path that does not exist", "%s exists", c.MissingPath)
 	case kernfsim.Disconnected(err):
-		return harness.DeadMountError(t.abs(""))
+		return workload.DeadMountError(t.abs(""))
 	case e != syscall.ENOENT:
-		return harness.NewConfigError("MissingPath", "choose a path whose lookup fails with ENOENT", "%s: %v", c.MissingPath, err)
+		return setting.NewError("MissingPath", "choose a path whose lookup fails with ENOENT", "%s: %v", c.MissingPath, err)
 	}
 	return nil
 }
@@ -121,9 +122,9 @@ func (p *plan) setMissing(t target, c Config) error {
 func chooseFiles(t target, c Config) ([]string, error) {
 	want := c.Files
 	switch c.Op {
-	case harness.OpRandom:
+	case workload.OpRandom:
 		want = max(c.Threads, c.Files)
-	case harness.OpSameFile:
+	case workload.OpSameFile:
 		want = 1
 	}
 	if len(c.FileList) > 0 {
@@ -133,8 +134,8 @@ func chooseFiles(t target, c Config) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	if len(got) < want && !(c.Op == harness.OpRandom && len(got) >= c.Files) {
-		return nil, harness.NewConfigError("Files", "ask for fewer ({Files} N) or name them ({FileList} PATH)",
+	if len(got) < want && !(c.Op == workload.OpRandom && len(got) >= c.Files) {
+		return nil, setting.NewError("Files", "ask for fewer ({Files} N) or name them ({FileList} PATH)",
 			"%d distinct readable files wanted, only %d found under %s", want, len(got), t.abs(""))
 	}
 	return got, nil
@@ -146,22 +147,22 @@ func checkListed(t target, c Config, files []string) ([]string, error) {
 	for _, f := range files {
 		if err := probe(t, c.Op, f, buf); err != nil {
 			if kernfsim.Disconnected(err) {
-				return nil, harness.DeadMountError(t.abs(""))
+				return nil, workload.DeadMountError(t.abs(""))
 			}
-			return nil, harness.NewConfigError("FileList", "name files the workers can read", "%s: %v", f, err)
+			return nil, setting.NewError("FileList", "name files the workers can read", "%s: %v", f, err)
 		}
 	}
 	return files, nil
 }
 
 // probe does op once on rel.
-func probe(t target, op harness.Op, rel string, buf []byte) error {
+func probe(t target, op workload.Op, rel string, buf []byte) error {
 	switch op {
-	case harness.OpStat:
+	case workload.OpStat:
 		return t.stat(t.abs(rel))
-	case harness.OpReaddir:
+	case workload.OpReaddir:
 		return t.readDir(t.abs(path.Dir(rel)), buf)
-	case harness.OpWalk:
+	case workload.OpWalk:
 		return t.readFile(t.abs(deepPath(t, rel)), buf)
 	}
 	return t.readFile(t.abs(rel), buf)
@@ -181,7 +182,7 @@ func firstUsable(t target, c Config, cands func(yield func(string) bool), want i
 		return len(got) < want && !dead
 	})
 	if dead {
-		return nil, harness.DeadMountError(t.abs(""))
+		return nil, workload.DeadMountError(t.abs(""))
 	}
 	return got, nil
 }
@@ -321,11 +322,11 @@ func scanFiles(t target) func(yield func(string) bool) {
 // filesPerOp is how many files one operation reads or looks up.
 func (p *plan) filesPerOp() int {
 	switch p.Op {
-	case harness.OpHwloc:
+	case workload.OpHwloc:
 		return len(p.Dirs) + len(p.Set) + len(p.Probes)
-	case harness.OpColdplug:
+	case workload.OpColdplug:
 		return len(p.Attrs) + 1
-	case harness.OpCgroup:
+	case workload.OpCgroup:
 		return len(p.CgroupFiles)
 	}
 	return 1
@@ -334,7 +335,7 @@ func (p *plan) filesPerOp() int {
 // warmWorkers is how many of n workers' first operations warm the target
 // up: one whole discovery reads every file already.
 func (p *plan) warmWorkers(n int) int {
-	if p.Op == harness.OpHwloc || p.Op == harness.OpLstopo {
+	if p.Op == workload.OpHwloc || p.Op == workload.OpLstopo {
 		return 1
 	}
 	return n

@@ -10,9 +10,11 @@ import (
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
 
+	"github.com/kernfsim/kernfsim/internal/setting"
 	"github.com/kernfsim/kernfsim/kernfsim"
-	"github.com/kernfsim/kernfsim/loadgen/harness"
 	"github.com/kernfsim/kernfsim/loadgen/internal/testproc"
+	"github.com/kernfsim/kernfsim/loadgen/limits"
+	"github.com/kernfsim/kernfsim/loadgen/targets"
 	"github.com/kernfsim/kernfsim/locking"
 )
 
@@ -65,7 +67,7 @@ func (m *maskTree) phases(t *testing.T, r Result) (single, concur []unix.CPUSet)
 // whatever PinSingle says. Checked on the affinity of the threads that did
 // the operations.
 func TestRunPinning(t *testing.T) {
-	cpus := harness.AllowedCPUs()
+	cpus := limits.AllowedCPUs()
 	if len(cpus) < 2 {
 		t.Skipf("%d CPU allowed: a pinned thread's affinity is an unpinned one's", len(cpus))
 	}
@@ -83,7 +85,7 @@ func TestRunPinning(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			m := &maskTree{}
-			r, err := Run(context.Background(), Config{Target: harness.Target{Kind: harness.TargetSim, Lock: "rwsem", Build: m},
+			r, err := Run(context.Background(), Config{Target: targets.Target{Kind: targets.TargetSim, Lock: "rwsem", Build: m},
 				FileList: []string{"a/mask"}, Threads: 2, Times: 20, NoPin: tc.noPin, PinSingle: tc.pinSingle})
 			require.NoError(t, err)
 			if r.SinglePinned != tc.singlePinned || r.Pinned != tc.workPins {
@@ -184,7 +186,7 @@ func TestWallPerOpMeanOps(t *testing.T) {
 // barrier they see.
 func TestRunProcsMinDuration(t *testing.T) {
 	testproc.RequireSys(t)
-	c := Config{Target: harness.Target{Kind: harness.TargetPath, Dir: "/sys"}, Threads: 2, Times: 1, MinDuration: 30 * time.Millisecond,
+	c := Config{Target: targets.Target{Kind: targets.TargetPath, Dir: "/sys"}, Threads: 2, Times: 1, MinDuration: 30 * time.Millisecond,
 		Procs: true, WorkerCommand: testproc.Self(t, "__worker")}
 	r, err := Run(context.Background(), c)
 	require.NoError(t, err)
@@ -196,7 +198,7 @@ func TestRunBadMinDuration(t *testing.T) {
 	c := simConfig("rwsem")
 	c.MinDuration = -time.Second
 	_, err := Run(context.Background(), c)
-	if ce, ok := err.(*harness.ConfigError); !ok || ce.Field != "MinDuration" {
+	if ce, ok := err.(*setting.Error); !ok || ce.Field != "MinDuration" {
 		t.Errorf("got %v, want a *ConfigError for MinDuration", err)
 	}
 }

@@ -5,7 +5,7 @@ import (
 	"os"
 
 	"github.com/kernfsim/kernfsim/internal/meminfo"
-	"github.com/kernfsim/kernfsim/loadgen/harness"
+	"github.com/kernfsim/kernfsim/internal/setting"
 )
 
 // MaxBufSize is the largest read buffer a worker may have: 256 pages (1
@@ -16,11 +16,11 @@ var MaxBufSize = 256 * os.Getpagesize()
 // than MaxBufSize each or, together, more than half the memory available.
 func checkBuffers(threads, size int) error {
 	if size > MaxBufSize {
-		return harness.NewConfigError("BufSize", fmt.Sprintf("give at most %d (256 pages)", MaxBufSize), "%d bytes per read", size)
+		return setting.NewError("BufSize", fmt.Sprintf("give at most %d (256 pages)", MaxBufSize), "%d bytes per read", size)
 	}
 	avail := meminfo.Available()
 	if total := int64(threads) * int64(max(size, 8192)); avail > 0 && total > avail/2 {
-		return harness.NewConfigError("BufSize", "use fewer threads or a smaller buffer",
+		return setting.NewError("BufSize", "use fewer threads or a smaller buffer",
 			"%d threads x %d-byte buffers need %d MiB, more than half the %d MiB available", threads, size, total>>20, avail>>20)
 	}
 	return nil

@@ -5,7 +5,9 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/kernfsim/kernfsim/loadgen/harness"
+	"github.com/kernfsim/kernfsim/internal/setting"
+	"github.com/kernfsim/kernfsim/loadgen/limits"
+	"github.com/kernfsim/kernfsim/loadgen/targets"
 	"github.com/kernfsim/kernfsim/sysfs"
 )
 
@@ -14,21 +16,21 @@ import (
 // the target are refused as bad input before anything starts (they used
 // to end in "fatal error: thread exhaustion" or "out of memory").
 func TestRunRefusesWhatTheMachineCannotGive(t *testing.T) {
-	limit, _ := harness.ThreadLimit()
-	sim := harness.Target{Kind: harness.TargetSim, Tree: tinyTree}
+	limit, _ := limits.ThreadLimit()
+	sim := targets.Target{Kind: targets.TargetSim, Tree: tinyTree}
 	for _, c := range []struct {
 		cfg   Config
 		field string
 	}{
 		{Config{Target: sim, Threads: limit + 1, Files: 1, Times: 1}, "Threads"},
-		{Config{Target: harness.Target{Kind: harness.TargetPath, Dir: t.TempDir()}, Threads: 12000, Files: 1, Times: 1}, "Threads"},
+		{Config{Target: targets.Target{Kind: targets.TargetPath, Dir: t.TempDir()}, Threads: 12000, Files: 1, Times: 1}, "Threads"},
 		{Config{Target: sim, BufSize: 100_000_000_000, Threads: 1, Times: 10}, "BufSize"},
 		{Config{Target: sim, BufSize: MaxBufSize + 1, Threads: 1, Times: 1}, "BufSize"},
-		{Config{Target: harness.Target{Kind: harness.TargetPath, Dir: "/sys"}, FileList: []string{"/etc/passwd"}, Threads: 1, Times: 1}, "FileList"},
-		{Config{Target: harness.Target{Kind: harness.TargetPath, Dir: "/sys"}, FileList: []string{"devices/../../etc/passwd"}, Threads: 1, Times: 1}, "FileList"},
+		{Config{Target: targets.Target{Kind: targets.TargetPath, Dir: "/sys"}, FileList: []string{"/etc/passwd"}, Threads: 1, Times: 1}, "FileList"},
+		{Config{Target: targets.Target{Kind: targets.TargetPath, Dir: "/sys"}, FileList: []string{"devices/../../etc/passwd"}, Threads: 1, Times: 1}, "FileList"},
 	} {
 		_, err := Run(context.Background(), c.cfg)
-		var ce *harness.ConfigError
+		var ce *setting.Error
 		if !errors.As(err, &ce) || ce.Field != c.field {
 			t.Errorf("Run(threads %d, bufsize %d, files %q): got %v, want a *ConfigError on %s", c.cfg.Threads, c.cfg.BufSize, c.cfg.FileList, err, c.field)
 		}
@@ -39,8 +41,8 @@ func TestRunRefusesWhatTheMachineCannotGive(t *testing.T) {
 }
 
 func TestCompareRefusesTooManyThreads(t *testing.T) {
-	limit, _ := harness.ThreadLimit()
-	_, err := Compare(context.Background(), CompareConfig{Rows: []Row{{Target: harness.Target{Kind: harness.TargetSim, Tree: tinyTree}}}, Threads: []int{1, limit + 1}})
+	limit, _ := limits.ThreadLimit()
+	_, err := Compare(context.Background(), CompareConfig{Rows: []Row{{Target: targets.Target{Kind: targets.TargetSim, Tree: tinyTree}}}, Threads: []int{1, limit + 1}})
 	wantConfigError(t, "Compare", err, "Threads")
 }
 
@@ -49,7 +51,7 @@ var tinyTree = sysfs.SynthConfig{CPUs: 4, Sockets: 1, MemBlocks: 4}
 
 func wantConfigError(t *testing.T, what string, err error, field string) {
 	t.Helper()
-	var ce *harness.ConfigError
+	var ce *setting.Error
 	if !errors.As(err, &ce) || ce.Field != field {
 		t.Errorf("%s: got %v, want a *ConfigError on %s", what, err, field)
 	}

@@ -7,7 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/kernfsim/kernfsim/loadgen/harness"
+	"github.com/kernfsim/kernfsim/loadgen/targets"
 	"github.com/kernfsim/kernfsim/locking"
 )
 
@@ -16,7 +16,7 @@ import (
 // part of the phase's wall time, summed over workers that exclude each
 // other.
 func TestRunReportsLockUse(t *testing.T) {
-	r, err := Run(context.Background(), Config{Target: harness.Target{Kind: harness.TargetSim, Lock: "mutex"}, Threads: 2, Times: 2000})
+	r, err := Run(context.Background(), Config{Target: targets.Target{Kind: targets.TargetSim, Lock: "mutex"}, Threads: 2, Times: 2000})
 	require.NoError(t, err)
 	for name, ph := range map[string]Phase{"single": r.Single, "concur": r.Concur} {
 		u := ph.Lock

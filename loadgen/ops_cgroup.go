@@ -8,8 +8,9 @@ import (
 	"strings"
 
 	"github.com/kernfsim/kernfsim/client"
+	"github.com/kernfsim/kernfsim/internal/setting"
 	"github.com/kernfsim/kernfsim/kernfsim"
-	"github.com/kernfsim/kernfsim/loadgen/harness"
+	"github.com/kernfsim/kernfsim/loadgen/targets"
 )
 
 // A Kubernetes node agent reading cgroup v2 while containers start and
@@ -54,12 +55,12 @@ const CgroupFiles = 5
 // cgroups below fs/cgroup holding every file the first one has.
 func (p *plan) setCgroup(t target, c Config) error {
 	if err := t.stat(t.abs(cgroupDir + "/cgroup.controllers")); err != nil {
-		return harness.NewConfigError("Op", "give the tree cgroups ({Tree.Cgroups} N) or measure a sysfs whose fs/cgroup is cgroup v2",
+		return setting.NewError("Op", "give the tree cgroups ({Tree.Cgroups} N) or measure a sysfs whose fs/cgroup is cgroup v2",
 			"cgroup needs a cgroup v2 hierarchy at %s, and %s/cgroup.controllers is not there (%v)", t.abs(cgroupDir), t.abs(cgroupDir), err)
 	}
 	cgs := listCgroups(t)
 	if len(cgs) == 0 {
-		return harness.NewConfigError("Op", "give the tree cgroups ({Tree.Cgroups} N)", "%s has no cgroup below its root", t.abs(cgroupDir))
+		return setting.NewError("Op", "give the tree cgroups ({Tree.Cgroups} N)", "%s has no cgroup below its root", t.abs(cgroupDir))
 	}
 	first := cgroupDir + "/" + cgs[0] + "/"
 	read, _, err := classify(t, prefixed(first, cgroupReads), make([]byte, CgroupPage))
@@ -67,7 +68,7 @@ func (p *plan) setCgroup(t target, c Config) error {
 	case err != nil:
 		return err
 	case len(read) == 0:
-		return harness.NewConfigError("Op", "measure a cgroup v2 hierarchy with the memory, cpu and io controllers",
+		return setting.NewError("Op", "measure a cgroup v2 hierarchy with the memory, cpu and io controllers",
 			"%s: none of %s is readable", t.abs(first), strings.Join(cgroupReads, ", "))
 	}
 	for _, r := range read {
@@ -163,14 +164,14 @@ func newCgroupChurn(t target, c Config) (*writerSet, string, error) {
 		why = err.Error()
 	}
 	if c.explicitWriters() {
-		return nil, "", harness.NewConfigError(c.writersField(), "churn the cgroups of a kernfsim tree ({TargetSim} or a kernfsim mount; {Tree.Cgroups} N)", "%s", why)
+		return nil, "", setting.NewError(c.writersField(), "churn the cgroups of a kernfsim tree ({TargetSim} or a kernfsim mount; {Tree.Cgroups} N)", "%s", why)
 	}
 	return nil, "no cgroup churn: " + why + "; readers only", nil
 }
 
 // cgroupWritable says why t's cgroups cannot be churned ("" if they can).
 func cgroupWritable(t target, c Config) string {
-	if c.Target.Kind != harness.TargetPath && !harness.AcceptsWriters(c.Target.Lock) {
+	if c.Target.Kind != targets.TargetPath && !targets.AcceptsWriters(c.Target.Lock) {
 		return "lock strategy " + c.Target.Lock + " refuses writers"
 	}
 	if err := t.stat(t.abs(client.NewCgroupPath)); err != nil {

@@ -11,7 +11,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/kernfsim/kernfsim/loadgen/harness"
+	"github.com/kernfsim/kernfsim/internal/setting"
+	"github.com/kernfsim/kernfsim/loadgen/targets"
+	"github.com/kernfsim/kernfsim/loadgen/workload"
 	"github.com/kernfsim/kernfsim/locking"
 )
 
@@ -21,7 +23,7 @@ import (
 func TestCgroupSim(t *testing.T) {
 	for _, lock := range locking.NamesWhere(func(t locking.Traits) bool { return t.AcceptsWriters }) {
 		t.Run("lock="+lock, func(t *testing.T) {
-			c := Config{Target: harness.Target{Kind: harness.TargetSim, Lock: lock, Tree: simTree(8)}, Op: harness.OpCgroup, Threads: 3, Times: 200,
+			c := Config{Target: targets.Target{Kind: targets.TargetSim, Lock: lock, Tree: simTree(8)}, Op: workload.OpCgroup, Threads: 3, Times: 200,
 				Churn: 2000, Writers: 2, MinDuration: 50 * time.Millisecond}
 			r, err := Run(context.Background(), c)
 			require.NoError(t, err)
@@ -43,19 +45,19 @@ func TestCgroupSim(t *testing.T) {
 // tree without cgroups is bad input, as is a host whose fs/cgroup is not
 // cgroup v2.
 func TestCgroupReadersOnly(t *testing.T) {
-	r, err := Run(context.Background(), Config{Target: harness.Target{Kind: harness.TargetSim, Lock: "none", Tree: simTree(4)}, Op: harness.OpCgroup, Threads: 2, Times: 50})
+	r, err := Run(context.Background(), Config{Target: targets.Target{Kind: targets.TargetSim, Lock: "none", Tree: simTree(4)}, Op: workload.OpCgroup, Threads: 2, Times: 50})
 	require.NoError(t, err)
 	if r.Churn != nil || len(r.Notes) != 1 || !strings.Contains(r.Notes[0], "no cgroup churn") || len(r.Errors) != 0 {
 		t.Errorf("churn %+v, notes %q, errors %+v: want readers only, a note, no errors", r.Churn, r.Notes, r.Errors)
 	}
-	_, err = Run(context.Background(), Config{Target: harness.Target{Kind: harness.TargetPath, Dir: t.TempDir()}, Op: harness.OpCgroup})
-	if ce := (*harness.ConfigError)(nil); !errors.As(err, &ce) || ce.Field != "Op" || !strings.Contains(ce.Problem, "cgroup v2") {
+	_, err = Run(context.Background(), Config{Target: targets.Target{Kind: targets.TargetPath, Dir: t.TempDir()}, Op: workload.OpCgroup})
+	if ce := (*setting.Error)(nil); !errors.As(err, &ce) || ce.Field != "Op" || !strings.Contains(ce.Problem, "cgroup v2") {
 		t.Errorf("a directory without cgroups: got %v, want a *ConfigError for Op", err)
 	}
 	if _, err := os.Stat("/sys/fs/cgroup/cgroup.controllers"); err != nil {
 		t.Skip("/sys/fs/cgroup is not cgroup v2 here:", err)
 	}
-	r, err = Run(context.Background(), Config{Target: harness.Target{Kind: harness.TargetPath, Dir: "/sys"}, Op: harness.OpCgroup, Threads: 2, Times: 20})
+	r, err = Run(context.Background(), Config{Target: targets.Target{Kind: targets.TargetPath, Dir: "/sys"}, Op: workload.OpCgroup, Threads: 2, Times: 20})
 	if err != nil || r.Churn != nil || len(r.Notes) != 1 || !strings.Contains(r.Notes[0], "no cgroup churn") {
 		t.Errorf("/sys: %v, churn %+v, notes %q: want readers only, with a note", err, r.Churn, r.Notes)
 	}
@@ -81,9 +83,9 @@ func TestCgroupCoversEveryCgroupOnce(t *testing.T) {
 	const threads = 3
 	tree := simTree(4)
 	tree.Cgroups = 10 // 3 slices, 5 pods, 10 containers
-	st, err := newSimTarget(harness.Target{Kind: harness.TargetSim, Lock: "rwsem", Tree: tree.WithDefaults()}, false, threads)
+	st, err := newSimTarget(targets.Target{Kind: targets.TargetSim, Lock: "rwsem", Tree: tree.WithDefaults()}, false, threads)
 	require.NoError(t, err)
-	p, err := makePlan(st, Config{Op: harness.OpCgroup, Threads: threads, BufSize: 32})
+	p, err := makePlan(st, Config{Op: workload.OpCgroup, Threads: threads, BufSize: 32})
 	require.NoError(t, err)
 	n := len(p.Cgroups)
 	if n != 18 || p.filesPerOp() != CgroupFiles {

@@ -8,8 +8,9 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/kernfsim/kernfsim/internal/setting"
 	"github.com/kernfsim/kernfsim/kernfsim"
-	"github.com/kernfsim/kernfsim/loadgen/harness"
+	"github.com/kernfsim/kernfsim/loadgen/targets"
 )
 
 // udev coldplug of memory blocks. On a 64 TB IBM machine with over 100,000
@@ -50,7 +51,7 @@ const ColdplugFiles = 5
 func (p *plan) setColdplug(t target, c Config) error {
 	blocks := memBlocks(t)
 	if len(blocks) == 0 {
-		return harness.NewConfigError("Op", "give the tree memory blocks ({Tree.MemBlocks} N) or measure a sysfs that has them",
+		return setting.NewError("Op", "give the tree memory blocks ({Tree.MemBlocks} N) or measure a sysfs that has them",
 			"coldplug needs %s/memoryN directories, and %s has none", memDir, t.abs(""))
 	}
 	first := memDir + "/" + blocks[0] + "/"
@@ -60,7 +61,7 @@ func (p *plan) setColdplug(t target, c Config) error {
 	case err != nil:
 		return err
 	case len(read) == 0 || slices.Contains(read, first+coldplugAbsent):
-		return harness.NewConfigError("Op", "measure a sysfs whose memory blocks have the usual attributes",
+		return setting.NewError("Op", "measure a sysfs whose memory blocks have the usual attributes",
 			"%s: want readable %s and no %s; read %q, missing %q", t.abs(first), strings.Join(coldplugAttrs, ", "),
 			coldplugAbsent, read, missing)
 	}
@@ -141,7 +142,7 @@ func newProber(t target, c Config, blocks []string) (*writerSet, string, error) 
 		}
 	}
 	if c.explicitWriters() {
-		return nil, "", harness.NewConfigError(c.writersField(), "hot-add into a kernfsim tree with a probe file ({TargetSim} or a kernfsim mount)", "%s", why)
+		return nil, "", setting.NewError(c.writersField(), "hot-add into a kernfsim tree with a probe file ({TargetSim} or a kernfsim mount)", "%s", why)
 	}
 	return nil, "no memory hot-add: " + why + "; readers only", nil
 }
@@ -152,7 +153,7 @@ func probeable(t target, c Config) (uint64, string) {
 	if _, sim := t.(*simTarget); !sim && t.stat(t.abs(churnControl)) != nil {
 		return 0, t.abs("") + " is not a kernfsim tree (loadgen never hot-adds memory to a real machine)"
 	}
-	if c.Target.Kind != harness.TargetPath && !harness.AcceptsWriters(c.Target.Lock) {
+	if c.Target.Kind != targets.TargetPath && !targets.AcceptsWriters(c.Target.Lock) {
 		return 0, "lock strategy " + c.Target.Lock + " refuses writers"
 	}
 	if err := t.stat(t.abs(MemProbeFile)); err != nil {

@@ -11,7 +11,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/kernfsim/kernfsim/loadgen/harness"
+	"github.com/kernfsim/kernfsim/internal/setting"
+	"github.com/kernfsim/kernfsim/loadgen/targets"
+	"github.com/kernfsim/kernfsim/loadgen/workload"
 	"github.com/kernfsim/kernfsim/locking"
 )
 
@@ -22,7 +24,7 @@ func TestColdplugSim(t *testing.T) {
 		t.Run("lock="+lock, func(t *testing.T) {
 			tree := simTree(8)
 			tree.MemBlocks = 64
-			c := Config{Target: harness.Target{Kind: harness.TargetSim, Lock: lock, Tree: tree}, Op: harness.OpColdplug, Threads: 3, Times: 1000, Churn: 20000}
+			c := Config{Target: targets.Target{Kind: targets.TargetSim, Lock: lock, Tree: tree}, Op: workload.OpColdplug, Threads: 3, Times: 1000, Churn: 20000}
 			r, err := Run(context.Background(), c)
 			require.NoError(t, err)
 			checkRun(t, r, 3, 1000)
@@ -39,21 +41,21 @@ func TestColdplugSim(t *testing.T) {
 // Without writers (lock none) or without a kernfsim tree (/sys), the run
 // has readers only and says why; asking for a rate there is bad input.
 func TestColdplugReadersOnly(t *testing.T) {
-	targets := []harness.Target{{Kind: harness.TargetSim, Lock: "none", Tree: simTree(4)}}
+	tgts := []targets.Target{{Kind: targets.TargetSim, Lock: "none", Tree: simTree(4)}}
 	if sysHasMemory() {
-		targets = append(targets, harness.Target{Kind: harness.TargetPath, Dir: "/sys"})
+		tgts = append(tgts, targets.Target{Kind: targets.TargetPath, Dir: "/sys"})
 	}
-	for _, tg := range targets {
-		r, err := Run(context.Background(), Config{Target: tg, Op: harness.OpColdplug, Threads: 2, Times: 50})
+	for _, tg := range tgts {
+		r, err := Run(context.Background(), Config{Target: tg, Op: workload.OpColdplug, Threads: 2, Times: 50})
 		require.NoError(t, err)
 		if r.Churn != nil || len(r.Notes) != 1 || !strings.Contains(r.Notes[0], "no memory hot-add") || len(r.Errors) != 0 {
 			t.Errorf("%s: churn %+v, notes %q, errors %+v: want readers only, a note, no errors", tg.Kind, r.Churn, r.Notes, r.Errors)
 		}
-		if tg.Kind != harness.TargetPath {
+		if tg.Kind != targets.TargetPath {
 			continue
 		}
-		_, err = Run(context.Background(), Config{Target: tg, Op: harness.OpColdplug, Threads: 1, Times: 1, Churn: 10})
-		if ce := (*harness.ConfigError)(nil); !errors.As(err, &ce) || ce.Field != "Churn" || !strings.Contains(ce.Problem, "not a kernfsim tree") {
+		_, err = Run(context.Background(), Config{Target: tg, Op: workload.OpColdplug, Threads: 1, Times: 1, Churn: 10})
+		if ce := (*setting.Error)(nil); !errors.As(err, &ce) || ce.Field != "Churn" || !strings.Contains(ce.Problem, "not a kernfsim tree") {
 			t.Errorf("/sys with a rate: got %v, want a *ConfigError for Churn", err)
 		}
 	}
@@ -67,8 +69,8 @@ func sysHasMemory() bool {
 }
 
 func TestColdplugNoBlocks(t *testing.T) {
-	_, err := Run(context.Background(), Config{Target: harness.Target{Kind: harness.TargetPath, Dir: t.TempDir()}, Op: harness.OpColdplug})
-	if ce := (*harness.ConfigError)(nil); !errors.As(err, &ce) || ce.Field != "Op" {
+	_, err := Run(context.Background(), Config{Target: targets.Target{Kind: targets.TargetPath, Dir: t.TempDir()}, Op: workload.OpColdplug})
+	if ce := (*setting.Error)(nil); !errors.As(err, &ce) || ce.Field != "Op" {
 		t.Errorf("got %v, want a *ConfigError for Op", err)
 	}
 }
@@ -110,7 +112,7 @@ func (b *blockTarget) list(rel string) ([]entry, error) {
 func TestColdplugCoversEveryBlockOnce(t *testing.T) {
 	const n, threads = 60, 4
 	bt := &blockTarget{n: n, seen: map[string]int{}}
-	p, err := makePlan(bt, Config{Op: harness.OpColdplug, Threads: threads, BufSize: 32})
+	p, err := makePlan(bt, Config{Op: workload.OpColdplug, Threads: threads, BufSize: 32})
 	require.NoError(t, err)
 	bt.seen = map[string]int{} // forget the set-up's reads
 	for i := range threads {

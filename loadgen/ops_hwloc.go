@@ -12,8 +12,9 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/kernfsim/kernfsim/internal/setting"
 	"github.com/kernfsim/kernfsim/kernfsim"
-	"github.com/kernfsim/kernfsim/loadgen/harness"
+	"github.com/kernfsim/kernfsim/loadgen/workload"
 )
 
 // hwloc's Linux discovery, replayed. hwloc 2.x (topology-linux.c) walks
@@ -53,7 +54,7 @@ var (
 func (p *plan) setHwloc(t target, c Config) error {
 	cpus := cpuNames(t)
 	if len(cpus) == 0 {
-		return harness.NewConfigError("Op", "measure a sysfs (a kernfsim mount, /sys or {TargetSim})",
+		return setting.NewError("Op", "measure a sysfs (a kernfsim mount, /sys or {TargetSim})",
 			"%s needs %s/cpuN directories, and %s has none", c.Op, cpuDir, t.abs(""))
 	}
 	read, missing, err := classify(t, hwlocNames(t, cpus), make([]byte, max(c.BufSize, 8192)))
@@ -110,7 +111,7 @@ func classify(t target, names []string, buf []byte) (read, missing []string, err
 		case kernfsim.Errno(err) == syscall.ENOENT:
 			missing = append(missing, n)
 		case kernfsim.Disconnected(err):
-			return nil, nil, harness.DeadMountError(t.abs(""))
+			return nil, nil, workload.DeadMountError(t.abs(""))
 		}
 	}
 	return read, missing, nil
@@ -150,11 +151,11 @@ var lstopoArgs = []string{"--of", "xml", "--no-io", "-"}
 func (p *plan) setLstopo(t target, c Config) error {
 	bin, err := exec.LookPath("lstopo")
 	if err != nil {
-		return harness.NewConfigError("Op", "install hwloc (Debian: apt-get install hwloc)", "lstopo not found: %v", err)
+		return setting.NewError("Op", "install hwloc (Debian: apt-get install hwloc)", "lstopo not found: %v", err)
 	}
 	cpus := cpuNames(t)
 	if len(cpus) == 0 {
-		return harness.NewConfigError("Op", "measure a sysfs (a kernfsim mount or /sys)",
+		return setting.NewError("Op", "measure a sysfs (a kernfsim mount or /sys)",
 			"lstopo needs %s/cpuN directories, and %s has none", cpuDir, t.abs(""))
 	}
 	root, err := os.MkdirTemp("", "loadgen-hwloc-root-")
@@ -166,7 +167,7 @@ func (p *plan) setLstopo(t target, c Config) error {
 		return err
 	}
 	if err := runLstopo(bin, root); err != nil {
-		return harness.NewConfigError("Op", "check that hwloc reads the target", "%v", err)
+		return setting.NewError("Op", "check that hwloc reads the target", "%v", err)
 	}
 	return nil
 }

@@ -13,8 +13,10 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/kernfsim/kernfsim/loadgen/harness"
+	"github.com/kernfsim/kernfsim/internal/setting"
 	"github.com/kernfsim/kernfsim/loadgen/internal/testproc"
+	"github.com/kernfsim/kernfsim/loadgen/targets"
+	"github.com/kernfsim/kernfsim/loadgen/workload"
 	"github.com/kernfsim/kernfsim/locking"
 )
 
@@ -44,7 +46,7 @@ func hasSuffix(names []string, suffix string) bool {
 func TestHwlocSim(t *testing.T) {
 	for _, lock := range locking.Names {
 		t.Run("lock="+lock, func(t *testing.T) {
-			c := Config{Target: harness.Target{Kind: harness.TargetSim, Lock: lock, Tree: simTree(8)}, Op: harness.OpHwloc, Threads: 3, Times: 2}
+			c := Config{Target: targets.Target{Kind: targets.TargetSim, Lock: lock, Tree: simTree(8)}, Op: workload.OpHwloc, Threads: 3, Times: 2}
 			r, err := Run(context.Background(), c)
 			require.NoError(t, err)
 			checkRun(t, r, 3, 2)
@@ -73,7 +75,7 @@ func TestHwlocSim(t *testing.T) {
 func TestHwlocSys(t *testing.T) {
 	testproc.RequireSys(t)
 	for _, procs := range []bool{false, true} {
-		c := Config{Target: harness.Target{Kind: harness.TargetPath, Dir: "/sys"}, Op: harness.OpHwloc, Threads: 3, Times: 1, Procs: procs}
+		c := Config{Target: targets.Target{Kind: targets.TargetPath, Dir: "/sys"}, Op: workload.OpHwloc, Threads: 3, Times: 1, Procs: procs}
 		if procs {
 			c.WorkerCommand = testproc.Self(t, "__worker")
 		}
@@ -105,7 +107,7 @@ func TestLstopoSys(t *testing.T) {
 	if _, err := exec.LookPath("lstopo"); err != nil {
 		t.Skip("no lstopo:", err)
 	}
-	r, err := Run(context.Background(), Config{Target: harness.Target{Kind: harness.TargetPath, Dir: "/sys"}, Op: harness.OpLstopo, Threads: 2, Times: 1})
+	r, err := Run(context.Background(), Config{Target: targets.Target{Kind: targets.TargetPath, Dir: "/sys"}, Op: workload.OpLstopo, Threads: 2, Times: 1})
 	require.NoError(t, err)
 	checkRun(t, r, 2, 1)
 	checkDone(t, r)
@@ -115,8 +117,8 @@ func TestLstopoSys(t *testing.T) {
 	if left, _ := filepath.Glob(filepath.Join(os.TempDir(), "loadgen-hwloc-root-*")); len(left) > 0 {
 		t.Errorf("left behind: %q", left)
 	}
-	_, err = Run(context.Background(), Config{Target: harness.Target{Kind: harness.TargetSim}, Op: harness.OpLstopo})
-	if ce := (*harness.ConfigError)(nil); !errors.As(err, &ce) || ce.Field != "Op" {
+	_, err = Run(context.Background(), Config{Target: targets.Target{Kind: targets.TargetSim}, Op: workload.OpLstopo})
+	if ce := (*setting.Error)(nil); !errors.As(err, &ce) || ce.Field != "Op" {
 		t.Errorf("lstopo under sim: got %v, want a *ConfigError for Op", err)
 	}
 }

@@ -7,7 +7,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/kernfsim/kernfsim/loadgen/harness"
+	"github.com/kernfsim/kernfsim/loadgen/targets"
+	"github.com/kernfsim/kernfsim/loadgen/workload"
 )
 
 // rawFile is what the original's single run reads on this machine.
@@ -32,7 +33,7 @@ func rawLoop(n int, buf []byte) error {
 // loadgenPerOp is loadgen's single per-op over rawLoop's file, its single
 // worker pinned as rawPerOp's loop is.
 func loadgenPerOp(n int) (time.Duration, error) {
-	r, err := Run(context.Background(), Config{Target: harness.Target{Kind: harness.TargetPath, Dir: "/sys"}, Threads: 1, Times: n,
+	r, err := Run(context.Background(), Config{Target: targets.Target{Kind: targets.TargetPath, Dir: "/sys"}, Threads: 1, Times: n,
 		FileList: []string{"devices/system/cpu/cpu0/topology/core_id"}, PinSingle: true})
 	return r.SinglePerOp(), err
 }
@@ -48,7 +49,7 @@ func BenchmarkRawSyscalls(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer unlock()
-	buf := make([]byte, harness.DefaultBufSize)
+	buf := make([]byte, workload.DefaultBufSize)
 	b.ResetTimer()
 	if err := rawLoop(b.N, buf); err != nil {
 		b.Fatal(err)

@@ -16,7 +16,7 @@ import (
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
 
-	"github.com/kernfsim/kernfsim/loadgen/harness"
+	"github.com/kernfsim/kernfsim/loadgen/errtally"
 )
 
 // The worker-process protocol. The parent starts Config.WorkerCommand
@@ -42,10 +42,10 @@ type workerSpec struct {
 
 // workerReport is what a worker process sends back.
 type workerReport struct {
-	Result WorkerResult         `json:"result"`
-	Hist   []byte               `json:"hist,omitempty"` // HdrHistogram V2 compressed
-	Errors []harness.ErrorCount `json:"errors,omitempty"`
-	Err    string               `json:"err,omitempty"`
+	Result WorkerResult          `json:"result"`
+	Hist   []byte                `json:"hist,omitempty"` // HdrHistogram V2 compressed
+	Errors []errtally.ErrorCount `json:"errors,omitempty"`
+	Err    string                `json:"err,omitempty"`
 	// EndMono is when the loop ended, CLOCK_MONOTONIC ns (monoNow).
 	EndMono int64 `json:"end_mono_ns,omitempty"`
 }
@@ -227,7 +227,7 @@ func (k *child) readReport() outcome {
 	if err != nil {
 		return outcome{err: fmt.Errorf("decoding its histogram: %w", err)}
 	}
-	errs := harness.ErrorTally{}
+	errs := errtally.ErrorTally{}
 	for _, c := range r.Errors {
 		errs.Add(c.Errno, c.Churn, c.Path, c.Count)
 	}

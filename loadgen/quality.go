@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/kernfsim/kernfsim/internal/textout"
-	"github.com/kernfsim/kernfsim/loadgen/harness"
+	"github.com/kernfsim/kernfsim/loadgen/targets"
 )
 
 // Limits below which a run's figures do not mean what they seem.
@@ -57,7 +57,7 @@ func (r Result) warnings() []string {
 func (r Result) efficiencyWarning(e float64) string {
 	s := fmt.Sprintf("efficiency %.2f is above %.2f, which no real scaling gives: "+
 		"the run is too short or too noisy to compare phases (raise {Times} or {MinDuration})", e, MaxEfficiency)
-	if r.Pinned && !r.SinglePinned && r.Target.Kind != harness.TargetSim {
+	if r.Pinned && !r.SinglePinned && r.Target.Kind != targets.TargetSim {
 		s += ", or the pinned concur workers were served faster than the unpinned single one " +
 			"(a FUSE server over io_uring queues each CPU's requests apart; {PinSingle} compares like with like)"
 	}

@@ -4,15 +4,20 @@ import (
 	"slices"
 	"time"
 
-	"github.com/kernfsim/kernfsim/loadgen/harness"
+	"github.com/kernfsim/kernfsim/internal/setting"
+	"github.com/kernfsim/kernfsim/loadgen/errtally"
+	"github.com/kernfsim/kernfsim/loadgen/latency"
+	"github.com/kernfsim/kernfsim/loadgen/provenance"
+	"github.com/kernfsim/kernfsim/loadgen/targets"
+	"github.com/kernfsim/kernfsim/loadgen/workload"
 )
 
 // Result is what one run measured. A run interrupted by its context has
 // Interrupted set and holds what was measured until then.
 type Result struct {
-	Provenance harness.Provenance // the build, the machine and the command line
-	Target     harness.Target     // Dir is the mountpoint for a kernfsim target Run started
-	Op         harness.Op
+	Provenance provenance.Provenance // the build, the machine and the command line
+	Target     targets.Target        // Dir is the mountpoint for a kernfsim target Run started
+	Op         workload.Op
 	Missing    bool
 	Threads    int
 	Times      int  // per worker, as configured
@@ -32,7 +37,7 @@ type Result struct {
 	// SimCalibration is how Target.SimCost was chosen; nil unless
 	// calibrated.
 	SimCalibration *SimCalibration
-	Errors         []harness.ErrorCount // every failed operation, by errno and kind
+	Errors         []errtally.ErrorCount // every failed operation, by errno and kind
 	// Notes say what the run left out and why (a coldplug run without a
 	// writer, say).
 	Notes       []string
@@ -44,7 +49,7 @@ type Result struct {
 	// (Config.MinDuration); 0: Times alone decided.
 	MinDuration time.Duration
 	// FieldNames is Config.FieldNames, which Warnings names fields with.
-	FieldNames harness.FieldNames
+	FieldNames setting.Names
 }
 
 // Phase is one phase of a run: single (one worker) or concur (Threads
@@ -53,7 +58,7 @@ type Phase struct {
 	Ran     bool
 	Workers []WorkerResult  // in completion order
 	Wall    time.Duration   // from the start barrier to the last worker's end
-	Latency harness.Latency // every operation of every worker
+	Latency latency.Latency // every operation of every worker
 	// Lock is how the target's lock was used over the phase, nil for a
 	// target without lock counters (the real /sys).
 	Lock *LockUse
@@ -61,7 +66,7 @@ type Phase struct {
 	// before its workers started to when the last ended): how long each
 	// took as its writer saw it, and how many (Count); nil without
 	// writers.
-	Writes *harness.Latency
+	Writes *latency.Latency
 }
 
 // WorkerResult is one worker's loop.

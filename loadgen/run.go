@@ -11,7 +11,14 @@ import (
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
 
-	"github.com/kernfsim/kernfsim/loadgen/harness"
+	"github.com/kernfsim/kernfsim/loadgen/errtally"
+	"github.com/kernfsim/kernfsim/loadgen/latency"
+	"github.com/kernfsim/kernfsim/loadgen/limits"
+	"github.com/kernfsim/kernfsim/loadgen/provenance"
+	"github.com/kernfsim/kernfsim/loadgen/series"
+	"github.com/kernfsim/kernfsim/loadgen/serverproc"
+	"github.com/kernfsim/kernfsim/loadgen/targets"
+	"github.com/kernfsim/kernfsim/loadgen/workload"
 )
 
 // Run measures one configuration. It sets up the target and chooses the
@@ -40,7 +47,7 @@ func Run(ctx context.Context, cfg Config) (res Result, err error) {
 	}
 	defer func() { err = errors.Join(err, e.close()) }()
 	res = e.newResult()
-	tally := harness.ErrorTally{}
+	tally := errtally.ErrorTally{}
 	e.warmUp()
 	e.churn.start()
 	for _, ph := range []struct {
@@ -60,7 +67,7 @@ func Run(ctx context.Context, cfg Config) (res Result, err error) {
 		err = fmt.Errorf("the kernfsim server exited during the run: %s", e.server.Output())
 	}
 	if err == nil && e.gone() {
-		err = harness.NewServerGoneError(e.target.Dir, tally)
+		err = serverproc.NewServerGoneError(e.target.Dir, tally)
 	}
 	return res, err
 }
@@ -71,19 +78,19 @@ func Run(ctx context.Context, cfg Config) (res Result, err error) {
 // stat from its cache long after the server died. statfs always reaches
 // the server.
 func (e *env) gone() bool {
-	return e.target.Kind != harness.TargetSim && harness.MountGone(e.t.abs(""))
+	return e.target.Kind != targets.TargetSim && workload.MountGone(e.t.abs(""))
 }
 
 // env is a run's set-up: the target, the plan and the helpers around them.
 type env struct {
 	cfg    Config
-	target harness.Target
+	target targets.Target
 	t      target
 	p      *plan
 	cpus   []int
-	churn  *writerSet      // the writers changing the tree; nil without any
-	server *harness.Server // nil unless Run started one
-	lock   lockProbe       // the target's lock counters; nil without any
+	churn  *writerSet         // the writers changing the tree; nil without any
+	server *serverproc.Server // nil unless Run started one
+	lock   lockProbe          // the target's lock counters; nil without any
 	notes  []string
 	// barrier is CLOCK_MONOTONIC (monoNow) when the running phase's start
 	// barrier opened.
@@ -91,7 +98,7 @@ type env struct {
 }
 
 func setup(ctx context.Context, cfg Config) (e *env, err error) {
-	e = &env{cfg: cfg, target: cfg.Target, cpus: harness.AllowedCPUs()}
+	e = &env{cfg: cfg, target: cfg.Target, cpus: limits.AllowedCPUs()}
 	defer func() {
 		if err != nil {
 			e.close()
@@ -114,9 +121,9 @@ func (e *env) setupWriter() error {
 	var note string
 	var err error
 	switch c := e.cfg; {
-	case c.Op == harness.OpColdplug:
+	case c.Op == workload.OpColdplug:
 		e.churn, note, err = newProber(e.t, c, e.p.Blocks)
-	case c.Op == harness.OpCgroup:
+	case c.Op == workload.OpCgroup:
 		e.churn, note, err = newCgroupChurn(e.t, c)
 	case c.writeRate() > 0:
 		var d *deviceChurn
@@ -135,16 +142,16 @@ func (e *env) setupWriter() error {
 
 func (e *env) openTarget(ctx context.Context) (target, error) {
 	switch e.target.Kind {
-	case harness.TargetSim:
-		return newSimTarget(e.target, e.cfg.explicitWriters() || e.cfg.Op == harness.OpCgroup, e.cfg.Threads)
-	case harness.TargetKernfsim:
+	case targets.TargetSim:
+		return newSimTarget(e.target, e.cfg.explicitWriters() || e.cfg.Op == workload.OpCgroup, e.cfg.Threads)
+	case targets.TargetKernfsim:
 		if e.target.Dir == "" {
 			if e.cfg.Server == nil {
-				return nil, harness.ErrNoServer
+				return nil, serverproc.ErrNoServer
 			}
 			sc := *e.cfg.Server
 			sc.Lock, sc.Transport = e.target.Lock, e.target.ServerTransport
-			s, err := harness.StartServer(ctx, sc)
+			s, err := serverproc.StartServer(ctx, sc)
 			if err != nil {
 				return nil, err
 			}
@@ -164,7 +171,7 @@ func (e *env) close() error {
 }
 
 func (e *env) newResult() Result {
-	return Result{Provenance: harness.CaptureProvenance(e.cfg.Args), Target: e.target, Op: e.cfg.Op, Missing: e.cfg.Missing, Threads: e.cfg.Threads,
+	return Result{Provenance: provenance.CaptureProvenance(e.cfg.Args), Target: e.target, Op: e.cfg.Op, Missing: e.cfg.Missing, Threads: e.cfg.Threads,
 		Times: e.cfg.Times, CPUs: len(e.cpus), Pinned: !e.cfg.NoPin, SinglePinned: e.cfg.PinSingle,
 		MinDuration: e.cfg.MinDuration, Procs: e.cfg.Procs,
 		BufSize: e.cfg.BufSize, Files: e.p.Names, FilesPerOp: e.p.filesPerOp(), Cgroups: len(e.p.Cgroups), ClockCostNs: clockCost(), Notes: e.notes,
@@ -217,7 +224,7 @@ func (e *env) cpuOf(ph phaseSpec, i int) int {
 type outcome struct {
 	res  WorkerResult
 	hist *hdrhistogram.Histogram
-	errs harness.ErrorTally
+	errs errtally.ErrorTally
 	err  error // the worker could not run
 	// endMono is when the worker's loop ended (monoNow), for
 	// WorkerResult.Done.
@@ -237,7 +244,7 @@ func (e *env) warmUp() {
 // phase runs spec's workers at once and summarises them, adding their
 // failures to tally. It collects garbage first, so that the set-up's
 // garbage is not collected on a phase's time.
-func (e *env) phase(ctx context.Context, spec phaseSpec, tally harness.ErrorTally) (Phase, error) {
+func (e *env) phase(ctx context.Context, spec phaseSpec, tally errtally.ErrorTally) (Phase, error) {
 	runtime.GC()
 	run := e.threads
 	if e.cfg.Procs {
@@ -246,7 +253,7 @@ func (e *env) phase(ctx context.Context, spec phaseSpec, tally harness.ErrorTall
 	var outs []outcome
 	var wall time.Duration
 	var err error
-	var writes *harness.Latency
+	var writes *latency.Latency
 	use := measureLock(e.lock, func() time.Duration {
 		e.churn.openWindow() // inside the lock's readings: each writer's change in flight at the first is the only one not counted there
 		outs, wall, err = run(ctx, spec)
@@ -254,7 +261,7 @@ func (e *env) phase(ctx context.Context, spec phaseSpec, tally harness.ErrorTall
 		return wall
 	})
 	ph := Phase{Ran: len(outs) > 0, Wall: wall, Lock: use, Writes: writes}
-	all := harness.NewHistogram()
+	all := latency.NewHistogram()
 	for _, o := range outs {
 		if o.err != nil {
 			err = errors.Join(err, o.err)
@@ -267,7 +274,7 @@ func (e *env) phase(ctx context.Context, spec phaseSpec, tally harness.ErrorTall
 		all.Merge(o.hist)
 		tally.Merge(o.errs)
 	}
-	ph.Latency = harness.Summarize(all)
+	ph.Latency = latency.Summarize(all)
 	return ph, err
 }
 
@@ -335,7 +342,7 @@ func (w *worker) runThread(ready *sync.WaitGroup, start <-chan struct{}, stop *a
 // collect receives n outcomes in completion order, calling stop once if
 // ctx ends first and tick every ProgressEvery.
 func collect(ctx context.Context, results <-chan outcome, n int, stop, tick func()) []outcome {
-	t := time.NewTicker(harness.ProgressEvery)
+	t := time.NewTicker(series.ProgressEvery)
 	defer t.Stop()
 	done := ctx.Done()
 	outs := make([]outcome, 0, n)

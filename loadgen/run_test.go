@@ -12,15 +12,18 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/kernfsim/kernfsim/internal/setting"
 	"github.com/kernfsim/kernfsim/kernfsim"
-	"github.com/kernfsim/kernfsim/loadgen/harness"
 	"github.com/kernfsim/kernfsim/loadgen/internal/testproc"
+	"github.com/kernfsim/kernfsim/loadgen/serverproc"
+	"github.com/kernfsim/kernfsim/loadgen/targets"
+	"github.com/kernfsim/kernfsim/loadgen/workload"
 	"github.com/kernfsim/kernfsim/locking"
 	"github.com/kernfsim/kernfsim/sysfs"
 )
 
 func simConfig(lock string) Config {
-	return Config{Target: harness.Target{Kind: harness.TargetSim, Lock: lock}, Threads: 3, Times: 100}
+	return Config{Target: targets.Target{Kind: targets.TargetSim, Lock: lock}, Threads: 3, Times: 100}
 }
 
 // checkRun checks the shape every finished run has.
@@ -51,16 +54,16 @@ func checkRun(t *testing.T, r Result, threads, times int) {
 }
 
 func TestRunSimOps(t *testing.T) {
-	for _, op := range harness.Ops {
+	for _, op := range workload.Ops {
 		for _, missing := range []bool{false, true} {
-			if missing && op != harness.OpOpenReadClose && op != harness.OpStat || op == harness.OpLstopo { // lstopo needs a filesystem
+			if missing && op != workload.OpOpenReadClose && op != workload.OpStat || op == workload.OpLstopo { // lstopo needs a filesystem
 				continue
 			}
 			t.Run(OpLabel(op, missing), func(t *testing.T) {
 				c := simConfig("rwsem")
 				c.Op, c.Missing = op, missing
 				c.Target.Tree.CPUs, c.Target.Tree.MemBlocks = 8, 4
-				if op == harness.OpHwloc {
+				if op == workload.OpHwloc {
 					c.Times = 3
 				}
 				r, err := Run(context.Background(), c)
@@ -69,7 +72,7 @@ func TestRunSimOps(t *testing.T) {
 				if len(r.Errors) != 0 {
 					t.Errorf("errors: %+v, want none", r.Errors)
 				}
-				if op == harness.OpHwloc && r.FilesPerOp < 8*10 {
+				if op == workload.OpHwloc && r.FilesPerOp < 8*10 {
 					t.Errorf("hwloc reads %d files per discovery, want every topology and cache file of 8 CPUs", r.FilesPerOp)
 				}
 			})
@@ -154,7 +157,7 @@ func TestRunWriters(t *testing.T) {
 
 func TestRunPathSys(t *testing.T) {
 	testproc.RequireSys(t)
-	r, err := Run(context.Background(), Config{Target: harness.Target{Kind: harness.TargetPath, Dir: "/sys"}, Threads: 2, Times: 200})
+	r, err := Run(context.Background(), Config{Target: targets.Target{Kind: targets.TargetPath, Dir: "/sys"}, Threads: 2, Times: 200})
 	require.NoError(t, err)
 	checkRun(t, r, 2, 200)
 	if r.Files[0] != "devices/system/cpu/cpu0/topology/core_id" || len(r.Errors) != 0 {
@@ -169,7 +172,7 @@ func TestRunPathPlainDir(t *testing.T) {
 		os.MkdirAll(filepath.Join(dir, filepath.Dir(f)), 0o755)
 		require.NoError(t, os.WriteFile(filepath.Join(dir, f), []byte("1\n"), 0o644))
 	}
-	r, err := Run(context.Background(), Config{Target: harness.Target{Kind: harness.TargetPath, Dir: dir}, Threads: 4, Times: 50})
+	r, err := Run(context.Background(), Config{Target: targets.Target{Kind: targets.TargetPath, Dir: dir}, Threads: 4, Times: 50})
 	require.NoError(t, err)
 	checkRun(t, r, 4, 50)
 	if strings.Join(r.Files, " ") != "a/x a/y" {
@@ -179,7 +182,7 @@ func TestRunPathPlainDir(t *testing.T) {
 
 func TestRunProcs(t *testing.T) {
 	testproc.RequireSys(t)
-	r, err := Run(context.Background(), Config{Target: harness.Target{Kind: harness.TargetPath, Dir: "/sys"}, Threads: 3, Times: 100,
+	r, err := Run(context.Background(), Config{Target: targets.Target{Kind: targets.TargetPath, Dir: "/sys"}, Threads: 3, Times: 100,
 		Procs: true, WorkerCommand: testproc.Self(t, "__worker")})
 	require.NoError(t, err)
 	checkRun(t, r, 3, 100)
@@ -190,7 +193,7 @@ func TestRunProcs(t *testing.T) {
 
 func TestRunProcsWorkerFails(t *testing.T) {
 	testproc.RequireSys(t)
-	_, err := Run(context.Background(), Config{Target: harness.Target{Kind: harness.TargetPath, Dir: "/sys"}, Threads: 2, Times: 10,
+	_, err := Run(context.Background(), Config{Target: targets.Target{Kind: targets.TargetPath, Dir: "/sys"}, Threads: 2, Times: 10,
 		Procs: true, WorkerCommand: testproc.Self(t, "__fail")})
 	if err == nil || !strings.Contains(err.Error(), "helper failed on purpose") {
 		t.Errorf("got %v, want the worker's stderr in the error", err)
@@ -198,7 +201,7 @@ func TestRunProcsWorkerFails(t *testing.T) {
 }
 
 func TestRunBadInput(t *testing.T) {
-	sim := harness.Target{Kind: harness.TargetSim}
+	sim := targets.Target{Kind: targets.TargetSim}
 	for _, tc := range []struct {
 		name  string
 		c     Config
@@ -207,25 +210,25 @@ func TestRunBadInput(t *testing.T) {
 		{"threads", Config{Target: sim, Threads: -1}, "Threads"},
 		{"times", Config{Target: sim, Times: -5}, "Times"},
 		{"op", Config{Target: sim, Op: "bogus"}, "Op"},
-		{"lock", Config{Target: harness.Target{Kind: harness.TargetSim, Lock: "spin"}}, "Lock"},
-		{"missing readdir", Config{Target: sim, Op: harness.OpReaddir, Missing: true}, "Missing"},
+		{"lock", Config{Target: targets.Target{Kind: targets.TargetSim, Lock: "spin"}}, "Lock"},
+		{"missing readdir", Config{Target: sim, Op: workload.OpReaddir, Missing: true}, "Missing"},
 		{"missing exists", Config{Target: sim, Missing: true, MissingPath: "devices/system/cpu/cpu0/topology/core_id"}, "MissingPath"},
 		{"procs sim", Config{Target: sim, Procs: true, WorkerCommand: []string{"x"}}, "Procs"},
-		{"churn none", Config{Target: harness.Target{Kind: harness.TargetSim, Lock: "none"}, Churn: 10}, "Churn"},
-		{"writers none", Config{Target: harness.Target{Kind: harness.TargetSim, Lock: "none"}, Writers: 1}, "Writers"},
+		{"churn none", Config{Target: targets.Target{Kind: targets.TargetSim, Lock: "none"}, Churn: 10}, "Churn"},
+		{"writers none", Config{Target: targets.Target{Kind: targets.TargetSim, Lock: "none"}, Writers: 1}, "Writers"},
 		{"writers negative", Config{Target: sim, Writers: -1}, "Writers"},
 		{"writers too many", Config{Target: sim, Writers: MaxWriters + 1}, "Writers"},
-		{"cgroup none", Config{Target: harness.Target{Kind: harness.TargetSim, Lock: "none", Tree: simTree(4)}, Op: harness.OpCgroup, Writers: 2}, "Writers"},
-		{"cgroup without a hierarchy", Config{Target: harness.Target{Kind: harness.TargetPath, Dir: "/proc/self"}, Op: harness.OpCgroup}, "Op"},
-		{"no dir", Config{Target: harness.Target{Kind: harness.TargetPath, Dir: "/does/not/exist"}}, "Dir"},
-		{"not a dir", Config{Target: harness.Target{Kind: harness.TargetPath, Dir: "/proc/self/status"}}, "Dir"},
+		{"cgroup none", Config{Target: targets.Target{Kind: targets.TargetSim, Lock: "none", Tree: simTree(4)}, Op: workload.OpCgroup, Writers: 2}, "Writers"},
+		{"cgroup without a hierarchy", Config{Target: targets.Target{Kind: targets.TargetPath, Dir: "/proc/self"}, Op: workload.OpCgroup}, "Op"},
+		{"no dir", Config{Target: targets.Target{Kind: targets.TargetPath, Dir: "/does/not/exist"}}, "Dir"},
+		{"not a dir", Config{Target: targets.Target{Kind: targets.TargetPath, Dir: "/proc/self/status"}}, "Dir"},
 		{"unreadable file", Config{Target: sim, FileList: []string{"bus/cpu/uevent"}}, "FileList"},
 		{"too many files", Config{Target: sim, Files: 3, FileList: []string{"a", "b"}}, "Files"},
-		{"tree", Config{Target: harness.Target{Kind: harness.TargetSim, Tree: simTree(3)}}, "Tree"},
+		{"tree", Config{Target: targets.Target{Kind: targets.TargetSim, Tree: simTree(3)}}, "Tree"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := Run(context.Background(), tc.c)
-			var ce *harness.ConfigError
+			var ce *setting.Error
 			if !errors.As(err, &ce) || ce.Field != tc.field {
 				t.Errorf("got %v, want a *ConfigError for %s", err, tc.field)
 			}
@@ -234,8 +237,8 @@ func TestRunBadInput(t *testing.T) {
 }
 
 func TestRunNoServer(t *testing.T) {
-	_, err := Run(context.Background(), Config{Target: harness.Target{Kind: harness.TargetKernfsim}})
-	if !errors.Is(err, harness.ErrNoServer) {
+	_, err := Run(context.Background(), Config{Target: targets.Target{Kind: targets.TargetKernfsim}})
+	if !errors.Is(err, serverproc.ErrNoServer) {
 		t.Errorf("got %v, want ErrNoServer", err)
 	}
 }

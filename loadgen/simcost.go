@@ -9,8 +9,10 @@ import (
 	"sync"
 	"time"
 
+	"github.com/kernfsim/kernfsim/internal/setting"
 	"github.com/kernfsim/kernfsim/internal/textout"
-	"github.com/kernfsim/kernfsim/loadgen/harness"
+	"github.com/kernfsim/kernfsim/loadgen/targets"
+	"github.com/kernfsim/kernfsim/loadgen/workload"
 )
 
 // The sim's work outside the lock.
@@ -82,8 +84,8 @@ func (c SimCalibration) String() string {
 
 // calibratable reports whether op is one system call-level operation, whose
 // cost CalibrateSimCost can derive per operation.
-func calibratable(op harness.Op) bool {
-	return op != harness.OpHwloc && op != harness.OpLstopo && op != harness.OpColdplug
+func calibratable(op workload.Op) bool {
+	return op != workload.OpHwloc && op != workload.OpLstopo && op != workload.OpColdplug
 }
 
 // calibrationRuns are c's single-thread runs against dir and on the bare
@@ -94,11 +96,11 @@ func calibrationRuns(c Config, dir, lock string) (onDir, bare Config) {
 		times = 2000
 	}
 	onDir = c
-	onDir.Target, onDir.Threads, onDir.Times, onDir.Churn, onDir.Procs = harness.Target{Kind: harness.TargetPath, Dir: dir}, 1, times, 0, false
+	onDir.Target, onDir.Threads, onDir.Times, onDir.Churn, onDir.Procs = targets.Target{Kind: targets.TargetPath, Dir: dir}, 1, times, 0, false
 	onDir.Progress, onDir.SimCalibration = nil, nil
 	bare = onDir
 	bare.Target, bare.Times = c.Target, 20*times
-	bare.Target.Kind, bare.Target.Lock, bare.Target.SimCost, bare.Target.SimShared = harness.TargetSim, lock, 0, true
+	bare.Target.Kind, bare.Target.Lock, bare.Target.SimCost, bare.Target.SimShared = targets.TargetSim, lock, 0, true
 	return onDir, bare
 }
 
@@ -118,15 +120,15 @@ const calibrationTries = 3
 // calibrated this way: give their SimCost per call instead.
 func CalibrateSimCost(ctx context.Context, c Config, dir, lock string) (SimCalibration, error) {
 	if c.Op == "" {
-		c.Op = harness.OpOpenReadClose
+		c.Op = workload.OpOpenReadClose
 	}
 	cal := SimCalibration{Dir: dir, Op: OpLabel(c.Op, c.Missing), Lock: lock}
 	if !calibratable(c.Op) {
-		return cal, harness.NewConfigError("SimCost", "give a duration per system call instead of auto",
+		return cal, setting.NewError("SimCost", "give a duration per system call instead of auto",
 			"%s makes many system calls per operation, so its cost cannot be calibrated per operation", c.Op)
 	}
 	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
-		return cal, harness.NewConfigError("Calibrate", "give the directory of a real sysfs, such as /sys",
+		return cal, setting.NewError("Calibrate", "give the directory of a real sysfs, such as /sys",
 			"%s is not a directory to calibrate against", dir)
 	}
 	onDir, bare := calibrationRuns(c, dir, lock)

@@ -11,8 +11,10 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/kernfsim/kernfsim/loadgen/harness"
+	"github.com/kernfsim/kernfsim/internal/setting"
 	"github.com/kernfsim/kernfsim/loadgen/internal/testproc"
+	"github.com/kernfsim/kernfsim/loadgen/targets"
+	"github.com/kernfsim/kernfsim/loadgen/workload"
 )
 
 // The spin loop does about the work it was asked for: a thousand spins of
@@ -42,7 +44,7 @@ func TestSpinIsCalibratedWork(t *testing.T) {
 // cannot be skipped; on a busy machine or under the race detector it only
 // takes longer), and its reports say so.
 func TestSimCostRun(t *testing.T) {
-	c := Config{Target: harness.Target{Kind: harness.TargetSim, Lock: "rcu", SimCost: 5 * time.Microsecond}, Threads: 1, Times: 2000}
+	c := Config{Target: targets.Target{Kind: targets.TargetSim, Lock: "rcu", SimCost: 5 * time.Microsecond}, Threads: 1, Times: 2000}
 	slow, err := Run(context.Background(), c)
 	require.NoError(t, err)
 	if d := slow.SinglePerOp(); d < 4*time.Microsecond {
@@ -52,18 +54,18 @@ func TestSimCostRun(t *testing.T) {
 
 func TestSimCostBadInput(t *testing.T) {
 	for _, c := range []Config{
-		{Target: harness.Target{Kind: harness.TargetSim, SimCost: -time.Microsecond}},
-		{Target: harness.Target{Kind: harness.TargetSim, SimCost: 2 * time.Second}},
-		{Target: harness.Target{Kind: harness.TargetPath, Dir: "/", SimCost: time.Microsecond}},
+		{Target: targets.Target{Kind: targets.TargetSim, SimCost: -time.Microsecond}},
+		{Target: targets.Target{Kind: targets.TargetSim, SimCost: 2 * time.Second}},
+		{Target: targets.Target{Kind: targets.TargetPath, Dir: "/", SimCost: time.Microsecond}},
 	} {
 		_, err := Run(context.Background(), c)
-		var ce *harness.ConfigError
+		var ce *setting.Error
 		if !errors.As(err, &ce) || ce.Field != "SimCost" {
 			t.Errorf("Run with SimCost %v on %s: got %v, want a ConfigError on SimCost", c.Target.SimCost, c.Target.Kind, err)
 		}
 	}
-	_, err := CalibrateSimCost(context.Background(), Config{Op: harness.OpHwloc}, "/sys", "rwsem")
-	var ce *harness.ConfigError
+	_, err := CalibrateSimCost(context.Background(), Config{Op: workload.OpHwloc}, "/sys", "rwsem")
+	var ce *setting.Error
 	if !errors.As(err, &ce) {
 		t.Errorf("calibrating hwloc: got %v, want a ConfigError", err)
 	}
@@ -74,30 +76,30 @@ func TestSimCostBadInput(t *testing.T) {
 // them (so that the calibrated sim's single thread takes what /sys takes).
 func TestSimCostMakesSharedWrites(t *testing.T) {
 	for _, tc := range []struct {
-		t    harness.Target
+		t    targets.Target
 		want bool
 	}{
-		{harness.Target{Kind: harness.TargetSim}, false},
-		{harness.Target{Kind: harness.TargetSim, SimCost: time.Microsecond}, true},
-		{harness.Target{Kind: harness.TargetSim, SimShared: true}, true},
-		{harness.Target{Kind: harness.TargetPath, Dir: "/sys", SimShared: true}, false},
+		{targets.Target{Kind: targets.TargetSim}, false},
+		{targets.Target{Kind: targets.TargetSim, SimCost: time.Microsecond}, true},
+		{targets.Target{Kind: targets.TargetSim, SimShared: true}, true},
+		{targets.Target{Kind: targets.TargetPath, Dir: "/sys", SimShared: true}, false},
 	} {
 		if got := tc.t.SimSharedWrites(); got != tc.want {
 			t.Errorf("%+v: sharedWrites() = %v, want %v", tc.t, got, tc.want)
 		}
 	}
-	onDir, bare := calibrationRuns(Config{Target: harness.Target{Kind: harness.TargetSim, SimCost: time.Microsecond}}, "/sys", "rwsem")
-	if onDir.Target.Kind != harness.TargetPath || onDir.Target.SimSharedWrites() {
+	onDir, bare := calibrationRuns(Config{Target: targets.Target{Kind: targets.TargetSim, SimCost: time.Microsecond}}, "/sys", "rwsem")
+	if onDir.Target.Kind != targets.TargetPath || onDir.Target.SimSharedWrites() {
 		t.Errorf("calibration's real side: target %+v, want the directory", onDir.Target)
 	}
-	if bare.Target.Kind != harness.TargetSim || bare.Target.SimCost != 0 || !bare.Target.SimSharedWrites() || bare.Threads != 1 {
+	if bare.Target.Kind != targets.TargetSim || bare.Target.SimCost != 0 || !bare.Target.SimSharedWrites() || bare.Threads != 1 {
 		t.Errorf("calibration's sim side: %+v, threads %d: want the sim with shared writes, no cost, one thread", bare.Target, bare.Threads)
 	}
-	if err := (Config{Target: harness.Target{Kind: harness.TargetPath, Dir: "/sys", SimShared: true}}).validateTarget(); err == nil {
+	if err := (Config{Target: targets.Target{Kind: targets.TargetPath, Dir: "/sys", SimShared: true}}).validateTarget(); err == nil {
 		t.Errorf("SimShared on a path target: accepted, want an error")
 	}
 	var js bytes.Buffer
-	require.NoError(t, json.NewEncoder(&js).Encode(harness.NewJSONTarget(harness.Target{Kind: harness.TargetSim, Lock: "rwsem", SimCost: time.Microsecond})))
+	require.NoError(t, json.NewEncoder(&js).Encode(targets.NewJSONTarget(targets.Target{Kind: targets.TargetSim, Lock: "rwsem", SimCost: time.Microsecond})))
 	if !strings.Contains(js.String(), `"sim_shared_writes":true`) {
 		t.Errorf("JSON target %s: want sim_shared_writes true", js.String())
 	}

@@ -7,7 +7,8 @@ import (
 	"strings"
 
 	"github.com/kernfsim/kernfsim/kernfsim"
-	"github.com/kernfsim/kernfsim/loadgen/harness"
+	"github.com/kernfsim/kernfsim/loadgen/targets"
+	"github.com/kernfsim/kernfsim/loadgen/workload"
 	"github.com/kernfsim/kernfsim/sysfs"
 )
 
@@ -61,13 +62,13 @@ func (s *simTarget) work() {
 }
 
 // newSimTarget builds t's tree and walker for workers threads.
-func newSimTarget(t harness.Target, churn bool, workers int) (*simTarget, error) {
+func newSimTarget(t targets.Target, churn bool, workers int) (*simTarget, error) {
 	tree, err := buildSimTree(t, churn)
 	if err != nil {
 		return nil, err
 	}
 	w := kernfsim.NewWalker(tree, kernfsim.WalkerOptions{RefWalk: t.SimSharedWrites(), MountDepth: sysMountDepth})
-	st := &simTarget{t: tree, w: w, cred: harness.DefaultSimCred, spin: spinIterations(t.SimCost)}
+	st := &simTarget{t: tree, w: w, cred: targets.DefaultSimCred, spin: spinIterations(t.SimCost)}
 	if t.SimSharedWrites() {
 		st.proc = newSimProcess(workers)
 	}
@@ -79,13 +80,13 @@ func newSimTarget(t harness.Target, churn bool, workers int) (*simTarget, error)
 
 // buildSimTree is t's tree: t.Build's (which has the in-tree ABI), or the
 // synthetic tree t.Tree sizes, with the ABI if abi (churn writes to it).
-func buildSimTree(t harness.Target, abi bool) (*kernfsim.Tree, error) {
+func buildSimTree(t targets.Target, abi bool) (*kernfsim.Tree, error) {
 	if t.Build != nil {
 		return t.Build.BuildTree(t.Lock)
 	}
 	a, err := sysfs.Assemble(sysfs.Options{Lock: t.Lock, Synth: t.Tree.WithDefaults(), ABI: abi})
 	if err != nil {
-		return nil, harness.NewAssembleError(err)
+		return nil, targets.NewAssembleError(err)
 	}
 	return a.Tree, nil
 }
@@ -159,11 +160,11 @@ func (s *simTarget) write(rel string, data []byte) error {
 }
 
 // pathTarget is real system calls against a directory.
-type pathTarget struct{ d *harness.Dir }
+type pathTarget struct{ d *workload.Dir }
 
 // newPathTarget checks that dir is a directory that answers.
 func newPathTarget(dir string) (*pathTarget, error) {
-	d, err := harness.OpenDir(dir)
+	d, err := workload.OpenDir(dir)
 	if err != nil {
 		return nil, err
 	}
@@ -186,7 +187,7 @@ func (p *pathTarget) list(rel string) ([]entry, error) {
 }
 
 // reader does one operation of a plan at a time on one path
-// (harness.Worker).
+// (workload.Worker).
 type reader struct {
 	w    *worker
 	path string
@@ -195,20 +196,20 @@ type reader struct {
 func (r *reader) Do() error    { return r.w.do() }
 func (r *reader) Path() string { return r.path }
 
-var _ harness.WorkerSource = Workers
+var _ workload.WorkerSource = Workers
 
 // Workers plans op on d as Run would (missing: the lookup of
 // DefaultMissingPath) and returns n workers, each on its own file as the
 // benchmark's would be, for a tool that runs them under its own schedule
-// (harness.WorkerSource).
-func Workers(d *harness.Dir, op harness.Op, missing bool, n int) ([]harness.Worker, error) {
+// (workload.WorkerSource).
+func Workers(d *workload.Dir, op workload.Op, missing bool, n int) ([]workload.Worker, error) {
 	c := Config{Op: op, Missing: missing, Threads: n, Files: n}.withDefaults()
 	t := &pathTarget{d}
 	p, err := makePlan(t, c)
 	if err != nil {
 		return nil, err
 	}
-	ws := make([]harness.Worker, c.Threads)
+	ws := make([]workload.Worker, c.Threads)
 	for i := range ws {
 		ws[i] = &reader{w: newWorker(i, -1, 1, c.BufSize, t, p), path: planPath(p, i)}
 	}

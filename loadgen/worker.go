@@ -14,7 +14,9 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/kernfsim/kernfsim/kernfsim"
-	"github.com/kernfsim/kernfsim/loadgen/harness"
+	"github.com/kernfsim/kernfsim/loadgen/errtally"
+	"github.com/kernfsim/kernfsim/loadgen/latency"
+	"github.com/kernfsim/kernfsim/loadgen/workload"
 )
 
 func itoa(i int) string { return strconv.Itoa(i) }
@@ -39,7 +41,7 @@ type worker struct {
 	dbuf  []byte // getdents buffer
 	rng   *rand.Rand
 	hist  *hdrhistogram.Histogram
-	errs  harness.ErrorTally
+	errs  errtally.ErrorTally
 	res   WorkerResult
 	// endMono is CLOCK_MONOTONIC when the loop ended, in ns: the
 	// collector turns it into WorkerResult.Done.
@@ -57,13 +59,13 @@ type paddedCounter struct {
 }
 
 func newWorker(index, cpu, times, bufSize int, t target, p *plan) *worker {
-	if p.Op == harness.OpCgroup {
+	if p.Op == workload.OpCgroup {
 		bufSize = max(bufSize, CgroupPage) // each file whole
 	}
 	w := &worker{index: index, cpu: cpu, times: times, t: t, p: p,
 		buf: make([]byte, bufSize), rng: rand.New(rand.NewPCG(uint64(index), 0x6b65726e6673)),
-		hist: harness.NewHistogram(), errs: harness.ErrorTally{}}
-	if p.Op == harness.OpReaddir || p.Op == harness.OpHwloc {
+		hist: latency.NewHistogram(), errs: errtally.ErrorTally{}}
+	if p.Op == workload.OpReaddir || p.Op == workload.OpHwloc {
 		w.dbuf = make([]byte, 8192)
 	}
 	if len(p.Blocks) > 0 {
@@ -97,7 +99,7 @@ func (w *worker) loop(stop *atomic.Bool) {
 		}
 		now := time.Since(base)
 		if w.hist.RecordValue(int64(now-prev)) != nil {
-			w.hist.RecordValue(harness.HistMax)
+			w.hist.RecordValue(latency.HistMax)
 		}
 		if err != nil {
 			w.fail(err, cp)
@@ -132,21 +134,21 @@ func (w *worker) do() error {
 	switch {
 	case p.Missing != "":
 		return w.missing()
-	case p.Op == harness.OpStat:
+	case p.Op == workload.OpStat:
 		return w.t.stat(p.Files[w.index%len(p.Files)])
-	case p.Op == harness.OpReaddir:
+	case p.Op == workload.OpReaddir:
 		return w.t.readDir(p.Dirs[w.index%len(p.Dirs)], w.dbuf)
-	case p.Op == harness.OpSameFile:
+	case p.Op == workload.OpSameFile:
 		return w.t.readFile(p.Files[0], w.buf)
-	case p.Op == harness.OpRandom:
+	case p.Op == workload.OpRandom:
 		return w.t.readFile(p.Set[w.rng.IntN(len(p.Set))], w.buf)
-	case p.Op == harness.OpHwloc:
+	case p.Op == workload.OpHwloc:
 		return w.discover()
-	case p.Op == harness.OpLstopo:
+	case p.Op == workload.OpLstopo:
 		return w.lstopo()
-	case p.Op == harness.OpColdplug:
+	case p.Op == workload.OpColdplug:
 		return w.coldplug()
-	case p.Op == harness.OpCgroup:
+	case p.Op == workload.OpCgroup:
 		return w.cgroupRead()
 	}
 	return w.t.readFile(p.Files[w.index%len(p.Files)], w.buf)
@@ -157,7 +159,7 @@ var errFound = syscall.Errno(0)
 
 func (w *worker) missing() error {
 	var err error
-	if w.p.Op == harness.OpStat {
+	if w.p.Op == workload.OpStat {
 		err = w.t.stat(w.p.Missing)
 	} else {
 		err = w.t.readFile(w.p.Missing, w.buf)
@@ -178,7 +180,7 @@ func (w *worker) fail(err error, churnPath string) {
 	var pe *fs.PathError
 	switch p := w.p; {
 	case churnPath != "":
-	case (p.Op == harness.OpHwloc || p.Op == harness.OpLstopo || p.Op == harness.OpColdplug || p.Op == harness.OpCgroup) && errors.As(err, &pe):
+	case (p.Op == workload.OpHwloc || p.Op == workload.OpLstopo || p.Op == workload.OpColdplug || p.Op == workload.OpCgroup) && errors.As(err, &pe):
 		path = pe.Path // the op's own error names the file
 	case p.Missing != "":
 		path = p.Missing

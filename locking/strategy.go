@@ -1,5 +1,6 @@
-// Package locking provides the lock strategies that kernfsim's tree runs
-// under, and the grace-period engine the rcu and percpu strategies use.
+// Package locking provides the lock strategies of kernfsim's tree, and a grace-period engine.
+//
+// The rcu and percpu strategies use the engine.
 //
 // A Strategy has a read side (lookup, revalidate, permission, getattr,
 // readdir) and a write side (add, remove, rename, setattr). The first

@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"sync/atomic"
 
+	"github.com/kernfsim/kernfsim/internal/setting"
 	"github.com/kernfsim/kernfsim/kernfsim"
 	"github.com/kernfsim/kernfsim/locking"
 )
@@ -65,11 +66,11 @@ func (c SynthConfig) WithDefaults() SynthConfig {
 type ConfigError struct {
 	Field string // the SynthConfig field, e.g. "CPUs"
 	Value any    // its value
-	Valid string // what it must be
+	Valid string // what it must be, naming fields as {Field} (package setting)
 }
 
 func (e *ConfigError) Error() string {
-	return fmt.Sprintf("synthetic sysfs: %s = %v: %s", e.Field, e.Value, e.Valid)
+	return fmt.Sprintf("synthetic sysfs: %s = %v: %s", e.Field, e.Value, setting.Names(nil).Put(e.Valid))
 }
 
 // Validate reports the first invalid field as a *ConfigError naming the
@@ -98,15 +99,15 @@ func (c SynthConfig) checks() []configCheck {
 	cores := func() int { return c.CPUs / max(c.Sockets*c.ThreadsPerCore, 1) }
 	return []configCheck{
 		{"CPUs", c.CPUs, in(c.CPUs, 1, MaxSynthCPUs), rng(1, MaxSynthCPUs)},
-		{"Sockets", c.Sockets, in(c.Sockets, 1, c.CPUs), rng(1, c.CPUs) + " (at most CPUs)"},
+		{"Sockets", c.Sockets, in(c.Sockets, 1, c.CPUs), rng(1, c.CPUs) + " (at most {CPUs})"},
 		{"ThreadsPerCore", c.ThreadsPerCore, in(c.ThreadsPerCore, 1, MaxSynthThreads), rng(1, MaxSynthThreads)},
 		{"CPUs", c.CPUs, func() bool { return c.CPUs%(c.Sockets*c.ThreadsPerCore) == 0 },
-			fmt.Sprintf("must be a multiple of Sockets x ThreadsPerCore = %d", c.Sockets*c.ThreadsPerCore)},
+			fmt.Sprintf("must be a multiple of {Sockets} x {ThreadsPerCore} = %d", c.Sockets*c.ThreadsPerCore)},
 		{"NUMANodes", c.NUMANodes, in(c.NUMANodes, 1, MaxSynthNUMANodes), rng(1, MaxSynthNUMANodes)},
 		{"NUMANodes", c.NUMANodes, func() bool {
 			k := c.NUMANodes / c.Sockets
 			return c.Sockets%c.NUMANodes == 0 || c.NUMANodes%c.Sockets == 0 && cores()%k == 0
-		}, fmt.Sprintf("must divide Sockets (%d), or be a multiple of it whose share per socket divides the %d cores per socket",
+		}, fmt.Sprintf("must divide {Sockets} (%d), or be a multiple of it whose share per socket divides the %d cores per socket",
 			c.Sockets, cores())},
 		{"MemBlocks", c.MemBlocks, in(c.MemBlocks, 0, MaxSynthMemBlocks), rng(0, MaxSynthMemBlocks)},
 		{"MemBlockSize", c.MemBlockSize, func() bool {

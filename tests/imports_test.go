@@ -29,8 +29,12 @@ const module = "github.com/kernfsim/kernfsim"
 //	  answers with, so client sits below sysfs)
 //	sysfs (the contents)
 //	fusefs/uring, then fusefs
-//	the harness the tools share
-//	loadgen (the engine), soak, teardown, kernelprobe (one room each)
+//	what the engine and its tools share, one concept each: workload (ops
+//	  and the directory they run on), errtally, latency, limits,
+//	  provenance, reference, series; then serverproc (the server child),
+//	  then targets (what a run measures)
+//	loadgen (the engine), loadgen/soak, loadgen/teardown,
+//	  loadgen/kernelprobe (the tools beside it; one room each)
 //	loadgen/report, then loadgen/plot
 //	internal/cli, then internal/mountcmd (the commands' flags and the
 //	  mount command)
@@ -38,11 +42,12 @@ const module = "github.com/kernfsim/kernfsim"
 //
 // The internal packages sit just below the lowest room that uses them.
 var levels = map[string]int{
-	"internal/pshard": 5,
-	"locking":         10,
-	"kernfsim":        20,
-	"client":          20,
-	"sysfs":           30,
+	"internal/pshard":  5,
+	"internal/setting": 5,
+	"locking":          10,
+	"kernfsim":         20,
+	"client":           20,
+	"sysfs":            30,
 
 	"internal/fusectl":   35,
 	"internal/mountinfo": 35,
@@ -52,14 +57,23 @@ var levels = map[string]int{
 	"internal/buildinfo": 55,
 	"internal/meminfo":   55,
 	"internal/textout":   55,
-	"loadgen/harness":    57,
+	"loadgen/gobench":    55,
+	"loadgen/errtally":   56,
+	"loadgen/latency":    56,
+	"loadgen/limits":     56,
+	"loadgen/provenance": 56,
+	"loadgen/reference":  56,
+	"loadgen/series":     56,
+	"loadgen/workload":   56,
+	"loadgen/serverproc": 57,
+	"loadgen/targets":    58,
 
-	"loadgen":        60,
-	"soak":           60,
-	"teardown":       60,
-	"kernelprobe":    60,
-	"loadgen/report": 62,
-	"loadgen/plot":   64,
+	"loadgen":             60,
+	"loadgen/soak":        60,
+	"loadgen/teardown":    60,
+	"loadgen/kernelprobe": 60,
+	"loadgen/report":      62,
+	"loadgen/plot":        64,
 
 	"internal/cli":      70,
 	"internal/guardian": 72,
@@ -80,13 +94,14 @@ var testOnly = []string{
 // external limits who may import a module from outside the repository:
 // flags stay in the commands, FUSE in fusefs (and tools/chainfs, a
 // file system served to measure the transport), plots in loadgen/plot,
-// testify in tests.
+// the mount table's parser in internal/mountinfo, testify in tests.
 var external = map[string][]string{
-	"github.com/spf13/cobra":       {"cmd/", "internal/cli", "internal/mountcmd"},
-	"github.com/spf13/pflag":       {"cmd/", "internal/cli", "internal/mountcmd"},
-	"github.com/hanwen/go-fuse/v2": {"fusefs", "fusefs/uring", "tools/chainfs"},
-	"gonum.org/v1/plot":            {"loadgen/plot"},
-	"github.com/stretchr/testify":  {}, // and the test-only packages
+	"github.com/spf13/cobra":        {"cmd/", "internal/cli", "internal/mountcmd"},
+	"github.com/spf13/pflag":        {"cmd/", "internal/cli", "internal/mountcmd"},
+	"github.com/hanwen/go-fuse/v2":  {"fusefs", "fusefs/uring", "tools/chainfs"},
+	"gonum.org/v1/plot":             {"loadgen/plot"},
+	"github.com/moby/sys/mountinfo": {"internal/mountinfo"},
+	"github.com/stretchr/testify":   {}, // and the test-only packages
 }
 
 // pending are imports the layout forbids that the tree still has. An
@@ -271,8 +286,11 @@ func TestLayoutRules(t *testing.T) {
 		{"kernfsim", module + "/client", false},
 		{"fusefs", module + "/fusefs/uring", true},
 		{"fusefs/uring", module + "/fusefs", false},
-		{"soak", module + "/loadgen/harness", true},
-		{"soak", module + "/teardown", false},
+		{"loadgen/soak", module + "/loadgen/targets", true},
+		{"loadgen/soak", module + "/loadgen/teardown", false},
+		{"loadgen/targets", module + "/loadgen/serverproc", true},
+		{"loadgen/serverproc", module + "/loadgen/targets", false},
+		{"loadgen/workload", module + "/loadgen/latency", false},
 		{"loadgen/plot", module + "/loadgen/report", true},
 		{"loadgen", module + "/loadgen/plot", false},
 		{"cmd/loadgen", module + "/loadgen/plot", true},

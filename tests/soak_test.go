@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/kernfsim/kernfsim/internal/testkit"
-	"github.com/kernfsim/kernfsim/soak"
+	"github.com/kernfsim/kernfsim/loadgen/soak"
 )
 
 // soakEnv sets TestSoak's duration: scripts/test.sh runs it for 60s (CI);

@@ -1,5 +1,6 @@
-// Command kernfsim builds kernfs-like trees (a synthetic sysfs) under a
-// chosen lock strategy and inspects them.
+// Command kernfsim builds a kernfs-like tree under a chosen lock strategy and inspects it.
+//
+// The tree is a synthetic sysfs, or a mirror of a host directory.
 //
 //	kernfsim mount MOUNTPOINT [flags]  serve the tree over FUSE until SIGINT/SIGTERM
 //	kernfsim tree [tree flags]         print the tree's nodes, like find

@@ -15,9 +15,11 @@ import (
 	"github.com/kernfsim/kernfsim/fusefs"
 	"github.com/kernfsim/kernfsim/internal/cli"
 	"github.com/kernfsim/kernfsim/loadgen"
-	"github.com/kernfsim/kernfsim/loadgen/harness"
 	"github.com/kernfsim/kernfsim/loadgen/plot"
 	"github.com/kernfsim/kernfsim/loadgen/report"
+	"github.com/kernfsim/kernfsim/loadgen/serverproc"
+	"github.com/kernfsim/kernfsim/loadgen/targets"
+	"github.com/kernfsim/kernfsim/loadgen/workload"
 	"github.com/kernfsim/kernfsim/locking"
 )
 
@@ -192,7 +194,7 @@ func (f *compareFlags) config(cmd *cobra.Command) (cc loadgen.CompareConfig, not
 	cc.Ops, cc.Threads, cc.Times, cc.SimTimes, cc.Repeats, cc.NoPin = f.ops, f.threads, f.times, f.simTimes, f.repeats, !f.pin
 	cc.SysTimes, cc.PinSingle = f.sysTimes, f.pinSingle
 	cc.MinDuration, cc.WarmUp = noneIfZero(f.minDur), noneIfZero(f.warmUp)
-	cc.HwlocTimes, cc.Args, cc.FieldNames = f.hwlocTimes, commandLine(cmd), hintFlag
+	cc.HwlocTimes, cc.Args, cc.FieldNames = f.hwlocTimes, commandLine(cmd), flagNames.Names()
 	if f.writers > 0 {
 		cc.Writers, cc.WriteRate = f.writers, f.writeRate
 	}
@@ -203,7 +205,7 @@ func (f *compareFlags) config(cmd *cobra.Command) (cc loadgen.CompareConfig, not
 	if f.simCost.cost.auto {
 		cc.Calibrate = f.simCost.calibrate
 	}
-	cc.Server = &harness.ServerConfig{Command: serverCommand(), Args: append(f.tree.serverArgs(), f.serverArgs...)}
+	cc.Server = &serverproc.ServerConfig{Command: serverCommand(), Args: append(f.tree.serverArgs(), f.serverArgs...)}
 	return cc, notes, nil
 }
 
@@ -232,7 +234,7 @@ func noneIfZero(d time.Duration) time.Duration {
 
 // hostOps are the field workloads, compared on a mirror of the sys rows'
 // directory by default.
-var hostOps = []string{string(harness.OpHwloc), string(harness.OpLstopo), string(harness.OpColdplug)}
+var hostOps = []string{string(workload.OpHwloc), string(workload.OpLstopo), string(workload.OpColdplug)}
 
 // defaultTree sets --tree host:SYS when every op is a field workload and
 // no flag chooses or sizes the tree, and says so.
@@ -305,9 +307,9 @@ func (f *compareFlags) rows(kind string, explicit bool) ([]loadgen.Row, string, 
 	case "kernfsim":
 		if serverCommand() == nil {
 			if explicit {
-				return nil, "", harness.ErrNoServer
+				return nil, "", serverproc.ErrNoServer
 			}
-			return nil, "skipping the kernfsim rows: " + inFlags(harness.ErrNoServer).Error(), nil
+			return nil, "skipping the kernfsim rows: " + inFlags(serverproc.ErrNoServer).Error(), nil
 		}
 		transports := f.transports
 		if len(transports) == 0 {
@@ -315,7 +317,7 @@ func (f *compareFlags) rows(kind string, explicit bool) ([]loadgen.Row, string, 
 		}
 		for _, tp := range transports {
 			for _, l := range f.locks {
-				rows = append(rows, loadgen.Row{Target: harness.Target{Kind: harness.TargetKernfsim, Lock: l, ServerTransport: tp}})
+				rows = append(rows, loadgen.Row{Target: targets.Target{Kind: targets.TargetKernfsim, Lock: l, ServerTransport: tp}})
 			}
 		}
 	case "sim":
@@ -329,7 +331,7 @@ func (f *compareFlags) rows(kind string, explicit bool) ([]loadgen.Row, string, 
 			}
 			return nil, fmt.Sprintf("skipping the sys rows: %s/devices/system/cpu is not readable", f.sysDir), nil
 		}
-		rows = append(rows, loadgen.Row{Target: harness.Target{Kind: harness.TargetPath, Dir: f.sysDir}})
+		rows = append(rows, loadgen.Row{Target: targets.Target{Kind: targets.TargetPath, Dir: f.sysDir}})
 	}
 	return rows, "", nil
 }

@@ -17,9 +17,11 @@ import (
 
 	"github.com/kernfsim/kernfsim/fusefs"
 	"github.com/kernfsim/kernfsim/internal/cli"
+	"github.com/kernfsim/kernfsim/internal/setting"
 	"github.com/kernfsim/kernfsim/kernfsim"
 	"github.com/kernfsim/kernfsim/loadgen"
-	"github.com/kernfsim/kernfsim/loadgen/harness"
+	"github.com/kernfsim/kernfsim/loadgen/targets"
+	"github.com/kernfsim/kernfsim/loadgen/workload"
 	"github.com/kernfsim/kernfsim/locking"
 	"github.com/kernfsim/kernfsim/sysfs"
 )
@@ -39,7 +41,7 @@ type treeFlags struct {
 	mirrors map[string]*kernfsim.Tree // host mirrors by lock; protected by mu
 }
 
-var _ harness.TreeBuilder = (*treeFlags)(nil)
+var _ targets.TreeBuilder = (*treeFlags)(nil)
 
 // addTreeFlags adds to fs every tree flag but --lock that fs does not
 // define already (teardown has its own --gp list): define the command's
@@ -67,7 +69,7 @@ func (f *treeFlags) validate() error { return cliError(f.Validate()) }
 // (--cgroups) when one of ops reads cgroups and --cgroups was not given,
 // so that --sim and the servers loadgen starts have a hierarchy to read.
 func (f *treeFlags) defaultCgroups(ops []string) error {
-	if _, host := f.HostDir(); host || !slices.Contains(ops, string(harness.OpCgroup)) || !f.names["cgroups"] || f.fs.Changed("cgroups") {
+	if _, host := f.HostDir(); host || !slices.Contains(ops, string(workload.OpCgroup)) || !f.names["cgroups"] || f.fs.Changed("cgroups") {
 		return nil
 	}
 	return f.fs.Set("cgroups", strconv.Itoa(loadgen.DefaultCgroups))
@@ -106,29 +108,19 @@ func (f *treeFlags) serverArgs() []string {
 	return args
 }
 
-// config is the synthetic tree the flags size, for commands that take a
-// sysfs.SynthConfig: a flag not given stays 0, kernfsim's default.
-func (f *treeFlags) config() sysfs.SynthConfig {
-	var c sysfs.SynthConfig
-	for name, v := range map[string]*int{"cpus": &c.CPUs, "sockets": &c.Sockets, "threads-per-core": &c.ThreadsPerCore,
-		"numa-nodes": &c.NUMANodes, "mem-blocks": &c.MemBlocks, "netdevs": &c.Netdevs, "disks": &c.Disks} {
-		if f.names[name] && f.fs.Changed(name) {
-			*v, _ = strconv.Atoi(f.fs.Lookup(name).Value.String())
-		}
-	}
-	return c
-}
+// config is the synthetic tree the flags size (cli.TreeFlags.Synth).
+func (f *treeFlags) config() sysfs.SynthConfig { return f.Synth() }
 
 // simTarget is the --sim target under lock, its tree built from the flags.
-func (f *treeFlags) simTarget(lock string) harness.Target {
-	t := harness.Target{Kind: harness.TargetSim, Lock: lock, Build: f}
+func (f *treeFlags) simTarget(lock string) targets.Target {
+	t := targets.Target{Kind: targets.TargetSim, Lock: lock, Build: f}
 	if _, host := f.HostDir(); !host {
-		t.Tree = f.config().WithDefaults() // for reports
+		t.Tree = f.config() // for reports
 	}
 	return t
 }
 
-// BuildTree builds the tree under lock (harness.TreeBuilder). A host
+// BuildTree builds the tree under lock (targets.TreeBuilder). A host
 // mirror is loaded once per lock and given to every run: no run changes
 // it for good (churned devices are removed again, and a mirror has no
 // memory probe to hot-add through), and loading one takes longer than
@@ -142,7 +134,7 @@ func (f *treeFlags) BuildTree(lock string) (*kernfsim.Tree, error) {
 	}
 	b, err := f.BuildWith(lock, fusefs.StatsSource)
 	if ue := (*cli.UsageError)(nil); errors.As(err, &ue) {
-		return nil, &harness.ConfigError{Field: "Tree", Problem: ue.Error()}
+		return nil, &setting.Error{Field: "Tree", Problem: ue.Error()}
 	} else if err != nil {
 		return nil, err
 	}
@@ -160,7 +152,7 @@ func (f *treeFlags) String() string {
 	if dir, host := f.HostDir(); host {
 		return "mirror of " + dir
 	}
-	return fmt.Sprintf("synthetic tree of %d CPUs", f.config().WithDefaults().CPUs)
+	return fmt.Sprintf("synthetic tree of %d CPUs", f.config().CPUs)
 }
 
 // cliError turns internal/cli's errors into this command's: a

@@ -11,8 +11,8 @@ import (
 
 	"github.com/kernfsim/kernfsim/internal/clitest"
 	"github.com/kernfsim/kernfsim/loadgen"
+	"github.com/kernfsim/kernfsim/loadgen/teardown"
 	"github.com/kernfsim/kernfsim/sysfs"
-	"github.com/kernfsim/kernfsim/teardown"
 )
 
 // FuzzArgs runs loadgen's command line with fuzzed arguments: it must

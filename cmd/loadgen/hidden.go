@@ -10,14 +10,14 @@ import (
 	"github.com/kernfsim/kernfsim/internal/cli"
 	"github.com/kernfsim/kernfsim/internal/mountcmd"
 	"github.com/kernfsim/kernfsim/loadgen"
-	"github.com/kernfsim/kernfsim/loadgen/harness"
+	"github.com/kernfsim/kernfsim/loadgen/serverproc"
 )
 
 // serveMain serves a kernfsim mount in the foreground, with the arguments
 // of `kernfsim mount` (MOUNTPOINT --lock L [tree flags] [...]), until ctx
 // is cancelled, then unmounts and returns 0; it prints one line to stdout
 // once the mount serves. Tests replace it; nil means no server is
-// available (harness.ErrNoServer).
+// available (serverproc.ErrNoServer).
 var serveMain func(ctx context.Context, args []string, stdout, stderr io.Writer) int = mountcmd.Main
 
 // serverCommand is the command that starts a kernfsim server, or nil if
@@ -38,7 +38,7 @@ func newServeCmd() *cobra.Command {
 		DisableFlagParsing: true,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if serveMain == nil {
-				return harness.ErrNoServer
+				return serverproc.ErrNoServer
 			}
 			if code := serveMain(cmd.Context(), args, cmd.OutOrStdout(), cmd.ErrOrStderr()); code != cli.ExitOK {
 				return &cli.ExitError{Code: code}

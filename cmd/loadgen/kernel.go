@@ -10,8 +10,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kernfsim/kernfsim/internal/cli"
-	"github.com/kernfsim/kernfsim/kernelprobe"
-	"github.com/kernfsim/kernfsim/loadgen/harness"
+	"github.com/kernfsim/kernfsim/internal/setting"
+	"github.com/kernfsim/kernfsim/loadgen/kernelprobe"
 )
 
 // kernelFlags are the flags of umount-storm and unshare.
@@ -116,7 +116,7 @@ func (f *kernelFlags) run(cmd *cobra.Command) error {
 		return err
 	}
 	res, err := kernelprobe.Run(cmd.Context(), f.cfg)
-	var ce *harness.ConfigError
+	var ce *setting.Error
 	if err != nil && !errors.As(err, &ce) && (res.Mount != nil || res.Unshare != nil) {
 		err = errors.Join(err, f.write(w, res))
 	} else if err == nil {

@@ -1,8 +1,9 @@
-// Command loadgen reproduces the sysfs open/read/close and missing-file
-// benchmarks of the kernfs locking work against the in-process kernfsim
-// walker (--sim), any directory (--path DIR: /sys, tmpfs, a kernfsim
-// mount) or a kernfsim FUSE server it starts itself (the default), and
-// compares lock strategies side by side (loadgen compare).
+// Command loadgen reproduces the sysfs benchmarks of the kernfs locking work.
+//
+// It runs the open/read/close and missing-file benchmarks against the
+// in-process kernfsim walker (--sim), any directory (--path DIR: /sys,
+// tmpfs, a kernfsim mount) or a kernfsim FUSE server it starts itself
+// (the default). loadgen compare puts lock strategies side by side.
 //
 //	loadgen [--path DIR | --sim] [--lock M] [--threads N] [--times N] [--missing] ...
 //	loadgen compare [--locks LIST] [--threads LIST] [--plot FILE.svg] ...
@@ -29,14 +30,13 @@ import (
 	"os"
 	"os/signal"
 	"runtime/debug"
-	"strings"
 	"syscall"
 
 	"github.com/spf13/cobra"
 
 	"github.com/kernfsim/kernfsim/internal/buildinfo"
 	"github.com/kernfsim/kernfsim/internal/cli"
-	"github.com/kernfsim/kernfsim/loadgen/harness"
+	"github.com/kernfsim/kernfsim/internal/setting"
 )
 
 func main() {
@@ -85,11 +85,11 @@ func newRootCmd(stderr io.Writer) *cobra.Command {
 }
 
 // classify gives err the type cli.Report maps to loadgen's exit status:
-// a *harness.ConfigError is bad input, said in terms of flags; an error
+// a *setting.Error is bad input, said in terms of flags; an error
 // not typed already is a failure at run time.
 func classify(err error) error {
 	var (
-		ce    *harness.ConfigError
+		ce    *setting.Error
 		exit  *cli.ExitError
 		usage *cli.UsageError
 		input *cli.InputError
@@ -106,24 +106,9 @@ func classify(err error) error {
 	return &cli.RuntimeError{Err: inFlags(err)}
 }
 
-// inFlags is err with the text of a *harness.FieldError in it put in
+// inFlags is err with the text of a *setting.TextError in it put in
 // terms of flags. It unwraps to err.
-func inFlags(err error) error {
-	var fe *harness.FieldError
-	if !errors.As(err, &fe) {
-		return err
-	}
-	return &flagsError{err: err, text: strings.Replace(err.Error(), fe.Error(), fe.TextFor(hintFlag), 1)}
-}
-
-// flagsError is an error whose text inFlags put in terms of flags.
-type flagsError struct {
-	err  error
-	text string
-}
-
-func (e *flagsError) Error() string { return e.text }
-func (e *flagsError) Unwrap() error { return e.err }
+func inFlags(err error) error { return flagNames.Names().InText(err) }
 
 // noArgs refuses positional arguments as bad input (cobra.NoArgs's
 // "unknown command"), reported without the pointer to --help.
@@ -134,47 +119,27 @@ func noArgs(cmd *cobra.Command, args []string) error {
 	return nil
 }
 
-// fieldFlags names the flag behind each loadgen.Config field.
-var fieldFlags = map[string]string{
+// flagNames names the flag behind each field that the engine's errors
+// and text name: loadgen.Config's and CompareConfig's fields, a target
+// kind, a tree's size, a tool's own fields. It is the command's one
+// table; teardown's Config overrides a few (tdFlags).
+var flagNames = setting.Table{
 	"Threads": "--threads", "Times": "--times", "Files": "--files", "FileList": "--file",
 	"BufSize": "--bufsize", "Op": "--op", "Missing": "--missing", "MissingPath": "--missing-path",
 	"Dir": "--path", "Lock": "--lock", "Procs": "--procs", "WorkerCommand": "--procs",
 	"Churn": "--churn", "Tree": "tree flags", "Rows": "--targets", "Ops": "--ops", "PerOp": "--per-op",
 	"SimCost": "--sim-cost", "SimShared": "--sim-cost", "Calibrate": "--calibrate",
 	"Writers": "--writers", "WriteRate": "--write-rate",
-}
-
-// hintFlags names the flags behind what the engine's text (hints,
-// warnings) names besides fieldFlags' fields: a target kind, a tree's
-// size, a tool's own fields. A message's Field is mapped by fieldFlags
-// alone.
-var hintFlags = map[string]string{
 	"TargetSim": "--sim", "Tree.Cgroups": "--cgroups", "Tree.MemBlocks": "--mem-blocks", "Count": "--count",
 	"MinDuration": "--min-duration", "PinSingle": "--pin-single", "Repeats": "--repeats", "SimTimes": "--sim-times",
 	"Locks": "--locks", "Format": "--format",
 }
 
-// configMessage is a *harness.ConfigError in terms of flags.
-func configMessage(ce *harness.ConfigError) string {
-	field := ce.Field
-	if f, ok := fieldFlags[field]; ok {
-		field = f
-	}
-	s := field + ": " + ce.Problem
-	if h := ce.HintFor(hintFlag); h != "" {
+// configMessage is a *setting.Error in terms of flags.
+func configMessage(ce *setting.Error) string {
+	s := flagNames.Name(ce.Field) + ": " + ce.Problem
+	if h := ce.HintFor(flagNames.Names()); h != "" {
 		s += "; " + h
 	}
 	return s
-}
-
-// hintFlag is the flag behind a field the engine's text names
-// (harness.FieldNames).
-func hintFlag(field string) string {
-	if f, ok := fieldFlags[field]; ok {
-		return f
-	}
-	if f, ok := hintFlags[field]; ok {
-		return f
-	}
-	return field
 }

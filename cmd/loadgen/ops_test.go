@@ -13,8 +13,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/kernfsim/kernfsim/internal/cli"
-	"github.com/kernfsim/kernfsim/loadgen/harness"
 	"github.com/kernfsim/kernfsim/loadgen/report"
+	"github.com/kernfsim/kernfsim/loadgen/serverproc"
+	"github.com/kernfsim/kernfsim/sysfs"
 )
 
 // runJSON runs the command line with --format json and decodes the run.
@@ -55,8 +56,8 @@ func TestServerArgs(t *testing.T) {
 		if got := strings.Join(f.serverArgs(), " "); got != want || fs.Lookup("lock") != nil {
 			t.Errorf("own --gp %v: server args %q, want %q; --lock defined: %v", ownGP, got, want, fs.Lookup("lock") != nil)
 		}
-		if c := f.config(); c.CPUs != 8 || c.Sockets != 0 {
-			t.Errorf("config %+v, want CPUs 8 and the rest kernfsim's defaults (0)", c)
+		if c, d := f.config(), (sysfs.SynthConfig{}).WithDefaults(); c.CPUs != 8 || c.Sockets != d.Sockets || c.MemBlocks != d.MemBlocks {
+			t.Errorf("config %+v, want CPUs 8 and the rest kernfsim's defaults", c)
 		}
 	}
 }
@@ -66,7 +67,7 @@ func TestServerArgs(t *testing.T) {
 // processes: MPI ranks); the real lstopo reads the mirror too.
 func TestMirrorMount(t *testing.T) {
 	requireFUSE(t)
-	s, err := harness.StartServer(context.Background(), harness.ServerConfig{Command: serverCommand(), Lock: "rcu",
+	s, err := serverproc.StartServer(context.Background(), serverproc.ServerConfig{Command: serverCommand(), Lock: "rcu",
 		Args: []string{"--tree=host"}})
 	require.NoError(t, err)
 	defer func() {
@@ -133,7 +134,7 @@ func TestCompareHwloc(t *testing.T) {
 		}
 	}
 	code, out, _ = runArgs(context.Background(), append(args, "--format", "bench", "--targets", "sys")...)
-	if code != cli.ExitOK || strings.Count(out, "done-ns") != 1 || !regexp.MustCompile(`op=hwloc/threads=2-\d+\t +2\t`).MatchString(out) {
+	if code != cli.ExitOK || strings.Count(out, "done-ns") != 1 || !regexp.MustCompile(`op=hwloc/threads=2-\d+ 2 `).MatchString(out) {
 		t.Errorf("bench: exit %d:\n%s", code, out)
 	}
 	noLeftovers(t)

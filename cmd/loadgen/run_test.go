@@ -41,7 +41,7 @@ func TestJSONGolden(t *testing.T) {
 	golden(t, "run_sim.json.golden", out)
 }
 
-var benchLine = regexp.MustCompile(`^BenchmarkSysfs/target=sim/lock=mutex/op=missing/threads=3-\d+\t +150(\t +[\d.]+ (ns/op|worker-ns/op|single-ns/op|p50-ns|p99-ns|p99.9-ns|ops/s|ratio|efficiency|lock-read-util|lock-write-util|lock-contended)){12}$`)
+var benchLine = regexp.MustCompile(`^BenchmarkSysfs/target=sim/lock=mutex/op=missing/threads=3-\d+ 150( [-\d.e+]+ (ns/op|worker-ns/op|single-ns/op|p50-ns|p99-ns|p99.9-ns|ops/s|ratio|efficiency|lock-read-util|lock-write-util|lock-contended)){12}$`)
 
 func TestBenchGolden(t *testing.T) {
 	code, out, errOut := runArgs(context.Background(), append(smallSim, "--format", "bench", "--lock", "mutex", "--missing")...)

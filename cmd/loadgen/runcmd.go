@@ -14,8 +14,10 @@ import (
 
 	"github.com/kernfsim/kernfsim/internal/cli"
 	"github.com/kernfsim/kernfsim/loadgen"
-	"github.com/kernfsim/kernfsim/loadgen/harness"
 	"github.com/kernfsim/kernfsim/loadgen/report"
+	"github.com/kernfsim/kernfsim/loadgen/serverproc"
+	"github.com/kernfsim/kernfsim/loadgen/targets"
+	"github.com/kernfsim/kernfsim/loadgen/workload"
 )
 
 // runFlags are the flags of a single run (the root command).
@@ -46,7 +48,7 @@ type runFlags struct {
 }
 
 func newRunCmd(stderr io.Writer) *cobra.Command {
-	f := &runFlags{lock: harness.DefaultLock}
+	f := &runFlags{lock: serverproc.DefaultLock}
 	cmd := &cobra.Command{
 		Use:   "loadgen [--path DIR | --sim] [flags]",
 		Short: "Reproduce the sysfs open/read/close and missing-file benchmarks against kernfsim or any directory",
@@ -90,10 +92,10 @@ func addRunFlags(fs *pflag.FlagSet, f *runFlags) {
 	fs.IntVar(&f.times, "times", 0, "operations per worker (default 10000; 20 for --op hwloc and lstopo, 1000 for coldplug and cgroup)")
 	fs.IntVar(&f.files, "files", 0, "distinct files K; worker i uses file i mod K (default max(1, threads/2))")
 	fs.StringArrayVar(&f.fileList, "file", nil, "a file to use, relative to the target (repeatable; default: chosen automatically)")
-	fs.IntVar(&f.bufsize, "bufsize", harness.DefaultBufSize, "bytes per read")
+	fs.IntVar(&f.bufsize, "bufsize", workload.DefaultBufSize, "bytes per read")
 	fs.BoolVar(&f.missing, "missing", false, "every worker opens one missing path; the failing open is the operation")
 	cli.PathVar(fs, &f.missingPath, "missing-path", loadgen.DefaultMissingPath, "the missing path, relative to the target")
-	fs.StringVar(&f.op, "op", string(harness.OpOpenReadClose), "operation: "+opList())
+	fs.StringVar(&f.op, "op", string(workload.OpOpenReadClose), "operation: "+opList())
 	fs.BoolVar(&f.pin, "pin", true, "pin the concurrent phase's worker i to CPU i mod ncpus (--pin=false to let the scheduler place them)")
 	fs.BoolVar(&f.pinSingle, "pin-single", false, "pin the single phase's worker to the first CPU (the seed runs it unpinned)")
 	fs.DurationVar(&f.minDur, "min-duration", 0, "each phase lasts at least this long: its workers go on past --times until then (0: --times alone, as the seed)")
@@ -112,7 +114,7 @@ func addRunFlags(fs *pflag.FlagSet, f *runFlags) {
 
 func opList() string {
 	var s []string
-	for _, o := range harness.Ops {
+	for _, o := range workload.Ops {
 		s = append(s, string(o))
 	}
 	return strings.Join(s, ", ")
@@ -147,33 +149,33 @@ func (f *runFlags) config(cmd *cobra.Command) (loadgen.Config, error) {
 	if err := f.simCost.check(cmd, f.sim); err != nil {
 		return loadgen.Config{}, err
 	}
-	return loadgen.Config{Target: t, Op: harness.Op(f.op), Missing: f.missing, MissingPath: f.missingPath,
+	return loadgen.Config{Target: t, Op: workload.Op(f.op), Missing: f.missing, MissingPath: f.missingPath,
 		Threads: f.threads, Times: f.times, Files: f.files, FileList: f.fileList, BufSize: f.bufsize,
 		NoPin: !f.pin, PinSingle: f.pinSingle, MinDuration: f.minDur, Procs: f.procs, WorkerCommand: selfCommand("__worker"), Churn: f.churn,
-		Writers: f.writers, Args: commandLine(cmd), FieldNames: hintFlag,
-		Server: &harness.ServerConfig{Command: serverCommand(), Args: f.serverFlags()}}, nil
+		Writers: f.writers, Args: commandLine(cmd), FieldNames: flagNames.Names(),
+		Server: &serverproc.ServerConfig{Command: serverCommand(), Args: f.serverFlags()}}, nil
 }
 
-func (f *runFlags) target(cmd *cobra.Command) (harness.Target, error) {
+func (f *runFlags) target(cmd *cobra.Command) (targets.Target, error) {
 	fs := cmd.Flags()
 	switch {
 	case f.sim && f.path != "":
-		return harness.Target{}, &cli.UsageError{Err: errors.New("--sim and --path exclude each other: choose one target")}
+		return targets.Target{}, &cli.UsageError{Err: errors.New("--sim and --path exclude each other: choose one target")}
 	case f.path != "":
 		if n := given(fs, append([]string{"lock"}, f.tree.given()...)...); n != "" {
-			return harness.Target{}, &cli.UsageError{Err: fmt.Errorf("--%s applies to --sim and to the server loadgen starts; the mount at --path has its own", n)}
+			return targets.Target{}, &cli.UsageError{Err: fmt.Errorf("--%s applies to --sim and to the server loadgen starts; the mount at --path has its own", n)}
 		}
 		if n := given(fs, serverOnly...); n != "" {
-			return harness.Target{}, &cli.UsageError{Err: fmt.Errorf("--%s applies to the server loadgen starts; the mount at --path has its own", n)}
+			return targets.Target{}, &cli.UsageError{Err: fmt.Errorf("--%s applies to the server loadgen starts; the mount at --path has its own", n)}
 		}
-		return harness.Target{Kind: harness.TargetPath, Dir: f.path}, nil
+		return targets.Target{Kind: targets.TargetPath, Dir: f.path}, nil
 	case f.sim:
 		if n := given(fs, serverOnly...); n != "" {
-			return harness.Target{}, &cli.UsageError{Err: fmt.Errorf("--%s applies to the server loadgen starts; --sim starts none (it walks the tree in process)", n)}
+			return targets.Target{}, &cli.UsageError{Err: fmt.Errorf("--%s applies to the server loadgen starts; --sim starts none (it walks the tree in process)", n)}
 		}
 		return f.tree.simTarget(f.lock), nil
 	}
-	return harness.Target{Kind: harness.TargetKernfsim, Lock: f.lock, ServerTransport: f.transport}, nil
+	return targets.Target{Kind: targets.TargetKernfsim, Lock: f.lock, ServerTransport: f.transport}, nil
 }
 
 // serverOnly are the run's flags for the server loadgen starts, and for

@@ -11,7 +11,7 @@ import (
 
 	"github.com/kernfsim/kernfsim/internal/cli"
 	"github.com/kernfsim/kernfsim/loadgen"
-	"github.com/kernfsim/kernfsim/loadgen/harness"
+	"github.com/kernfsim/kernfsim/loadgen/serverproc"
 )
 
 // simCostFlags are --sim-cost and --calibrate, of a run and of compare.
@@ -79,7 +79,7 @@ func (f *simCostFlags) apply(cmd *cobra.Command, cfg *loadgen.Config, stderr io.
 		return nil
 	}
 	fmt.Fprintf(stderr, "loadgen: calibrating the sim's cost against %s...\n", f.calibrate)
-	cal, err := loadgen.CalibrateSimCost(cmd.Context(), *cfg, f.calibrate, harness.DefaultLock)
+	cal, err := loadgen.CalibrateSimCost(cmd.Context(), *cfg, f.calibrate, serverproc.DefaultLock)
 	if err != nil {
 		return err
 	}

@@ -11,8 +11,8 @@ import (
 
 	"github.com/kernfsim/kernfsim/internal/cli"
 	"github.com/kernfsim/kernfsim/loadgen"
-	"github.com/kernfsim/kernfsim/loadgen/harness"
-	"github.com/kernfsim/kernfsim/soak"
+	"github.com/kernfsim/kernfsim/loadgen/serverproc"
+	"github.com/kernfsim/kernfsim/loadgen/soak"
 )
 
 // soakFlags are the flags of loadgen soak.
@@ -117,7 +117,7 @@ func (f *soakFlags) config(fs *pflag.FlagSet) (soak.Config, error) {
 	return soak.Config{Duration: f.duration, Interval: f.interval, Warmup: f.warmup, Locks: f.locks,
 		Dir: f.path, ServerPID: f.serverPID, Readers: f.readers, Workers: loadgen.Workers, PerOp: f.perOp, Churn: f.churn,
 		StormEvery: f.stormEvery, StormSize: f.stormSize, Tolerance: f.tolerance, RSSSlack: rssSlack(f.rssSlackMiB),
-		Server: &harness.ServerConfig{Command: serverCommand(), Args: append(f.tree.serverArgs(), f.serverArgs...)}}, nil
+		Server: &serverproc.ServerConfig{Command: serverCommand(), Args: append(f.tree.serverArgs(), f.serverArgs...)}}, nil
 }
 
 func (f *soakFlags) run(cmd *cobra.Command) error {

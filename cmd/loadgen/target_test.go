@@ -18,8 +18,8 @@ import (
 
 	"github.com/kernfsim/kernfsim/client"
 	"github.com/kernfsim/kernfsim/internal/cli"
-	"github.com/kernfsim/kernfsim/loadgen/harness"
 	"github.com/kernfsim/kernfsim/loadgen/report"
+	"github.com/kernfsim/kernfsim/loadgen/serverproc"
 )
 
 // smallTree keeps the server's start-up short.
@@ -190,7 +190,7 @@ func TestCompareAllTargets(t *testing.T) {
 // recover.
 func TestDeadMount(t *testing.T) {
 	requireFUSE(t)
-	s, err := harness.StartServer(context.Background(), harness.ServerConfig{Command: serverCommand(), Args: smallTree})
+	s, err := serverproc.StartServer(context.Background(), serverproc.ServerConfig{Command: serverCommand(), Args: smallTree})
 	require.NoError(t, err)
 	defer s.Close()
 	pid := serverPid(t, s.Mountpoint())

@@ -11,10 +11,12 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kernfsim/kernfsim/internal/cli"
+	"github.com/kernfsim/kernfsim/internal/setting"
 	"github.com/kernfsim/kernfsim/kernfsim"
-	"github.com/kernfsim/kernfsim/loadgen/harness"
+	"github.com/kernfsim/kernfsim/loadgen/serverproc"
+	"github.com/kernfsim/kernfsim/loadgen/targets"
+	"github.com/kernfsim/kernfsim/loadgen/teardown"
 	"github.com/kernfsim/kernfsim/locking"
-	"github.com/kernfsim/kernfsim/teardown"
 )
 
 // teardownFlags are the flags of loadgen teardown.
@@ -133,7 +135,7 @@ func (f *teardownFlags) config(cmd *cobra.Command) (teardown.Config, error) {
 		if fs.Changed("server-arg") {
 			return c, &cli.UsageError{Err: errors.New("--server-arg applies to the servers loadgen starts; the mount at --path has its own")}
 		}
-		c.Target = harness.Target{Kind: harness.TargetPath, Dir: f.path}
+		c.Target = targets.Target{Kind: targets.TargetPath, Dir: f.path}
 	case f.sim:
 		if fs.Changed("server-arg") {
 			return c, &cli.UsageError{Err: errors.New("--server-arg applies to the servers loadgen starts; --sim starts none")}
@@ -141,10 +143,10 @@ func (f *teardownFlags) config(cmd *cobra.Command) (teardown.Config, error) {
 		if _, host := f.tree.HostDir(); host {
 			return c, &cli.UsageError{Err: errors.New("--tree host applies to the servers loadgen starts; teardown --sim builds a synthetic tree (its size does not change a removal)")}
 		}
-		c.Target = harness.Target{Kind: harness.TargetSim, Tree: f.tree.config()}
+		c.Target = targets.Target{Kind: targets.TargetSim, Tree: f.tree.config()}
 	default:
-		c.Target = harness.Target{Kind: harness.TargetKernfsim}
-		c.Server = &harness.ServerConfig{Command: serverCommand(), Args: append(f.tree.serverArgs(), f.serverArgs...)}
+		c.Target = targets.Target{Kind: targets.TargetKernfsim}
+		c.Server = &serverproc.ServerConfig{Command: serverCommand(), Args: append(f.tree.serverArgs(), f.serverArgs...)}
 	}
 	return c, nil
 }
@@ -177,18 +179,19 @@ func (f *teardownFlags) validateLists() error {
 	return &cli.UsageError{Err: fmt.Errorf("--format %q: valid formats are seed, json and bench", f.format)}
 }
 
-// tdFlags names the flag behind each teardown.Config field.
-var tdFlags = map[string]string{"Count": "--count", "Batch": "--batch", "Attrs": "--attrs", "Lock": "--locks", "Dir": "--path", "Readers": "--readers"}
+// tdFlags names the flag behind each teardown.Config field: where a
+// field's flag differs from flagNames' ("Lock": teardown takes --locks).
+var tdFlags = setting.Table{"Count": "--count", "Batch": "--batch", "Attrs": "--attrs", "Lock": "--locks", "Dir": "--path", "Readers": "--readers"}
 
-// tdUsage rewords a *harness.ConfigError of the teardown engine in terms
+// tdUsage rewords a *setting.Error of the teardown engine in terms
 // of flags.
 func tdUsage(err error) error {
-	var ce *harness.ConfigError
+	var ce *setting.Error
 	if !errors.As(err, &ce) || tdFlags[ce.Field] == "" {
 		return err
 	}
 	msg := tdFlags[ce.Field] + ": " + ce.Problem
-	if h := ce.HintFor(hintFlag); h != "" {
+	if h := ce.HintFor(flagNames.Names()); h != "" {
 		msg += "; " + h
 	}
 	return &cli.UsageError{Err: errors.New(msg)}

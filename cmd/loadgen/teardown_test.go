@@ -18,9 +18,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/kernfsim/kernfsim/internal/cli"
-	"github.com/kernfsim/kernfsim/kernelprobe"
-	"github.com/kernfsim/kernfsim/loadgen/harness"
-	"github.com/kernfsim/kernfsim/teardown"
+	"github.com/kernfsim/kernfsim/loadgen/kernelprobe"
+	"github.com/kernfsim/kernfsim/loadgen/serverproc"
+	"github.com/kernfsim/kernfsim/loadgen/teardown"
 )
 
 // smallTeardown is a quick storm on a small tree.
@@ -99,7 +99,7 @@ func TestTeardownFUSE(t *testing.T) {
 // stats; devices an earlier storm left are removed first.
 func TestTeardownPath(t *testing.T) {
 	requireFUSE(t)
-	srv, err := harness.StartServer(context.Background(), harness.ServerConfig{Command: serverCommand(), Lock: "rcu",
+	srv, err := serverproc.StartServer(context.Background(), serverproc.ServerConfig{Command: serverCommand(), Lock: "rcu",
 		Args: []string{"--gp=deferred", "--cpus=2", "--sockets=1", "--mem-blocks=4"}})
 	require.NoError(t, err)
 	defer srv.Close()

@@ -1,6 +1,7 @@
-// Package uring serves a go-fuse fuse.RawFileSystem over FUSE-over-io_uring
-// (Linux 6.14+): one queue per possible CPU, each an io_uring owned by an
-// OS thread pinned to that CPU. The kernel queues a request issued on CPU c
+// Package uring serves a go-fuse fuse.RawFileSystem over FUSE-over-io_uring (Linux 6.14+).
+//
+// There is one queue per possible CPU, each an io_uring owned by an OS
+// thread pinned to that CPU. The kernel queues a request issued on CPU c
 // to queue c; its thread answers it in place and fetches the next one in
 // the same io_uring_enter, so no lock is shared between queues and none is
 // taken per request.

@@ -1,6 +1,7 @@
-// Package buildinfo says which build of a command is running: its
-// version and VCS revision (debug.ReadBuildInfo), for --version and for
-// the context every result records.
+// Package buildinfo says which build of a command is running.
+//
+// It gives the version and VCS revision (debug.ReadBuildInfo), for
+// --version and for the context every result records.
 package buildinfo
 
 import (

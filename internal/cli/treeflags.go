@@ -1,5 +1,7 @@
-// Package cli holds what the commands share: the tree flags and how a tree
-// is built from them, and the errors that decide exit statuses.
+// Package cli holds what the commands share: the tree flags and the exit statuses.
+//
+// It builds a tree from the tree flags, and its errors decide a
+// command's exit status.
 package cli
 
 import (
@@ -12,6 +14,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/kernfsim/kernfsim/internal/setting"
 	"github.com/kernfsim/kernfsim/kernfsim"
 	"github.com/kernfsim/kernfsim/locking"
 	"github.com/kernfsim/kernfsim/sysfs"
@@ -244,15 +247,15 @@ func (f *TreeFlags) Describe() string {
 }
 
 // configFlags names the flag for each SynthConfig field.
-var configFlags = []struct{ field, flag string }{
-	{"ThreadsPerCore", "--threads-per-core"}, // before "Sockets" and "CPUs": longest first
-	{"NUMANodes", "--numa-nodes"},
-	{"MemBlocks", "--mem-blocks"},
-	{"Sockets", "--sockets"},
-	{"Netdevs", "--netdevs"},
-	{"Disks", "--disks"},
-	{"Cgroups", "--cgroups"},
-	{"CPUs", "--cpus"},
+var configFlags = setting.Table{
+	"ThreadsPerCore": "--threads-per-core",
+	"NUMANodes":      "--numa-nodes",
+	"MemBlocks":      "--mem-blocks",
+	"Sockets":        "--sockets",
+	"Netdevs":        "--netdevs",
+	"Disks":          "--disks",
+	"Cgroups":        "--cgroups",
+	"CPUs":           "--cpus",
 }
 
 // flagError rewords a *sysfs.ConfigError in terms of flags.
@@ -261,15 +264,7 @@ func flagError(err error) error {
 	if !errors.As(err, &ce) {
 		return err
 	}
-	var pairs []string
-	flag := ce.Field
-	for _, cf := range configFlags {
-		pairs = append(pairs, cf.field, cf.flag)
-		if cf.field == ce.Field {
-			flag = cf.flag
-		}
-	}
-	return fmt.Errorf("invalid value %v for %s: %s", ce.Value, flag, strings.NewReplacer(pairs...).Replace(ce.Valid))
+	return fmt.Errorf("invalid value %v for %s: %s", ce.Value, configFlags.Name(ce.Field), configFlags.Put(ce.Valid))
 }
 
 // choiceValue is a string flag limited to a list of values.

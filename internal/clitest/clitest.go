@@ -1,6 +1,7 @@
-// Package clitest holds what the commands' fuzz tests share: the
-// command-line contract every run must keep, and the bound that keeps
-// fuzzed runs fast.
+// Package clitest holds what the commands' fuzz tests share.
+//
+// It has the command-line contract every run must keep, and the bound
+// that keeps fuzzed runs fast.
 package clitest
 
 import (

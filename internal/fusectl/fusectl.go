@@ -1,5 +1,6 @@
-// Package fusectl aborts FUSE connections through the FUSE control file
-// system (/sys/fs/fuse/connections), mounting it first where it is not.
+// Package fusectl aborts FUSE connections through /sys/fs/fuse/connections.
+//
+// It mounts the FUSE control file system first where it is not.
 // Aborting a connection ends every request in flight on it with
 // ECONNABORTED and every later one with ENOTCONN, so a client stuck
 // waiting for a server that will never answer returns.

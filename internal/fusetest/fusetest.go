@@ -1,6 +1,7 @@
-// Package fusetest holds what tests that mount real FUSE filesystems
-// share besides package testkit: whether to test FUSE-over-io_uring, and a
-// mount-table check.
+// Package fusetest holds what tests that mount real FUSE filesystems share.
+//
+// Beside package testkit, it says whether to test FUSE-over-io_uring,
+// and checks the mount table.
 package fusetest
 
 import (

@@ -1,5 +1,6 @@
-// Package goldenfile compares test output with files in testdata/, and
-// rewrites them when the test runs with -update.
+// Package goldenfile compares test output with files in testdata/.
+//
+// It rewrites them when the test runs with -update.
 package goldenfile
 
 import (

@@ -1,5 +1,7 @@
-// Package mountcmd is `kernfsim mount`: build a tree from the tree flags,
-// serve it over FUSE in the foreground until SIGINT/SIGTERM, then unmount.
+// Package mountcmd is `kernfsim mount`: it serves a tree over FUSE until a signal.
+//
+// It builds the tree from the tree flags, serves it in the foreground
+// until SIGINT or SIGTERM, then unmounts.
 // cmd/kernfsim adds it as a subcommand; loadgen runs it (Main) in a child
 // process when it starts its own server.
 package mountcmd
@@ -25,6 +27,7 @@ import (
 	"github.com/kernfsim/kernfsim/fusefs"
 	"github.com/kernfsim/kernfsim/internal/cli"
 	"github.com/kernfsim/kernfsim/internal/guardian"
+	"github.com/kernfsim/kernfsim/internal/setting"
 	"github.com/kernfsim/kernfsim/kernfsim"
 	"github.com/kernfsim/kernfsim/locking"
 )
@@ -132,7 +135,7 @@ func (f *flags) options() (fusefs.MountOptions, error) {
 
 // settingFlags names the flag behind each fusefs.MountOptions field that
 // fusefs's errors name.
-var settingFlags = map[string]string{"Force": "--force", "Transport": "--transport"}
+var settingFlags = setting.Table{"Force": "--force", "Transport": "--transport"}
 
 // flagOf is the flag that sets s, with its value: "--transport devfuse".
 func flagOf(s fusefs.Setting) string {

@@ -1,67 +1,36 @@
-// Package mountinfo reads this process's mount table. It sits below fusefs
-// and the test helpers, so both can ask whether a path is mounted.
+// Package mountinfo answers what fusefs and the test tools ask of a mount table.
+//
+// github.com/moby/sys/mountinfo reads and parses the table. This package
+// adds what it lacks: the mount on top at a point (Top) and the FUSE
+// connection of each FUSE mount (FUSE). It never stats a mount point, so
+// a stuck FUSE mount cannot block it.
 package mountinfo
 
 import (
-	"bufio"
-	"errors"
-	"os"
-	"strconv"
+	"bytes"
 	"strings"
+
+	moby "github.com/moby/sys/mountinfo"
 )
 
-// IsMountpoint reports whether mnt is a mount point in this mount
-// namespace.
+// IsMountpoint reports whether mnt is a mount point in this thread's
+// mount namespace. It reads the table, where moby's Mounted would stat
+// mnt, which blocks on a stuck FUSE mount.
 func IsMountpoint(mnt string) (bool, error) {
-	found := false
-	err := each(func(p string) bool { found = p == mnt; return !found })
-	return found, err
+	ms, err := moby.GetMounts(moby.SingleEntryFilter(mnt))
+	return len(ms) > 0, err
 }
 
 // Below lists the mount points strictly inside dir.
 func Below(dir string) ([]string, error) {
-	var subs []string
-	err := each(func(p string) bool {
-		if strings.HasPrefix(p, dir+"/") {
-			subs = append(subs, p)
-		}
-		return true
+	ms, err := moby.GetMounts(func(m *moby.Info) (skip, stop bool) {
+		return !strings.HasPrefix(m.Mountpoint, dir+"/"), false
 	})
+	var subs []string
+	for _, m := range ms {
+		subs = append(subs, m.Mountpoint)
+	}
 	return subs, err
-}
-
-// each calls f with every mount point in /proc/self/mountinfo, in order,
-// until f returns false.
-func each(f func(mountpoint string) bool) error {
-	file, err := os.Open("/proc/self/mountinfo")
-	if err != nil {
-		return err
-	}
-	defer file.Close()
-	sc := bufio.NewScanner(file)
-	for sc.Scan() {
-		fields := strings.Fields(sc.Text())
-		if len(fields) > 4 && !f(unescapeMountinfo(fields[4])) {
-			return nil
-		}
-	}
-	return sc.Err()
-}
-
-// unescapeMountinfo undoes mountinfo's octal escapes (\040 for space).
-func unescapeMountinfo(s string) string {
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] == '\\' && i+3 < len(s) {
-			if v, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
-				b.WriteByte(byte(v))
-				i += 3
-				continue
-			}
-		}
-		b.WriteByte(s[i])
-	}
-	return b.String()
 }
 
 // Entry is one line of a mount table.
@@ -77,37 +46,40 @@ type Entry struct {
 // connection is named after its block device).
 func (e Entry) FUSE() bool { return e.FSType == "fuse" || strings.HasPrefix(e.FSType, "fuse.") }
 
-// Parse parses a mountinfo file's contents; malformed lines are skipped.
+// Parse parses a mountinfo file's contents. Malformed lines are skipped
+// (TestParseSkipsMalformed).
 func Parse(mountinfo []byte) []Entry {
-	var out []Entry
-	for _, line := range strings.Split(string(mountinfo), "\n") {
-		// ID PARENT MAJ:MIN ROOT POINT OPTS [OPTIONAL...] - FSTYPE SOURCE SUPEROPTS
-		pre, post, ok := strings.Cut(line, " - ")
-		fields, tail := strings.Fields(pre), strings.Fields(post)
-		if !ok || len(fields) < 5 || len(tail) < 1 {
-			continue
+	ms, err := moby.GetMountsFromReader(bytes.NewReader(mountinfo), nil)
+	if err != nil { // moby stops at a malformed line: parse line by line
+		ms = ms[:0]
+		for line := range bytes.Lines(mountinfo) {
+			if m, err := moby.GetMountsFromReader(bytes.NewReader(line), nil); err == nil {
+				ms = append(ms, m...)
+			}
 		}
-		id, err1 := strconv.Atoi(fields[0])
-		parent, err2 := strconv.Atoi(fields[1])
-		major, minor, _ := strings.Cut(fields[2], ":")
-		maj, err3 := strconv.ParseUint(major, 10, 32)
-		min, err4 := strconv.ParseUint(minor, 10, 32)
-		if err := errors.Join(err1, err2, err3, err4); err != nil {
-			continue
-		}
-		out = append(out, Entry{ID: id, Parent: parent, Major: uint32(maj), Minor: uint32(min),
-			Point: unescapeMountinfo(fields[4]), FSType: tail[0]})
+	}
+	out := make([]Entry, 0, len(ms))
+	for _, m := range ms {
+		out = append(out, entryOf(m))
 	}
 	return out
 }
 
-// Self is this process's mount table.
+func entryOf(m *moby.Info) Entry {
+	return Entry{ID: m.ID, Parent: m.Parent, Major: uint32(m.Major), Minor: uint32(m.Minor), Point: m.Mountpoint, FSType: m.FSType}
+}
+
+// Self is this thread's mount table.
 func Self() ([]Entry, error) {
-	b, err := os.ReadFile("/proc/self/mountinfo")
+	ms, err := moby.GetMounts(nil)
 	if err != nil {
 		return nil, err
 	}
-	return Parse(b), nil
+	out := make([]Entry, 0, len(ms))
+	for _, m := range ms {
+		out = append(out, entryOf(m))
+	}
+	return out, nil
 }
 
 // Top is the mount on top at point (the one a path walk reaches), if any:

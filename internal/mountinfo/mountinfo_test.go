@@ -15,9 +15,15 @@ func TestIsMountpoint(t *testing.T) {
 	}
 }
 
-func TestUnescape(t *testing.T) {
-	if got := unescapeMountinfo(`/mnt/a\040b\\x`); got != `/mnt/a b\\x` {
-		t.Fatalf("got %q", got)
+// TestParseSkipsMalformed: a malformed line costs only itself.
+func TestParseSkipsMalformed(t *testing.T) {
+	table := Parse([]byte(`1 0 8:1 / / rw - ext4 /dev/sda1 rw
+garbage
+30 1 0:40 / /mnt/a\040b rw - fuse.kernfsim kernfsim rw
+31 1 nocolon / /mnt/c rw - tmpfs t rw
+`))
+	if len(table) != 2 || table[0].ID != 1 || table[1].Point != "/mnt/a b" || table[1].Minor != 40 {
+		t.Fatalf("Parse: got %+v, want the two well-formed lines", table)
 	}
 }
 

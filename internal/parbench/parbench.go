@@ -1,6 +1,7 @@
-// Package parbench runs a parallel benchmark's loop without writing a
-// cache line that its workers share, so that a benchmark run at -cpu 1,2
-// shows the code under test's scaling and not the harness's.
+// Package parbench runs a parallel benchmark's loop without a cache line its workers share.
+//
+// A benchmark run at -cpu 1,2 then shows the scaling of the code under
+// test, not the loop's.
 //
 // testing.B.RunParallel writes two lines its workers share, and on a
 // benchmark of a few hundred nanoseconds per op that costs a visible part

@@ -1,7 +1,7 @@
-// Package pshard picks the shard of a sharded counter that the calling
-// goroutine's P owns, as the kernel's per-CPU counters use the CPU's own
-// (this_cpu_inc): two CPUs counting at once then write different cache
-// lines. It is the one place that reaches into the runtime for the P's
+// Package pshard picks the shard of a sharded counter that the calling goroutine's P owns.
+//
+// The kernel's per-CPU counters use the CPU's own (this_cpu_inc), so two
+// CPUs counting at once write different cache lines. It is the one place that reaches into the runtime for the P's
 // number; the grace-period readers and rwsem's counters in locking, and
 // the FUSE server's request counters and handle free lists, all use it.
 //

@@ -1,6 +1,8 @@
-// Package testkit holds what the tests of every package share: a subtest
-// per lock strategy, error checks, the rule for tests that need FUSE, a
-// buffer safe to read while a process writes it, and polling.
+// Package testkit holds what the tests of every package share.
+//
+// It has a subtest per lock strategy, error checks, the rule for tests
+// that need FUSE, a buffer safe to read while a process writes it, and
+// polling.
 //
 // It imports only the standard library and testify, so that the tests of
 // every package, locking's included, can use it. Fixtures that need a

@@ -1,5 +1,6 @@
-// Package textout holds what the text reports of loadgen and its tools
-// share: a writer that keeps the first error, and duration formats.
+// Package textout holds what the text reports of loadgen and its tools share.
+//
+// It has a writer that keeps the first error, and duration formats.
 package textout
 
 import (

@@ -1,5 +1,7 @@
-// Package plot draws a comparison (loadgen.CompareResult) as a figure:
-// a panel per op, per-op latency against threads, a line per row. It is
+// Package plot draws a comparison (loadgen.CompareResult) as a figure.
+//
+// It draws a panel per op, per-op latency against threads, a line per
+// row. It is
 // the only package that imports gonum.
 package plot
 

@@ -10,16 +10,16 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/kernfsim/kernfsim/loadgen"
-	"github.com/kernfsim/kernfsim/loadgen/harness"
 	"github.com/kernfsim/kernfsim/loadgen/report"
+	"github.com/kernfsim/kernfsim/loadgen/targets"
 )
 
 // comparison is a grid of three rows, two ops and two thread counts,
 // three runs a cell.
 func comparison() loadgen.CompareResult {
 	r := loadgen.CompareResult{Ops: []string{"files", "missing"}, Threads: []int{1, 48}, Repeats: 3, CPUs: 2,
-		Rows: []loadgen.Row{{Target: harness.Target{Kind: harness.TargetSim, Lock: "mutex"}},
-			{Target: harness.Target{Kind: harness.TargetSim, Lock: "rcu"}}, {Target: harness.Target{Kind: harness.TargetPath, Dir: "/sys"}}}}
+		Rows: []loadgen.Row{{Target: targets.Target{Kind: targets.TargetSim, Lock: "mutex"}},
+			{Target: targets.Target{Kind: targets.TargetSim, Lock: "rcu"}}, {Target: targets.Target{Kind: targets.TargetPath, Dir: "/sys"}}}}
 	for i, row := range r.Rows {
 		for _, op := range r.Ops {
 			for _, th := range r.Threads {

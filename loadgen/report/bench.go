@@ -3,11 +3,12 @@ package report
 import (
 	"fmt"
 	"io"
-	"math"
 
-	"github.com/kernfsim/kernfsim/internal/textout"
 	"github.com/kernfsim/kernfsim/loadgen"
-	"github.com/kernfsim/kernfsim/loadgen/harness"
+	"github.com/kernfsim/kernfsim/loadgen/gobench"
+	"github.com/kernfsim/kernfsim/loadgen/provenance"
+	"github.com/kernfsim/kernfsim/loadgen/targets"
+	"github.com/kernfsim/kernfsim/loadgen/workload"
 )
 
 // BenchName is the benchmark name prefix of WriteBench's lines.
@@ -39,58 +40,38 @@ const BenchName = "BenchmarkSysfs"
 //     write-p99-ns) and the changes a second (writes/s).
 //
 // WriteCompareBench writes the same metrics, a line per repeat. Figures
-// are printed as go test prints them.
+// are rounded as go test rounds them (gobench.Round).
 func WriteBench(w io.Writer, r loadgen.Result) error {
-	ew := textout.NewWriter(w)
-	harness.WriteBenchProvenance(ew, r.Provenance)
-	ew.Printf("# setup: %s\n", r.Target.Describe())
+	gw := provenance.BenchWriter(w, r.Provenance)
+	gw.Comment("setup: %s", r.Target.Describe())
 	for _, warn := range r.Warnings() {
-		ew.Printf("# warning: %s\n", warn)
+		gw.Comment("warning: %s", warn)
 	}
 	if r.Concur.Ran && len(r.Concur.Workers) > 0 {
-		writeBenchLine(ew, r.Provenance, benchName(r.Target, r.Op, r.Missing, r.Threads), r.Op, loadgen.CellRunOf(r))
+		writeBenchLine(gw, r.Provenance, benchName(r.Target, r.Op, r.Missing, r.Threads), r.Op, loadgen.CellRunOf(r))
 	}
-	return ew.Err()
+	return gw.Err()
 }
 
 // writeBenchLine writes one benchmark line: name with the -N GOMAXPROCS
 // suffix, every worker's operations, then the metrics.
-func writeBenchLine(ew *textout.Writer, p harness.Provenance, name string, op harness.Op, c loadgen.CellRun) {
-	ew.Printf("%s-%d\t%8d", name, max(1, p.GOMAXPROCS), c.Ops)
-	m := [][2]any{{c.NsPerOp, "ns/op"}, {float64(c.WorkerPerOp), "worker-ns/op"}, {float64(c.SinglePerOp), "single-ns/op"},
-		{float64(c.P50), "p50-ns"}, {float64(c.P99), "p99-ns"}, {float64(c.P999), "p99.9-ns"},
-		{c.OpsPerSec, "ops/s"}, {c.Ratio, "ratio"}, {c.Efficiency, "efficiency"}}
-	if op == harness.OpHwloc || op == harness.OpLstopo {
-		m = append(m, [2]any{float64(c.Done), "done-ns"}, [2]any{float64(c.DoneMax), "done-max-ns"})
+func writeBenchLine(gw *gobench.Writer, p provenance.Provenance, name string, op workload.Op, c loadgen.CellRun) {
+	m := []gobench.Metric{gobench.M(c.NsPerOp, "ns/op"), gobench.M(float64(c.WorkerPerOp), "worker-ns/op"),
+		gobench.M(float64(c.SinglePerOp), "single-ns/op"),
+		gobench.M(float64(c.P50), "p50-ns"), gobench.M(float64(c.P99), "p99-ns"), gobench.M(float64(c.P999), "p99.9-ns"),
+		gobench.M(c.OpsPerSec, "ops/s"), gobench.M(c.Ratio, "ratio"), gobench.M(c.Efficiency, "efficiency")}
+	if op == workload.OpHwloc || op == workload.OpLstopo {
+		m = append(m, gobench.M(float64(c.Done), "done-ns"), gobench.M(float64(c.DoneMax), "done-max-ns"))
 	}
 	if c.LockCounted {
-		m = append(m, [2]any{c.LockRead, "lock-read-util"}, [2]any{c.LockWrite, "lock-write-util"}, [2]any{c.LockContended, "lock-contended"})
+		m = append(m, gobench.M(c.LockRead, "lock-read-util"), gobench.M(c.LockWrite, "lock-write-util"),
+			gobench.M(c.LockContended, "lock-contended"))
 	}
 	if c.Writers > 0 {
-		m = append(m, [2]any{float64(c.WriteP50), "write-p50-ns"}, [2]any{float64(c.WriteP99), "write-p99-ns"}, [2]any{c.WriteRate, "writes/s"})
+		m = append(m, gobench.M(float64(c.WriteP50), "write-p50-ns"), gobench.M(float64(c.WriteP99), "write-p99-ns"),
+			gobench.M(c.WriteRate, "writes/s"))
 	}
-	for _, v := range m {
-		ew.Printf(benchFormat(v[0].(float64)), v[0], v[1])
-	}
-	ew.Printf("\n")
-}
-
-// benchFormat is the format go test's testing package prints a metric
-// with: whole numbers from 1000 up, four significant figures below.
-func benchFormat(x float64) string {
-	switch y := math.Abs(x); {
-	case y == 0 || y >= 999.95:
-		return "\t%10.0f %s"
-	case y >= 99.995:
-		return "\t%12.1f %s"
-	case y >= 9.9995:
-		return "\t%13.2f %s"
-	case y >= 0.99995:
-		return "\t%14.3f %s"
-	case y >= 0.099995:
-		return "\t%15.4f %s"
-	}
-	return "\t%16.5f %s"
+	gw.Line(fmt.Sprintf("%s-%d", name, max(1, p.GOMAXPROCS)), int(c.Ops), m...)
 }
 
 // benchName is the benchmark name with key=value parts, so that
@@ -99,9 +80,9 @@ func benchFormat(x float64) string {
 // simcost=NANOSECONDSns after the lock, and one that makes the kernel's
 // shared writes (every sim with a cost, and a calibration's of 0)
 // shared=on; a bare sim adds nothing.
-func benchName(t harness.Target, op harness.Op, missing bool, threads int) string {
+func benchName(t targets.Target, op workload.Op, missing bool, threads int) string {
 	lock := t.Lock
-	if t.Kind == harness.TargetPath {
+	if t.Kind == targets.TargetPath {
 		lock = "host"
 	}
 	cost := ""

@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/kernfsim/kernfsim/loadgen"
-	"github.com/kernfsim/kernfsim/loadgen/harness"
+	"github.com/kernfsim/kernfsim/loadgen/targets"
 	"github.com/kernfsim/kernfsim/locking"
 )
 
@@ -22,7 +22,7 @@ import (
 func bindFixture() loadgen.CompareResult {
 	r := loadgen.CompareResult{Ops: []string{"files"}, Threads: []int{1, 2}, CPUs: 2, Repeats: 1, FieldNames: testFlags,
 		LineTransfer: 50 * time.Nanosecond,
-		Rows:         []loadgen.Row{{Target: harness.Target{Kind: harness.TargetSim, Lock: "mutex"}}, {Target: harness.Target{Kind: harness.TargetSim, Lock: "kernfs74"}}}}
+		Rows:         []loadgen.Row{{Target: targets.Target{Kind: targets.TargetSim, Lock: "mutex"}}, {Target: targets.Target{Kind: targets.TargetSim, Lock: "kernfs74"}}}}
 	r.Cells = loadgen.NewCells(r)
 	const ops = 1000
 	for i := range r.Cells {

@@ -10,7 +10,9 @@ import (
 
 	"github.com/kernfsim/kernfsim/internal/textout"
 	"github.com/kernfsim/kernfsim/loadgen"
-	"github.com/kernfsim/kernfsim/loadgen/harness"
+	"github.com/kernfsim/kernfsim/loadgen/provenance"
+	"github.com/kernfsim/kernfsim/loadgen/targets"
+	"github.com/kernfsim/kernfsim/loadgen/workload"
 )
 
 // WriteCompareTable writes one table per op in the spirit of the seed's
@@ -22,7 +24,7 @@ func WriteCompareTable(w io.Writer, r loadgen.CompareResult) error {
 	ew := textout.NewWriter(w)
 	ew.Printf("loadgen compare: median per-op of %d runs x %s, %d CPUs, %s, %s\n",
 		r.Repeats, runLength(r), r.CPUs, PinText(r.SinglePinned, r.Pinned), r.Elapsed.Round(1e8))
-	harness.WriteProvenance(ew, r.Provenance, 8)
+	provenance.WriteProvenance(ew, r.Provenance, 8)
 	for _, s := range compareSetups(r) {
 		ew.Printf("%-8s %s\n", "setup:", s)
 	}
@@ -125,13 +127,13 @@ func workPerRun(r loadgen.CompareResult) string {
 		return fmt.Sprintf("%d discoveries per worker (sim: %d)", r.HwlocTimes, cc.SimHwlocTimes())
 	}
 	s := fmt.Sprintf("%d ops per worker (sim: %d", r.Times, r.SimTimes)
-	if r.SysTimes > 0 && slices.ContainsFunc(r.Rows, func(row loadgen.Row) bool { return row.Target.Kind == harness.TargetPath }) {
+	if r.SysTimes > 0 && slices.ContainsFunc(r.Rows, func(row loadgen.Row) bool { return row.Target.Kind == targets.TargetPath }) {
 		s += fmt.Sprintf(", sys: %d", r.SysTimes)
 	}
-	if slices.Contains(r.Ops, string(harness.OpColdplug)) {
+	if slices.Contains(r.Ops, string(workload.OpColdplug)) {
 		s += fmt.Sprintf("; coldplug: a %dth of that", loadgen.ColdplugFiles)
 	}
-	if slices.Contains(r.Ops, string(harness.OpCgroup)) {
+	if slices.Contains(r.Ops, string(workload.OpCgroup)) {
 		s += fmt.Sprintf("; cgroup: a %dth of that", loadgen.CgroupFiles)
 	}
 	if slices.ContainsFunc(r.Ops, loadgen.TimeToDoneOp) {
@@ -169,7 +171,7 @@ func writeCellTable(w io.Writer, r loadgen.CompareResult, op, corner string, pat
 	fmt.Fprintln(tw, strings.Join(head, "\t"))
 	for i, row := range r.Rows {
 		lock := row.Target.Lock
-		if row.Target.Kind == harness.TargetPath {
+		if row.Target.Kind == targets.TargetPath {
 			if !paths {
 				continue
 			}
@@ -194,7 +196,7 @@ func cellText(r loadgen.CompareResult, c *loadgen.Cell) string {
 		fig = textout.Dur(m.Done) + "/" + textout.Dur(m.DoneMax)
 	}
 	fig += " ±" + spreadPct(sp)
-	if v, ok := r.RatioToMutex(*c); ok {
+	if v, ok := r.RatioToBaseline(*c); ok {
 		unresolved := ""
 		if r.Unresolved(*c) {
 			unresolved = "~"
@@ -223,7 +225,7 @@ func compareSetups(r loadgen.CompareResult) []string {
 	var out []string
 	for _, row := range r.Rows {
 		s := row.Target.Label() + " rows: " + row.Target.Setup()
-		if row.Target.Kind == harness.TargetSim {
+		if row.Target.Kind == targets.TargetSim {
 			s += " sim=" + simRowsMode(r)
 		}
 		if !slices.Contains(out, s) {
@@ -238,20 +240,20 @@ const SchemaCompare = "kernfsim-loadgen-compare/1"
 
 // JSONCompare is the JSON form of a CompareResult.
 type JSONCompare struct {
-	Schema      string                 `json:"schema"`
-	Provenance  harness.JSONProvenance `json:"provenance"`
-	Ops         []string               `json:"ops"`
-	Threads     []int                  `json:"threads"`
-	Times       int                    `json:"times"`
-	SimTimes    int                    `json:"sim_times"`
-	SysTimes    int                    `json:"sys_times,omitempty"`   // per worker in the path rows' plain ops
-	HwlocTimes  int                    `json:"hwloc_times,omitempty"` // per worker in hwloc and lstopo cells
-	Repeats     int                    `json:"repeats"`
-	CPUs        int                    `json:"cpus"`
-	Pinned      bool                   `json:"pinned"` // the concur workers
-	ElapsedNs   int64                  `json:"elapsed_ns"`
-	Interrupted bool                   `json:"interrupted"`
-	Notes       []string               `json:"notes,omitempty"`
+	Schema      string                    `json:"schema"`
+	Provenance  provenance.JSONProvenance `json:"provenance"`
+	Ops         []string                  `json:"ops"`
+	Threads     []int                     `json:"threads"`
+	Times       int                       `json:"times"`
+	SimTimes    int                       `json:"sim_times"`
+	SysTimes    int                       `json:"sys_times,omitempty"`   // per worker in the path rows' plain ops
+	HwlocTimes  int                       `json:"hwloc_times,omitempty"` // per worker in hwloc and lstopo cells
+	Repeats     int                       `json:"repeats"`
+	CPUs        int                       `json:"cpus"`
+	Pinned      bool                      `json:"pinned"` // the concur workers
+	ElapsedNs   int64                     `json:"elapsed_ns"`
+	Interrupted bool                      `json:"interrupted"`
+	Notes       []string                  `json:"notes,omitempty"`
 	// SinglePinned is CompareResult.SinglePinned: the single worker was
 	// pinned. (Documents from before the key pinned it as the concur
 	// workers.)
@@ -280,11 +282,11 @@ type JSONCompare struct {
 
 // JSONCell is a Cell: its medians, and each run's figures.
 type JSONCell struct {
-	Target       harness.JSONTarget `json:"target"`
+	Target       targets.JSONTarget `json:"target"`
 	Op           string             `json:"op"`
 	Threads      int                `json:"threads"`
 	Median       JSONCellRun        `json:"median"`
-	RatioToMutex *float64           `json:"ratio_to_mutex"` // null without a mutex row
+	RatioToMutex *float64           `json:"ratio_to_mutex"` // to locking.Baseline; null without its row
 	// Unresolved is set when the cell's runs overlap the mutex cell's
 	// (min to max): the ratio is not resolved.
 	Unresolved bool          `json:"unresolved,omitempty"`
@@ -350,7 +352,7 @@ type JSONCellLock struct {
 
 // WriteCompareJSON writes r as one indented JSON document (JSONCompare).
 func WriteCompareJSON(w io.Writer, r loadgen.CompareResult) error {
-	j := JSONCompare{Schema: SchemaCompare, Provenance: harness.NewJSONProvenance(r.Provenance), Ops: r.Ops, Threads: r.Threads, Times: r.Times, SimTimes: r.SimTimes, SysTimes: r.SysTimes,
+	j := JSONCompare{Schema: SchemaCompare, Provenance: provenance.NewJSONProvenance(r.Provenance), Ops: r.Ops, Threads: r.Threads, Times: r.Times, SimTimes: r.SimTimes, SysTimes: r.SysTimes,
 		HwlocTimes: r.HwlocTimes, Repeats: r.Repeats, CPUs: r.CPUs, Pinned: r.Pinned, SinglePinned: r.SinglePinned,
 		MinDurationNs: int64(r.MinDuration), WarmUpNs: int64(r.WarmUp), ElapsedNs: int64(r.Elapsed),
 		Interrupted: r.Interrupted, Notes: r.Notes, SimMode: r.SimMode(), Writers: r.Writers, WriteRate: r.WriteRate, Cells: []JSONCell{},
@@ -365,9 +367,9 @@ func WriteCompareJSON(w io.Writer, r loadgen.CompareResult) error {
 		j.SimCalibrations = append(j.SimCalibrations, *newJSONSimCalibration(&r.SimCalibrations[i]))
 	}
 	for _, c := range r.Cells {
-		jc := JSONCell{Target: harness.NewJSONTarget(r.CellTarget(c)), Op: c.Op, Threads: c.Threads,
+		jc := JSONCell{Target: targets.NewJSONTarget(r.CellTarget(c)), Op: c.Op, Threads: c.Threads,
 			Median: newJSONCellRun(c.Median()), Runs: []JSONCellRun{}}
-		if v, ok := r.RatioToMutex(c); ok {
+		if v, ok := r.RatioToBaseline(c); ok {
 			jc.RatioToMutex = &v
 		}
 		jc.Unresolved, jc.Spread = r.Unresolved(c), newJSONSpread(c.Spread())
@@ -408,25 +410,24 @@ func newJSONSpread(s loadgen.Spread) JSONSpread {
 // and confidence intervals itself: `benchstat -col /lock` puts the
 // strategies side by side.
 func WriteCompareBench(w io.Writer, r loadgen.CompareResult) error {
-	ew := textout.NewWriter(w)
-	harness.WriteBenchProvenance(ew, r.Provenance)
+	gw := provenance.BenchWriter(w, r.Provenance)
 	for _, s := range compareSetups(r) {
-		ew.Printf("# setup: %s\n", s)
+		gw.Comment("setup: %s", s)
 	}
 	for _, n := range r.Notes {
-		ew.Printf("# note: %s\n", n)
+		gw.Comment("note: %s", n)
 	}
 	for _, c := range r.Cells {
 		op, missing, _ := loadgen.ParseOpLabel(c.Op)
 		name := benchName(r.CellTarget(c), op, missing, c.Threads)
 		for _, run := range c.Runs {
 			for _, warn := range run.Warnings {
-				ew.Printf("# warning: %s op=%s threads=%d: %s\n", c.Row.Label(), c.Op, c.Threads, warn)
+				gw.Comment("warning: %s op=%s threads=%d: %s", c.Row.Label(), c.Op, c.Threads, warn)
 			}
-			writeBenchLine(ew, r.Provenance, name, op, run)
+			writeBenchLine(gw, r.Provenance, name, op, run)
 		}
 	}
-	return ew.Err()
+	return gw.Err()
 }
 
 // runLength says what each run of r did, for the table's header: the

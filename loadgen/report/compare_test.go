@@ -13,7 +13,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/kernfsim/kernfsim/loadgen"
-	"github.com/kernfsim/kernfsim/loadgen/harness"
+	"github.com/kernfsim/kernfsim/loadgen/serverproc"
+	"github.com/kernfsim/kernfsim/loadgen/targets"
+	"github.com/kernfsim/kernfsim/loadgen/workload"
 	"github.com/kernfsim/kernfsim/sysfs"
 )
 
@@ -57,8 +59,8 @@ func TestSpreadAndUnresolved(t *testing.T) {
 // plot's round trip is package plot's test).
 func TestReadCompareJSON(t *testing.T) {
 	orig := compareFixture()
-	orig.Rows[0].Target.Mount = &harness.Mount{Lock: "mutex", Transport: "devfuse", Permissions: "kernel"}
-	orig.Rows[0].Target.Kind = harness.TargetKernfsim
+	orig.Rows[0].Target.Mount = &serverproc.Mount{Lock: "mutex", Transport: "devfuse", Permissions: "kernel"}
+	orig.Rows[0].Target.Kind = targets.TargetKernfsim
 	orig.Cells = loadgen.NewCells(orig)
 	for i := range orig.Cells {
 		orig.Cells[i].Runs = compareFixture().Cells[i].Runs
@@ -196,8 +198,8 @@ func TestCompareSimMode(t *testing.T) {
 func TestCompareWriters(t *testing.T) {
 	tree := sysfs.SynthConfig{CPUs: 4}
 	cc := loadgen.CompareConfig{
-		Rows: []loadgen.Row{{Target: harness.Target{Kind: harness.TargetSim, Lock: "mutex", Tree: tree}}, {Target: harness.Target{Kind: harness.TargetSim, Lock: "rcu", Tree: tree}},
-			{Target: harness.Target{Kind: harness.TargetSim, Lock: "none", Tree: tree}}},
+		Rows: []loadgen.Row{{Target: targets.Target{Kind: targets.TargetSim, Lock: "mutex", Tree: tree}}, {Target: targets.Target{Kind: targets.TargetSim, Lock: "rcu", Tree: tree}},
+			{Target: targets.Target{Kind: targets.TargetSim, Lock: "none", Tree: tree}}},
 		Ops: []string{"files", "cgroup"}, Threads: []int{1, 2}, Times: 20, SimTimes: 50, Repeats: 1,
 		MinDuration: 100 * time.Millisecond, WarmUp: -1, Writers: 1, WriteRate: 2000,
 	}
@@ -251,14 +253,14 @@ func TestSimCostZeroSharedWrites(t *testing.T) {
 	r := compareFixture()
 	r.SimCosts = map[string]time.Duration{"files": 0}
 	for _, c := range r.Cells {
-		if c.Row.Target.Kind != harness.TargetSim {
+		if c.Row.Target.Kind != targets.TargetSim {
 			continue
 		}
 		ct := r.CellTarget(c)
 		if c.Op == "files" && !ct.SimSharedWrites() {
 			t.Errorf("a cell calibrated to 0: target %+v makes no shared writes", ct)
 		}
-		if name := benchName(ct, harness.OpOpenReadClose, false, 2); c.Op == "files" && !strings.Contains(name, "/shared=on/") {
+		if name := benchName(ct, workload.OpOpenReadClose, false, 2); c.Op == "files" && !strings.Contains(name, "/shared=on/") {
 			t.Errorf("a cell calibrated to 0: bench name %q does not say shared=on", name)
 		}
 	}

@@ -1,10 +1,9 @@
-// Package report writes loadgen's results: a run (Result) in the seed
-// benchmark's own format with a summary (WriteSeed), as JSON (WriteJSON)
-// and as Go benchmark lines (WriteBench); a comparison (CompareResult) as
-// tables with findings (WriteCompareTable), beside seed 002's figures
-// (WriteSeedTable), as JSON (WriteCompareJSON, read back by
-// ReadCompareJSON) and as benchmark lines (WriteCompareBench). Every
-// writer is a function of an io.Writer and a result. A JSON form X is
-// made by NewJSONX; the forms of the harness's types are package
-// harness's.
+// Package report writes loadgen's results as text, JSON and Go benchmark lines.
+//
+// A run (Result) has WriteSeed (the seed benchmark's format), WriteJSON
+// and WriteBench. A comparison (CompareResult) has WriteCompareTable
+// (tables with findings), WriteSeedTable (beside seed 002's figures),
+// WriteCompareJSON (read back by ReadCompareJSON) and WriteCompareBench.
+// Every writer is a function of an io.Writer and a result. A JSON form X
+// is made by NewJSONX; the shared types' forms live with the types.
 package report

@@ -7,14 +7,16 @@ import (
 
 	"github.com/kernfsim/kernfsim/internal/textout"
 	"github.com/kernfsim/kernfsim/loadgen"
-	"github.com/kernfsim/kernfsim/loadgen/harness"
+	"github.com/kernfsim/kernfsim/loadgen/targets"
+	"github.com/kernfsim/kernfsim/locking"
 )
 
 // A comparison's findings say what its tables show, in a few lines per
 // op, as a patch cover letter would. WriteCompareTable prints them after
-// the tables. For each target kind with a mutex row, they give:
+// the tables. For each target kind with a baseline row (locking.Baseline),
+// they give:
 //
-//   - each other lock's ratio to mutex where the runs' ranges do not
+//   - each other lock's ratio to the baseline where the runs' ranges do not
 //     overlap (resolved), and the thread counts where they do (within
 //     noise);
 //   - for the FUSE rows, what bounds them: the tree's own code (the sim
@@ -25,7 +27,7 @@ import (
 // Findings are the summary lines of op: a line per lock of each kind.
 func Findings(r *loadgen.CompareResult, op string) []string {
 	var out []string
-	for _, kind := range []harness.TargetKind{harness.TargetKernfsim, harness.TargetSim} {
+	for _, kind := range []targets.TargetKind{targets.TargetKernfsim, targets.TargetSim} {
 		out = append(out, kindFindings(r, op, kind)...)
 	}
 	if line := bindLine(r, op); line != "" {
@@ -35,11 +37,11 @@ func Findings(r *loadgen.CompareResult, op string) []string {
 }
 
 // kindFindings are op's findings for the rows of kind.
-func kindFindings(r *loadgen.CompareResult, op string, kind harness.TargetKind) []string {
+func kindFindings(r *loadgen.CompareResult, op string, kind targets.TargetKind) []string {
 	var lines []string
 	anyResolved, rows := false, 0
 	for i, row := range r.Rows {
-		if row.Target.Kind != kind || row.Target.Lock == "mutex" {
+		if row.Target.Kind != kind || row.Target.Lock == locking.Baseline {
 			continue
 		}
 		var resolved, noise []string
@@ -48,7 +50,7 @@ func kindFindings(r *loadgen.CompareResult, op string, kind harness.TargetKind) 
 			if c == nil || len(c.Runs) == 0 {
 				continue
 			}
-			v, ok := r.RatioToMutex(*c)
+			v, ok := r.RatioToBaseline(*c)
 			switch {
 			case !ok:
 				continue
@@ -73,9 +75,9 @@ func kindFindings(r *loadgen.CompareResult, op string, kind harness.TargetKind) 
 		lines = append(lines, fmt.Sprintf("%s against mutex: %s", row.Label(), strings.Join(parts, "; ")))
 	}
 	if rows > 0 && !anyResolved {
-		lines = []string{fmt.Sprintf("%s: no lock differs from mutex beyond the runs' spread, at any thread count", harness.Target{Kind: kind}.Label())}
+		lines = []string{fmt.Sprintf("%s: no lock differs from mutex beyond the runs' spread, at any thread count", targets.Target{Kind: kind}.Label())}
 	}
-	if kind == harness.TargetKernfsim && rows > 0 {
+	if kind == targets.TargetKernfsim && rows > 0 {
 		lines = append(lines, mountBound(r, op)...)
 	}
 	if line := writersLine(r, op, kind); line != "" {
@@ -88,7 +90,7 @@ func kindFindings(r *loadgen.CompareResult, op string, kind harness.TargetKind) 
 // one-thread per-op that the tree's own code takes (the sim mutex row's
 // single per-op), and the lock's busy fraction where it was measured.
 func mountBound(r *loadgen.CompareResult, op string) []string {
-	mount, sim := rowCell(r, harness.TargetKernfsim, "mutex", op, 1), rowCell(r, harness.TargetSim, "mutex", op, 1)
+	mount, sim := rowCell(r, targets.TargetKernfsim, locking.Baseline, op, 1), rowCell(r, targets.TargetSim, locking.Baseline, op, 1)
 	var out []string
 	if mount != nil && sim != nil && mount.Median().SinglePerOp > 0 {
 		ms, ss := mount.Median().SinglePerOp, sim.Median().SinglePerOp
@@ -102,7 +104,7 @@ func mountBound(r *loadgen.CompareResult, op string) []string {
 }
 
 // rowCell is the cell of the first row of kind under lock, or nil.
-func rowCell(r *loadgen.CompareResult, kind harness.TargetKind, lock, op string, threads int) *loadgen.Cell {
+func rowCell(r *loadgen.CompareResult, kind targets.TargetKind, lock, op string, threads int) *loadgen.Cell {
 	i := slices.IndexFunc(r.Rows, func(row loadgen.Row) bool { return row.Target.Kind == kind && row.Target.Lock == lock })
 	if i < 0 {
 		return nil
@@ -115,17 +117,17 @@ func rowCell(r *loadgen.CompareResult, kind harness.TargetKind, lock, op string,
 
 // lockBusyLine says how busy the kernfsim rows' locks were at the
 // largest thread count, and whether the lock can be what bounds them:
-// not where mutex, whose read side excludes, was held for under half the
-// phase.
+// not where the baseline (locking.Baseline), whose read side excludes,
+// was held for under half the phase.
 func lockBusyLine(r *loadgen.CompareResult, op string) string {
 	if len(r.Threads) == 0 {
 		return ""
 	}
 	th := slices.Max(r.Threads)
 	var parts []string
-	mutexBusy := -1.0
+	baseBusy := -1.0
 	for i, row := range r.Rows {
-		if row.Target.Kind != harness.TargetKernfsim {
+		if row.Target.Kind != targets.TargetKernfsim {
 			continue
 		}
 		c := r.Cell(i, op, th)
@@ -137,8 +139,8 @@ func lockBusyLine(r *loadgen.CompareResult, op string) string {
 			continue
 		}
 		parts = append(parts, fmt.Sprintf("%s %s w%.3f", row.Target.Lock, readUse(m), m.LockWrite))
-		if row.Target.Lock == "mutex" && mutexBusy < 0 {
-			mutexBusy = m.LockRead + m.LockWrite
+		if row.Target.Lock == locking.Baseline && baseBusy < 0 {
+			baseBusy = m.LockRead + m.LockWrite
 		}
 	}
 	if len(parts) == 0 {
@@ -147,10 +149,10 @@ func lockBusyLine(r *loadgen.CompareResult, op string) string {
 	s := fmt.Sprintf("kernfsim rows at %d threads, the lock held over the wall time (r read side, mean holders where shared; w write side): %s",
 		th, strings.Join(parts, ", "))
 	switch {
-	case mutexBusy >= 0.5:
-		s += fmt.Sprintf("; mutex was busy %.0f%% of the time: the lock bounds these rows", 100*mutexBusy)
-	case mutexBusy >= 0:
-		s += fmt.Sprintf("; mutex was busy %.0f%% of the time: the lock is not what bounds these rows, the transport is", 100*mutexBusy)
+	case baseBusy >= 0.5:
+		s += fmt.Sprintf("; %s was busy %.0f%% of the time: the lock bounds these rows", locking.Baseline, 100*baseBusy)
+	case baseBusy >= 0:
+		s += fmt.Sprintf("; %s was busy %.0f%% of the time: the lock is not what bounds these rows, the transport is", locking.Baseline, 100*baseBusy)
 	}
 	return s
 }
@@ -231,7 +233,7 @@ func explained(r loadgen.CompareResult, c loadgen.Cell, k warnKind) why {
 	switch {
 	case k != warnEfficiency:
 		return unexplained
-	case c.Row.Target.Kind == harness.TargetKernfsim:
+	case c.Row.Target.Kind == targets.TargetKernfsim:
 		return whyTransport
 	case c.Threads == 1 && r.Pinned && !r.SinglePinned:
 		return whyUnpinned
@@ -336,7 +338,7 @@ func hasLockCounts(r loadgen.CompareResult) bool {
 // serve over /dev/fuse, with what would enable io_uring; "" if none did.
 func uringFallback(r loadgen.CompareResult) string {
 	for _, row := range r.Rows {
-		if m := row.Target.Mount; row.Target.Kind == harness.TargetKernfsim && m != nil && m.FellBack != "" {
+		if m := row.Target.Mount; row.Target.Kind == targets.TargetKernfsim && m != nil && m.FellBack != "" {
 			return m.FellBack
 		}
 	}

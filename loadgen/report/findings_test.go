@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/kernfsim/kernfsim/internal/textout"
-	"github.com/kernfsim/kernfsim/loadgen/harness"
+	"github.com/kernfsim/kernfsim/loadgen/targets"
 )
 
 func TestFindings(t *testing.T) {
@@ -57,11 +57,11 @@ func TestSeedTable(t *testing.T) {
 	}
 	// x0.03 against the seed's x0.08: the same direction, and an effect
 	// larger than the seed's by more than 1.5x.
-	c := rowCell(&r, harness.TargetKernfsim, "rwsem", "missing", 48)
+	c := rowCell(&r, targets.TargetKernfsim, "rwsem", "missing", 48)
 	for i := range c.Runs {
 		c.Runs[i].PerOp = c.Runs[i].PerOp / 1170 * 200
 	}
-	if _, v := seedVerdict(&r, harness.TargetKernfsim, seedFigure{"missing", 48, 48, 2139048 * time.Nanosecond, 160549 * time.Nanosecond}); v != "same direction, larger (seed: 48 CPUs, here 2)" {
+	if _, v := seedVerdict(&r, targets.TargetKernfsim, seedFigure{"missing", 48, 48, 2139048 * time.Nanosecond, 160549 * time.Nanosecond}); v != "same direction, larger (seed: 48 CPUs, here 2)" {
 		t.Errorf("verdict of x0.03 against x0.08: %q", v)
 	}
 	r.Ops = []string{"stat"}
@@ -109,7 +109,7 @@ func TestGroupedWarnings(t *testing.T) {
 		}
 	}
 	r.SinglePinned = true // both pinned: nothing explains sim mutex's efficiency at one thread
-	if c := rowCell(&r, harness.TargetSim, "mutex", "missing", 1); !flagged(r, *c) {
+	if c := rowCell(&r, targets.TargetSim, "mutex", "missing", 1); !flagged(r, *c) {
 		t.Error("sim mutex threads=1 with --pin-single: not flagged")
 	}
 }

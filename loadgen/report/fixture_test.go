@@ -12,14 +12,18 @@ import (
 
 	"github.com/kernfsim/kernfsim/internal/goldenfile"
 	"github.com/kernfsim/kernfsim/loadgen"
-	"github.com/kernfsim/kernfsim/loadgen/harness"
+	"github.com/kernfsim/kernfsim/loadgen/errtally"
+	"github.com/kernfsim/kernfsim/loadgen/latency"
+	"github.com/kernfsim/kernfsim/loadgen/provenance"
+	"github.com/kernfsim/kernfsim/loadgen/targets"
+	"github.com/kernfsim/kernfsim/loadgen/workload"
 	"github.com/kernfsim/kernfsim/locking"
 )
 
 // fixture is a Result with fixed figures: two workers on a 2-CPU machine,
 // the first reading slower, with churn.
 // testProvenance is a fixed build and machine.
-var testProvenance = harness.Provenance{Program: "loadgen", Version: "v1.2.3", Revision: "0123456789abcdef0123456789abcdef01234567",
+var testProvenance = provenance.Provenance{Program: "loadgen", Version: "v1.2.3", Revision: "0123456789abcdef0123456789abcdef01234567",
 	GoVersion: "go1.26.0", Kernel: "6.18.0", CPUModel: "Test CPU @ 2.00GHz", OnlineCPUs: 2, GOMAXPROCS: 2,
 	Args: []string{"loadgen", "--sim", "--file", "a b"}, Start: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
 
@@ -31,19 +35,19 @@ func testFlags(field string) string {
 
 func fixture() loadgen.Result {
 	us := time.Microsecond
-	lat := harness.Latency{Count: 20000, Mean: 4 * us, P50: 3900 * time.Nanosecond, P99: 9 * us, P999: 20 * us, Max: 1200 * us}
+	lat := latency.Latency{Count: 20000, Mean: 4 * us, P50: 3900 * time.Nanosecond, P99: 9 * us, P999: 20 * us, Max: 1200 * us}
 	return loadgen.Result{Provenance: testProvenance, FieldNames: testFlags,
-		Target: harness.Target{Kind: harness.TargetSim, Lock: "rwsem"}, Op: harness.OpOpenReadClose, Threads: 2, Times: 10000, CPUs: 2,
+		Target: targets.Target{Kind: targets.TargetSim, Lock: "rwsem"}, Op: workload.OpOpenReadClose, Threads: 2, Times: 10000, CPUs: 2,
 		Pinned: true, BufSize: 32, Files: []string{"devices/system/cpu/cpu0/topology/core_id"}, FilesPerOp: 1,
 		ClockCostNs: 38,
 		Single: loadgen.Phase{Ran: true, Workers: []loadgen.WorkerResult{{Worker: 0, CPU: 0, Ops: 10000, Total: 37802725 * time.Nanosecond}},
-			Wall: 38 * time.Millisecond, Latency: harness.Latency{Count: 10000, Mean: 3780 * time.Nanosecond, P50: 3 * us, P99: 8 * us, P999: 15 * us, Max: 90 * us}},
+			Wall: 38 * time.Millisecond, Latency: latency.Latency{Count: 10000, Mean: 3780 * time.Nanosecond, P50: 3 * us, P99: 8 * us, P999: 15 * us, Max: 90 * us}},
 		Concur: loadgen.Phase{Ran: true, Workers: []loadgen.WorkerResult{
 			{Worker: 1, CPU: 1, Ops: 10000, Total: 40 * time.Millisecond},
 			{Worker: 0, CPU: 0, Ops: 10000, Total: 42 * time.Millisecond}},
 			Wall: 42 * time.Millisecond, Latency: lat},
 		Churn:  &loadgen.ChurnResult{Rate: 100, Adds: 3, Removes: 2, Elapsed: 50 * time.Millisecond},
-		Errors: []harness.ErrorCount{{Errno: syscall.ENOENT, Churn: true, Count: 17, Path: "devices/kernfsim/loadgen0/uevent"}},
+		Errors: []errtally.ErrorCount{{Errno: syscall.ENOENT, Churn: true, Count: 17, Path: "devices/kernfsim/loadgen0/uevent"}},
 	}
 }
 
@@ -56,8 +60,8 @@ func abs(v float64) float64 {
 
 // compareFixture is a CompareResult with fixed figures.
 func compareFixture() loadgen.CompareResult {
-	rows := []loadgen.Row{{Target: harness.Target{Kind: harness.TargetSim, Lock: "mutex"}}, {Target: harness.Target{Kind: harness.TargetSim, Lock: "rcu"}},
-		{Target: harness.Target{Kind: harness.TargetPath, Dir: "/sys"}}}
+	rows := []loadgen.Row{{Target: targets.Target{Kind: targets.TargetSim, Lock: "mutex"}}, {Target: targets.Target{Kind: targets.TargetSim, Lock: "rcu"}},
+		{Target: targets.Target{Kind: targets.TargetPath, Dir: "/sys"}}}
 	r := loadgen.CompareResult{Provenance: testProvenance, Ops: []string{"files", "missing"}, Threads: []int{1, 48}, Times: 2000, SimTimes: 20000,
 		Repeats: 3, CPUs: 2, Pinned: true, Rows: rows, Elapsed: 61 * time.Second, FieldNames: testFlags}
 	r.Cells = loadgen.NewCells(r)
@@ -81,9 +85,9 @@ func writersFixture() loadgen.Result {
 	r := fixture()
 	us := time.Microsecond
 	r.Churn = &loadgen.ChurnResult{Rate: 100, Writers: 2, Adds: 9, Removes: 8, Elapsed: 85 * time.Millisecond,
-		Latency: harness.Latency{Count: 17, Mean: 40 * us, P50: 30 * us, P99: 900 * us, P999: 900 * us, Max: 900 * us}}
-	r.Single.Writes = &harness.Latency{Count: 8, Mean: 20 * us, P50: 20 * us, P99: 60 * us, P999: 60 * us, Max: 60 * us}
-	r.Concur.Writes = &harness.Latency{Count: 9, Mean: 60 * us, P50: 45 * us, P99: 900 * us, P999: 900 * us, Max: 900 * us}
+		Latency: latency.Latency{Count: 17, Mean: 40 * us, P50: 30 * us, P99: 900 * us, P999: 900 * us, Max: 900 * us}}
+	r.Single.Writes = &latency.Latency{Count: 8, Mean: 20 * us, P50: 20 * us, P99: 60 * us, P999: 60 * us, Max: 60 * us}
+	r.Concur.Writes = &latency.Latency{Count: 9, Mean: 60 * us, P50: 45 * us, P99: 900 * us, P999: 900 * us, Max: 900 * us}
 	r.Concur.Lock = &loadgen.LockUse{Stats: locking.Stats{LockCounts: locking.LockCounts{ReadAcquisitions: 20000, ReadHeld: 30 * time.Millisecond, WriteAcquisitions: 12, WriteContended: 3, WriteWait: 50 * us, WriteHeld: 640 * us},
 		HoldSampleEvery: 64, ReadSideCounted: true, CountersSwitchedOn: true},
 		Wall: 42 * time.Millisecond}
@@ -98,7 +102,7 @@ func compareWritersFixture() loadgen.CompareResult {
 	r.Writers, r.WriteRate = 1, 100
 	for i := range r.Cells {
 		c := &r.Cells[i]
-		if c.Row.Target.Kind == harness.TargetPath {
+		if c.Row.Target.Kind == targets.TargetPath {
 			continue
 		}
 		for k := range c.Runs {
@@ -118,7 +122,7 @@ func syntheticCompare(perOp map[string]map[int][]float64) loadgen.CompareResult 
 	r := loadgen.CompareResult{Ops: []string{"missing"}, Threads: []int{1, 48}, CPUs: 2, Repeats: 3, FieldNames: testFlags}
 	for _, label := range []string{"kernfsim mutex", "kernfsim rwsem", "sim mutex", "sim rwsem"} {
 		kind, lock, _ := strings.Cut(label, " ")
-		row := loadgen.Row{Target: harness.Target{Kind: map[string]harness.TargetKind{"kernfsim": harness.TargetKernfsim, "sim": harness.TargetSim}[kind], Lock: lock}}
+		row := loadgen.Row{Target: targets.Target{Kind: map[string]targets.TargetKind{"kernfsim": targets.TargetKernfsim, "sim": targets.TargetSim}[kind], Lock: lock}}
 		r.Rows = append(r.Rows, row)
 		for _, th := range r.Threads {
 			c := loadgen.Cell{Row: row, Op: "missing", Threads: th}

@@ -5,7 +5,11 @@ import (
 	"io"
 
 	"github.com/kernfsim/kernfsim/loadgen"
-	"github.com/kernfsim/kernfsim/loadgen/harness"
+	"github.com/kernfsim/kernfsim/loadgen/errtally"
+	"github.com/kernfsim/kernfsim/loadgen/latency"
+	"github.com/kernfsim/kernfsim/loadgen/provenance"
+	"github.com/kernfsim/kernfsim/loadgen/targets"
+	"github.com/kernfsim/kernfsim/loadgen/workload"
 )
 
 // SchemaRun names the JSON document WriteJSON writes.
@@ -14,36 +18,36 @@ const SchemaRun = "kernfsim-loadgen-run/1"
 // JSONRun is the JSON form of a Result. Durations are integer
 // nanoseconds (fields ending _ns); per-op means are float nanoseconds.
 type JSONRun struct {
-	Schema      string                 `json:"schema"`
-	Provenance  harness.JSONProvenance `json:"provenance"`
-	Target      harness.JSONTarget     `json:"target"`
-	Op          string                 `json:"op"`
-	Missing     bool                   `json:"missing"`
-	Threads     int                    `json:"threads"`
-	Times       int                    `json:"times"`
-	CPUs        int                    `json:"cpus"`
-	Pinned      bool                   `json:"pinned"`
-	Procs       bool                   `json:"procs"`
-	BufSize     int                    `json:"bufsize"`
-	Files       []string               `json:"files"`
-	FilesPerOp  int                    `json:"files_per_op"`
-	Cgroups     int                    `json:"cgroups,omitempty"` // OpCgroup: the cgroups the workers shared out
-	ClockCostNs float64                `json:"clock_cost_ns"`
-	Single      *JSONPhase             `json:"single"`
-	Concur      *JSONPhase             `json:"concur"`
-	Ratio       float64                `json:"ratio"`      // concur per-op / single per-op
-	Efficiency  float64                `json:"efficiency"` // 1.0 ideal
-	OpsPerSec   float64                `json:"ops_per_sec"`
+	Schema      string                    `json:"schema"`
+	Provenance  provenance.JSONProvenance `json:"provenance"`
+	Target      targets.JSONTarget        `json:"target"`
+	Op          string                    `json:"op"`
+	Missing     bool                      `json:"missing"`
+	Threads     int                       `json:"threads"`
+	Times       int                       `json:"times"`
+	CPUs        int                       `json:"cpus"`
+	Pinned      bool                      `json:"pinned"`
+	Procs       bool                      `json:"procs"`
+	BufSize     int                       `json:"bufsize"`
+	Files       []string                  `json:"files"`
+	FilesPerOp  int                       `json:"files_per_op"`
+	Cgroups     int                       `json:"cgroups,omitempty"` // OpCgroup: the cgroups the workers shared out
+	ClockCostNs float64                   `json:"clock_cost_ns"`
+	Single      *JSONPhase                `json:"single"`
+	Concur      *JSONPhase                `json:"concur"`
+	Ratio       float64                   `json:"ratio"`      // concur per-op / single per-op
+	Efficiency  float64                   `json:"efficiency"` // 1.0 ideal
+	OpsPerSec   float64                   `json:"ops_per_sec"`
 	// TimeToDone summarises the concur workers' done_ns (hwloc and lstopo).
 	TimeToDone *JSONTimeToDone `json:"time_to_done,omitempty"`
 	Churn      *JSONChurn      `json:"churn,omitempty"`
 	// SimCalibration is how the sim's cost was calibrated, if it was.
-	SimCalibration *JSONSimCalibration `json:"sim_calibration,omitempty"`
-	Errors         []harness.JSONError `json:"errors"`
-	Unexpected     int64               `json:"unexpected_errors"`
-	Notes          []string            `json:"notes,omitempty"`
-	Warnings       []string            `json:"warnings,omitempty"` // Result.Warnings: figures that may mislead
-	Interrupted    bool                `json:"interrupted"`
+	SimCalibration *JSONSimCalibration  `json:"sim_calibration,omitempty"`
+	Errors         []errtally.JSONError `json:"errors"`
+	Unexpected     int64                `json:"unexpected_errors"`
+	Notes          []string             `json:"notes,omitempty"`
+	Warnings       []string             `json:"warnings,omitempty"` // Result.Warnings: figures that may mislead
+	Interrupted    bool                 `json:"interrupted"`
 	// SinglePinned says the single worker was pinned (Config.PinSingle);
 	// pinned is the concur workers'.
 	SinglePinned bool `json:"single_pinned"`
@@ -82,7 +86,7 @@ type JSONPhase struct {
 	WallNs      int64               `json:"wall_ns"`
 	PerOpNs     float64             `json:"per_op_ns"`      // mean over workers of their total / ops (the seed's "per")
 	WallPerOpNs float64             `json:"wall_per_op_ns"` // wall / ops per worker
-	Latency     harness.JSONLatency `json:"latency"`
+	Latency     latency.JSONLatency `json:"latency"`
 	Workers     []JSONWorker        `json:"workers"` // completion order
 	// OpsPerWorker is the mean of the workers' ops: times, or more where
 	// min_duration_ns extended the phase.
@@ -92,7 +96,7 @@ type JSONPhase struct {
 	Lock *JSONLockUse `json:"lock,omitempty"`
 	// Writes is the writers' changes during the phase: how long each took
 	// as its writer saw it (count: how many); absent without writers.
-	Writes *harness.JSONLatency `json:"writes,omitempty"`
+	Writes *latency.JSONLatency `json:"writes,omitempty"`
 }
 
 // JSONLockUse is a LockUse: the lock's counters over the phase, as
@@ -141,11 +145,11 @@ type JSONChurn struct {
 	Achieved float64 `json:"achieved"` // every writer's
 	// Latency is how long each change took as its writer saw it, over
 	// the run. A saved result may lack it.
-	Latency   *harness.JSONLatency `json:"latency,omitempty"`
+	Latency   *latency.JSONLatency `json:"latency,omitempty"`
 	Adds      int64                `json:"adds"`
 	Removes   int64                `json:"removes"`
 	ElapsedNs int64                `json:"elapsed_ns"`
-	Errors    []harness.JSONError  `json:"errors"`
+	Errors    []errtally.JSONError `json:"errors"`
 }
 
 // WriteJSON writes r as one indented JSON document (JSONRun).
@@ -157,22 +161,22 @@ func WriteJSON(w io.Writer, r loadgen.Result) error {
 
 // NewJSONRun is r's JSON form.
 func NewJSONRun(r loadgen.Result) JSONRun {
-	j := JSONRun{Schema: SchemaRun, Provenance: harness.NewJSONProvenance(r.Provenance), Warnings: r.Warnings(), Target: harness.NewJSONTarget(r.Target), Op: string(r.Op), Missing: r.Missing,
+	j := JSONRun{Schema: SchemaRun, Provenance: provenance.NewJSONProvenance(r.Provenance), Warnings: r.Warnings(), Target: targets.NewJSONTarget(r.Target), Op: string(r.Op), Missing: r.Missing,
 		Threads: r.Threads, Times: r.Times, CPUs: r.CPUs, Pinned: r.Pinned, Procs: r.Procs,
 		BufSize: r.BufSize, Files: r.Files, FilesPerOp: r.FilesPerOp, Cgroups: r.Cgroups, ClockCostNs: r.ClockCostNs,
 		Single: newJSONPhase(r.Single), Concur: newJSONPhase(r.Concur), Ratio: r.Ratio(),
-		Efficiency: r.Efficiency(), OpsPerSec: r.OpsPerSec(), Errors: harness.NewJSONErrors(r.Errors),
+		Efficiency: r.Efficiency(), OpsPerSec: r.OpsPerSec(), Errors: errtally.NewJSONErrors(r.Errors),
 		Unexpected: r.Unexpected(), Notes: r.Notes, Interrupted: r.Interrupted,
 		SimCalibration: newJSONSimCalibration(r.SimCalibration), SinglePinned: r.SinglePinned, MinDurationNs: int64(r.MinDuration)}
-	if r.Concur.Ran && (r.Op == harness.OpHwloc || r.Op == harness.OpLstopo) {
+	if r.Concur.Ran && (r.Op == workload.OpHwloc || r.Op == workload.OpLstopo) {
 		med, last := r.TimeToDone()
 		j.TimeToDone = &JSONTimeToDone{MedianNs: int64(med), LastNs: int64(last)}
 	}
 	if c := r.Churn; c != nil {
 		j.Churn = &JSONChurn{Rate: c.Rate, Writers: c.Writers, Achieved: c.Achieved(), Adds: c.Adds, Removes: c.Removes,
-			ElapsedNs: int64(c.Elapsed), Errors: harness.NewJSONErrors(c.Errors)}
+			ElapsedNs: int64(c.Elapsed), Errors: errtally.NewJSONErrors(c.Errors)}
 		if c.Latency.Count > 0 {
-			l := harness.NewJSONLatency(c.Latency)
+			l := latency.NewJSONLatency(c.Latency)
 			j.Churn.Latency = &l
 		}
 	}
@@ -183,12 +187,12 @@ func newJSONPhase(p loadgen.Phase) *JSONPhase {
 	if !p.Ran {
 		return nil
 	}
-	j := &JSONPhase{WallNs: int64(p.Wall), PerOpNs: float64(p.PerOp()), WallPerOpNs: float64(p.WallPerOp()), Latency: harness.JSONLatency{
+	j := &JSONPhase{WallNs: int64(p.Wall), PerOpNs: float64(p.PerOp()), WallPerOpNs: float64(p.WallPerOp()), Latency: latency.JSONLatency{
 		Count: p.Latency.Count, MeanNs: int64(p.Latency.Mean), P50Ns: int64(p.Latency.P50),
 		P99Ns: int64(p.Latency.P99), P999Ns: int64(p.Latency.P999), MaxNs: int64(p.Latency.Max)},
 		Workers: []JSONWorker{}, OpsPerWorker: p.OpsPerWorker(), Lock: newJSONLockUse(p.Lock)}
 	if p.Writes != nil {
-		l := harness.NewJSONLatency(*p.Writes)
+		l := latency.NewJSONLatency(*p.Writes)
 		j.Writes = &l
 	}
 	for _, w := range p.Workers {

@@ -14,7 +14,8 @@ import (
 
 	"github.com/kernfsim/kernfsim/internal/goldenfile"
 	"github.com/kernfsim/kernfsim/loadgen"
-	"github.com/kernfsim/kernfsim/loadgen/harness"
+	"github.com/kernfsim/kernfsim/loadgen/gobench"
+	"github.com/kernfsim/kernfsim/loadgen/targets"
 	"github.com/kernfsim/kernfsim/sysfs"
 )
 
@@ -119,7 +120,7 @@ func readBench(t *testing.T, s string) (units []string, n int) {
 		if !ok {
 			t.Fatalf("not a result: %v", r.Result())
 		}
-		if cpu := res.GetConfig("cpu"); cpu != testProvenance.CPUModel || res.GetConfig("pkg") != harness.BenchPkg {
+		if cpu := res.GetConfig("cpu"); cpu != testProvenance.CPUModel || res.GetConfig("pkg") != gobench.Pkg {
 			t.Errorf("config cpu %q, pkg %q", cpu, res.GetConfig("pkg"))
 		}
 		if _, parts := res.Name.Parts(); len(parts) == 0 || string(parts[len(parts)-1]) != "-2" {
@@ -167,10 +168,10 @@ func TestReportsPinningAndLength(t *testing.T) {
 // server answered may be the pinning's doing, and the warning says so.
 func TestEfficiencyWarningPinning(t *testing.T) {
 	for _, tc := range []struct {
-		kind         harness.TargetKind
+		kind         targets.TargetKind
 		singlePinned bool
 		pinning      bool
-	}{{harness.TargetKernfsim, false, true}, {harness.TargetPath, false, true}, {harness.TargetKernfsim, true, false}, {harness.TargetSim, false, false}} {
+	}{{targets.TargetKernfsim, false, true}, {targets.TargetPath, false, true}, {targets.TargetKernfsim, true, false}, {targets.TargetSim, false, false}} {
 		r := fixture()
 		r.Concur.Wall = r.Concur.Wall * 9 / 15 // efficiency 1.50
 		r.Target.Kind, r.SinglePinned = tc.kind, tc.singlePinned
@@ -184,7 +185,7 @@ func TestEfficiencyWarningPinning(t *testing.T) {
 // A run under a MinDuration says so in JSON, with each phase's
 // operations per worker.
 func TestRunMinDurationJSON(t *testing.T) {
-	c := loadgen.Config{Target: harness.Target{Kind: harness.TargetSim, Lock: "rwsem", Tree: sysfs.SynthConfig{CPUs: 4}},
+	c := loadgen.Config{Target: targets.Target{Kind: targets.TargetSim, Lock: "rwsem", Tree: sysfs.SynthConfig{CPUs: 4}},
 		Threads: 2, Times: 1, MinDuration: 40 * time.Millisecond}
 	r, err := loadgen.Run(context.Background(), c)
 	require.NoError(t, err)
@@ -197,7 +198,7 @@ func TestRunMinDurationJSON(t *testing.T) {
 
 // A run with a SimCost states it in its summary and its JSON.
 func TestSimCostReported(t *testing.T) {
-	c := loadgen.Config{Target: harness.Target{Kind: harness.TargetSim, Lock: "rcu", SimCost: 5 * time.Microsecond}, Threads: 1, Times: 2000}
+	c := loadgen.Config{Target: targets.Target{Kind: targets.TargetSim, Lock: "rcu", SimCost: 5 * time.Microsecond}, Threads: 1, Times: 2000}
 	slow, err := loadgen.Run(context.Background(), c)
 	require.NoError(t, err)
 	var seed bytes.Buffer

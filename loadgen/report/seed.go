@@ -11,7 +11,10 @@ import (
 	"github.com/kernfsim/kernfsim/client"
 	"github.com/kernfsim/kernfsim/internal/textout"
 	"github.com/kernfsim/kernfsim/loadgen"
-	"github.com/kernfsim/kernfsim/loadgen/harness"
+	"github.com/kernfsim/kernfsim/loadgen/latency"
+	"github.com/kernfsim/kernfsim/loadgen/provenance"
+	"github.com/kernfsim/kernfsim/loadgen/targets"
+	"github.com/kernfsim/kernfsim/loadgen/workload"
 )
 
 // WriteSeed writes r in the original benchmark's format, line for line:
@@ -74,7 +77,7 @@ func WriteSummary(w io.Writer, r loadgen.Result) error {
 		ew.Printf("scaling:      concur/single %.2f (each worker's own per-op, as the seed's lines)\n", r.Ratio())
 		ew.Printf("efficiency:   %.2f (wall per-op %s; 1.00 = ideal = single x threads / min(threads, cpus))\n",
 			r.Efficiency(), textout.Dur(r.WallPerOp()))
-		if r.Op == harness.OpHwloc || r.Op == harness.OpLstopo {
+		if r.Op == workload.OpHwloc || r.Op == workload.OpLstopo {
 			med, last := r.TimeToDone()
 			ew.Printf("time-to-done: median %s, last %s (per worker, from the start barrier to its end: an MPI rank's wait)\n",
 				textout.Dur(med), textout.Dur(last))
@@ -84,9 +87,9 @@ func WriteSummary(w io.Writer, r loadgen.Result) error {
 		}
 	}
 	switch c := r.Churn; {
-	case c != nil && r.Op == harness.OpColdplug:
+	case c != nil && r.Op == workload.OpColdplug:
 		ew.Printf("hot-add:      %s\n", describeHotAdd(*c, r.Concur.Writes))
-	case c != nil && r.Op == harness.OpCgroup:
+	case c != nil && r.Op == workload.OpCgroup:
 		ew.Printf("cgroups:      %s\n", describeCgroupChurn(*c, r.Concur.Writes))
 	case c != nil:
 		ew.Printf("churn:        %s\n", describeChurn(*c, r.Concur.Writes))
@@ -102,16 +105,16 @@ func WriteSummary(w io.Writer, r loadgen.Result) error {
 		ew.Printf("warning:      %s\n", w)
 	}
 	ew.Printf("setup:        %s\n", r.Target.Describe())
-	harness.WriteProvenance(ew, r.Provenance, 13)
+	provenance.WriteProvenance(ew, r.Provenance, 13)
 	return ew.Err()
 }
 
 func describeTarget(r loadgen.Result) string {
 	t := r.Target
 	switch t.Kind {
-	case harness.TargetSim:
+	case targets.TargetSim:
 		return fmt.Sprintf("sim: in-process kernfsim walker, lock %s, %s, %s", t.Lock, t.TreeName(), describeSimWork(t))
-	case harness.TargetKernfsim:
+	case targets.TargetKernfsim:
 		return fmt.Sprintf("kernfsim: FUSE mount at %s, lock %s", t.Dir, t.Lock)
 	}
 	return "path: " + t.Dir
@@ -127,7 +130,7 @@ func describeSimCost(cost time.Duration) string {
 
 // describeSimWork is describeSimCost of t, which may make the kernel's
 // shared writes without a cost.
-func describeSimWork(t harness.Target) string {
+func describeSimWork(t targets.Target) string {
 	if t.SimCost == 0 && t.SimSharedWrites() {
 		return "the kernel's shared writes, no other work outside the lock"
 	}
@@ -145,8 +148,8 @@ func describeOp(r loadgen.Result) string {
 		workers = "processes"
 	}
 	switch r.Op {
-	case harness.OpLstopo:
-	case harness.OpCgroup:
+	case workload.OpLstopo:
+	case workload.OpCgroup:
 		fmt.Fprintf(&b, ", each file read whole (%d-byte reads)", max(r.BufSize, loadgen.CgroupPage))
 	default:
 		fmt.Fprintf(&b, ", %d-byte reads", r.BufSize)
@@ -187,15 +190,15 @@ func PinText(single, workers bool) string {
 
 func describeFiles(r loadgen.Result) string {
 	switch r.Op {
-	case harness.OpHwloc:
+	case workload.OpHwloc:
 		return fmt.Sprintf("%d per discovery (lists cpu/ and node/; reads every cpuN/topology/*, cpuN/cache/index*/*, "+
 			"nodeN/{cpulist,cpumap,distance,meminfo}; looks up the missing names hwloc tries)", r.FilesPerOp)
-	case harness.OpLstopo:
+	case workload.OpLstopo:
 		return strings.Join(r.Files, " ")
-	case harness.OpColdplug:
+	case workload.OpColdplug:
 		return fmt.Sprintf("%d per block (%s), worker i's iteration j on block (i + j x threads) mod N",
 			r.FilesPerOp, strings.Join(r.Files, " "))
-	case harness.OpCgroup:
+	case workload.OpCgroup:
 		base := make([]string, len(r.Files))
 		for i, f := range r.Files {
 			base[i] = path.Base(f)
@@ -214,17 +217,17 @@ func describeFiles(r loadgen.Result) string {
 
 // describeChurn is the device writers' line; concur is their changes in
 // the concur phase (Phase.Writes).
-func describeChurn(c loadgen.ChurnResult, concur *harness.Latency) string {
+func describeChurn(c loadgen.ChurnResult, concur *latency.Latency) string {
 	return describeWrites(c, fmt.Sprintf("%s changes/s asked, %.1f/s done (%d adds, %d removes)",
 		askedRate(c), c.Achieved(), c.Adds, c.Removes), concur)
 }
 
-func describeHotAdd(c loadgen.ChurnResult, concur *harness.Latency) string {
+func describeHotAdd(c loadgen.ChurnResult, concur *latency.Latency) string {
 	return describeWrites(c, fmt.Sprintf("%s memory blocks/s asked through %s, %.1f/s done (%d added)",
 		askedRate(c), loadgen.MemProbeFile, c.Achieved(), c.Adds), concur)
 }
 
-func describeCgroupChurn(c loadgen.ChurnResult, concur *harness.Latency) string {
+func describeCgroupChurn(c loadgen.ChurnResult, concur *latency.Latency) string {
 	return describeWrites(c, fmt.Sprintf("%s cgroups/s asked through %s and %s (containers started and stopped), %.1f/s done (%d made, %d removed)",
 		askedRate(c), path.Base(client.NewCgroupPath), path.Base(client.DeleteCgroupPath), c.Achieved(), c.Adds, c.Removes), concur)
 }
@@ -239,7 +242,7 @@ func askedRate(c loadgen.ChurnResult) string {
 
 // describeWrites is s, a writers' line, with how long their changes took
 // (over the run, and in the concur phase) and their errors.
-func describeWrites(c loadgen.ChurnResult, s string, concur *harness.Latency) string {
+func describeWrites(c loadgen.ChurnResult, s string, concur *latency.Latency) string {
 	if l := c.Latency; l.Count > 0 {
 		s += fmt.Sprintf("; per change p50 %s p99 %s max %s", textout.Dur(l.P50), textout.Dur(l.P99), textout.Dur(l.Max))
 		if concur != nil && concur.Count > 0 {

@@ -11,7 +11,9 @@ import (
 
 	"github.com/kernfsim/kernfsim/internal/textout"
 	"github.com/kernfsim/kernfsim/loadgen"
-	"github.com/kernfsim/kernfsim/loadgen/harness"
+	"github.com/kernfsim/kernfsim/loadgen/reference"
+	"github.com/kernfsim/kernfsim/loadgen/targets"
+	"github.com/kernfsim/kernfsim/locking"
 )
 
 // seedFigure is one pair of seed 002's published figures: the per-op of
@@ -42,19 +44,19 @@ var seed002 = []seedFigure{
 }
 
 // Seed002Reference says where WriteSeedTable's figures come from.
-var Seed002Reference = harness.Reference{Seed: "002", Source: "Ian Kent, 2021, Fox Chen's benchmark on 16 and 48 CPUs, base 5.8.18 against 5.12.2 with the kernfs rwsem and negative-dentry series",
+var Seed002Reference = reference.Reference{Seed: "002", Source: "Ian Kent, 2021, Fox Chen's benchmark on 16 and 48 CPUs, base 5.8.18 against 5.12.2 with the kernfs rwsem and negative-dentry series",
 	Figure: "files at 16 threads 93.4 us -> 21.1 us, at 48 578 us -> 161 us; missing at 16 81.7 us -> 23.7 us, at 48 2.14 ms -> 161 us"}
 
 // seedVerdict says what a measured ratio of rwsem to mutex shows beside
 // the seed's. It "reproduces" where the ratio is resolved and within a
 // factor of 1.5 of the seed's. Otherwise it gives the direction, and
 // whether the effect is larger or smaller than the seed's.
-func seedVerdict(r *loadgen.CompareResult, kind harness.TargetKind, f seedFigure) (cells string, verdict string) {
-	mutex, rwsem := rowCell(r, kind, "mutex", f.op, f.threads), rowCell(r, kind, "rwsem", f.op, f.threads)
+func seedVerdict(r *loadgen.CompareResult, kind targets.TargetKind, f seedFigure) (cells string, verdict string) {
+	mutex, rwsem := rowCell(r, kind, locking.Baseline, f.op, f.threads), rowCell(r, kind, "rwsem", f.op, f.threads)
 	if mutex == nil || rwsem == nil {
 		return "-", r.FieldNames.Put(notMeasured(r, kind, f.threads))
 	}
-	v, _ := r.RatioToMutex(*rwsem)
+	v, _ := r.RatioToBaseline(*rwsem)
 	mark := ""
 	if r.Unresolved(*rwsem) {
 		mark = "~"
@@ -84,9 +86,9 @@ func seedVerdict(r *loadgen.CompareResult, kind harness.TargetKind, f seedFigure
 // notMeasured says why a seed cell has no figures: the run had no rows of
 // kind (the kernfsim rows are left out by {TargetSim}), or not the
 // thread count or the locks the seed compares.
-func notMeasured(r *loadgen.CompareResult, kind harness.TargetKind, threads int) string {
+func notMeasured(r *loadgen.CompareResult, kind targets.TargetKind, threads int) string {
 	if !slices.ContainsFunc(r.Rows, func(row loadgen.Row) bool { return row.Target.Kind == kind }) {
-		if kind == harness.TargetKernfsim {
+		if kind == targets.TargetKernfsim {
 			return "not run: {TargetSim} measures the sim rows alone"
 		}
 		return fmt.Sprintf("not run: this comparison has no %s rows", kind)
@@ -115,7 +117,7 @@ func WriteSeedTable(w io.Writer, r loadgen.CompareResult) error {
 		any = true
 		seed := fmt.Sprintf("%s %s x%.2f (%d)", textout.Dur(f.mutex), textout.Dur(f.rwsem), float64(f.rwsem)/float64(f.mutex), f.cpus)
 		line := []string{f.op, fmt.Sprint(f.threads), seed}
-		for _, kind := range []harness.TargetKind{harness.TargetKernfsim, harness.TargetSim} {
+		for _, kind := range []targets.TargetKind{targets.TargetKernfsim, targets.TargetSim} {
 			cells, verdict := seedVerdict(&r, kind, f)
 			line = append(line, cells, verdict)
 		}

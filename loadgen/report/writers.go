@@ -7,7 +7,7 @@ import (
 
 	"github.com/kernfsim/kernfsim/internal/textout"
 	"github.com/kernfsim/kernfsim/loadgen"
-	"github.com/kernfsim/kernfsim/loadgen/harness"
+	"github.com/kernfsim/kernfsim/loadgen/targets"
 )
 
 // The writers' figures in a comparison's tables, findings and JSON.
@@ -42,7 +42,7 @@ func writersText(r loadgen.CompareResult) string {
 
 // writersLine is a finding: the writers' latency per change under each
 // lock of kind, at the largest thread count; "" without writers there.
-func writersLine(r *loadgen.CompareResult, op string, kind harness.TargetKind) string {
+func writersLine(r *loadgen.CompareResult, op string, kind targets.TargetKind) string {
 	if len(r.Threads) == 0 {
 		return ""
 	}
@@ -58,7 +58,7 @@ func writersLine(r *loadgen.CompareResult, op string, kind harness.TargetKind) s
 	if len(parts) == 0 {
 		return ""
 	}
-	return fmt.Sprintf("%s rows' writers at %d threads, one change's p50/p99: %s", harness.Target{Kind: kind}.Label(), th, strings.Join(parts, ", "))
+	return fmt.Sprintf("%s rows' writers at %d threads, one change's p50/p99: %s", targets.Target{Kind: kind}.Label(), th, strings.Join(parts, ", "))
 }
 
 // JSONCellWriters is a run's writer figures (CellRun.Write*).

@@ -1,8 +1,9 @@
-// Command chainfs serves libfuse's reference chain
-// (../shared/anchors/libfuse/chain_ll_uring.c) from Go, over the
-// io_uring transport of fusefs/uring or over go-fuse's /dev/fuse loop,
-// so that the transport can be measured against libfuse's own with the
-// same server logic (scripts/measure/libfuse.sh).
+// Command chainfs serves libfuse's reference chain from Go, to measure the transport.
+//
+// The chain is ../shared/anchors/libfuse/chain_ll_uring.c. chainfs serves
+// it over the io_uring transport of fusefs/uring or over go-fuse's
+// /dev/fuse loop. The transport is then measured against libfuse's own
+// with the same server logic (scripts/measure/libfuse.sh).
 //
 //	chainfs [--transport uring|devfuse] [--depth N] MOUNTPOINT
 //

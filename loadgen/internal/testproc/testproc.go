@@ -1,6 +1,7 @@
-// Package testproc lets a test binary double as the processes its tests
-// start (a stand-in kernfsim server, a worker), and checks what they
-// leave behind. It is for loadgen's tests and the harness's.
+// Package testproc lets a test binary double as the processes its tests start.
+//
+// Those are a stand-in kernfsim server and a worker. It checks what they
+// leave behind. It is for the tests of loadgen and serverproc.
 package testproc
 
 import (
@@ -18,7 +19,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/kernfsim/kernfsim/internal/testkit"
-	"github.com/kernfsim/kernfsim/loadgen/harness"
+	"github.com/kernfsim/kernfsim/loadgen/serverproc"
 )
 
 // Proc is a process the test binary runs as: the arguments after its
@@ -104,11 +105,11 @@ func Self(t *testing.T, proc string) []string {
 
 // FakeServer is a server configuration that starts FakeServe; it skips
 // t without FUSE or without /sys's CPU directories.
-func FakeServer(t *testing.T) *harness.ServerConfig {
+func FakeServer(t *testing.T) *serverproc.ServerConfig {
 	t.Helper()
 	testkit.RequireFUSE(t)
 	RequireSys(t)
-	return &harness.ServerConfig{Command: Self(t, "__fakeserve")}
+	return &serverproc.ServerConfig{Command: Self(t, "__fakeserve")}
 }
 
 // RequireSys skips t unless /sys has CPU directories.
@@ -119,7 +120,7 @@ func RequireSys(t *testing.T) {
 	}
 }
 
-// Leftovers lists the harness's temporary mountpoints still in the
+// Leftovers lists serverproc's temporary mountpoints still in the
 // temporary directory or still mounted.
 func Leftovers(t *testing.T) []string {
 	t.Helper()

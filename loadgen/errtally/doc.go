@@ -1,0 +1,2 @@
+// Package errtally counts failed operations by errno.
+package errtally

@@ -1,0 +1,2 @@
+// Package latency summarises HdrHistogram latencies into percentiles.
+package latency

@@ -1,0 +1,2 @@
+// Package series runs a tool's configurations one after another.
+package series

@@ -1,0 +1,4 @@
+package serverproc
+
+// ParseMount is parseMount, for the external tests.
+var ParseMount = parseMount

@@ -1,0 +1,2 @@
+// Package targets describes what a run measures: the sim, a path, or a kernfsim mount.
+package targets
