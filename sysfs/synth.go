@@ -149,6 +149,7 @@ func BuildSynthetic(t *kernfsim.Tree, c SynthConfig) error {
 	if err := s.root().addChildren(b, t.Root(), ""); err != nil {
 		return err
 	}
+	s.memNames = nil // the nodes hold the names now
 	s.seqnum.Store(uint64(b.dirs))
 	t.Subscribe(s.countUevent)
 	return nil
@@ -160,7 +161,7 @@ type synth struct {
 	topology
 	hotplug              *cpuHotplug
 	blocks               []memBlock // one allocation for every block's state
-	memNames             []string   // "memoryN", shared by the block, its node link and its bus link
+	memNames             []string   // "memoryN", shared by the block, its node link and its bus link; nil once built
 	coreMaps             []cpumap   // by global core index
 	socketMaps           []cpumap
 	nodeMaps             []cpumap
