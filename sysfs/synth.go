@@ -168,6 +168,7 @@ type synth struct {
 	all                  cpumap
 	nodeCPUs             [][]int
 	nodeNames, nodePaths []string       // "nodeN", "devices/system/node/nodeN"
+	nodeLinks            []spec         // link(nodePaths[n])
 	seqnum               atomic.Uint64  // kernel/uevent_seqnum
 	tree                 *kernfsim.Tree // what memory/probe adds blocks to
 }
@@ -185,6 +186,7 @@ func newSynth(c SynthConfig) *synth {
 	for n := range c.NUMANodes {
 		s.nodeNames = append(s.nodeNames, "node"+itoa(n))
 		s.nodePaths = append(s.nodePaths, nodePath(n))
+		s.nodeLinks = append(s.nodeLinks, link(s.nodePaths[n]))
 	}
 	s.cpuMaps()
 	return s
