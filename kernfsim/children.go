@@ -153,6 +153,26 @@ func (x *index) insert(e entry) *index {
 	return &index{big: buildTreap(es)}
 }
 
+// insertAll returns an index with the sorted entries es added (their keys
+// absent): es itself where x is empty, one merge where x is small, treap
+// inserts where it is big.
+func (x *index) insertAll(es []entry) *index {
+	switch {
+	case x == nil:
+		return newIndex(es)
+	case x.big != nil:
+		big := x.big
+		for _, e := range es {
+			big = big.insert(&child{entry: e})
+		}
+		return &index{big: big}
+	}
+	all := make([]entry, 0, len(x.small)+len(es))
+	all = append(append(all, x.small...), es...)
+	slices.SortFunc(all, cmpKey)
+	return newIndex(all)
+}
+
 // remove returns an index without e, which must be present.
 func (x *index) remove(e entry) *index {
 	if x.big != nil {

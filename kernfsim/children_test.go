@@ -14,10 +14,11 @@ import (
 )
 
 // TestIndexModel checks a directory's index against a sorted list through
-// random inserts and removals that cross smallDir both ways, with hashes
-// drawn from a few values so that names share hashes (which nameHash
-// makes too rare to meet): find finds every name and no other, each gives
-// (hash, ino) order from any offset, and a published index never changes.
+// random inserts (one at a time and in batches) and removals that cross
+// smallDir both ways, with hashes drawn from a few values so that names
+// share hashes (which nameHash makes too rare to meet): find finds every
+// name and no other, each gives (hash, ino) order from any offset, and a
+// published index never changes.
 func TestIndexModel(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 31))
 	dir := &Node{kind: KindDir}
@@ -33,13 +34,21 @@ func TestIndexModel(t *testing.T) {
 			x = x.remove(e)
 			want = slices.DeleteFunc(want, func(o entry) bool { return o.node == e.node })
 		} else {
-			ino++
-			n := &Node{kind: KindAttr, ino: rng.Uint64()>>1 | 1} // out of order, as a renamed node's
-			n.id0 = identity{parent: dir, name: "n" + strconv.FormatUint(ino, 10)}
-			n.ident.Store(&n.id0)
-			e := entry{hash: uint64(FirstOffset + rng.IntN(40)), node: n}
-			x = x.insert(e)
-			want = append(want, e)
+			var batch []entry
+			for range 1 + rng.IntN(3)*rng.IntN(8) { // mostly one, sometimes a batch (insertAll)
+				ino++
+				n := &Node{kind: KindAttr, ino: rng.Uint64()>>1 | 1} // out of order, as a renamed node's
+				n.id0 = identity{parent: dir, name: "n" + strconv.FormatUint(ino, 10)}
+				n.ident.Store(&n.id0)
+				batch = append(batch, entry{hash: uint64(FirstOffset + rng.IntN(40)), node: n})
+			}
+			slices.SortFunc(batch, cmpKey)
+			if len(batch) == 1 {
+				x = x.insert(batch[0])
+			} else {
+				x = x.insertAll(batch)
+			}
+			want = append(want, batch...)
 			slices.SortFunc(want, cmpKey)
 		}
 		checkIndex(t, step, x, dir, want, rng)

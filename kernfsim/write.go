@@ -104,17 +104,7 @@ func (t *Tree) AddBatch(parent *Node, entries []BatchEntry) ([]*Node, error) {
 	fail := func(name string, e error) ([]*Node, error) {
 		return nil, &fs.PathError{Op: "add", Path: joinPath(parent, name), Err: e}
 	}
-	bad, badErr := len(entries), syscall.Errno(0)
-	for i, en := range entries {
-		if e := ValidateName(en.Name); e != 0 {
-			bad, badErr = i, e
-			break
-		}
-		if e := checkSpec(en.Spec); e != 0 {
-			bad, badErr = i, e
-			break
-		}
-	}
+	bad, badErr := firstInvalid(entries)
 	ok := entries[:bad]
 	s := newSlab(func(yield func(NodeSpec) bool) {
 		for _, en := range ok {
@@ -146,6 +136,20 @@ func (t *Tree) AddBatch(parent *Node, entries []BatchEntry) ([]*Node, error) {
 		t.notify(Event{Op: OpAdd, Node: n, Parent: parent, Name: entries[i].Name})
 	}
 	return nodes, nil
+}
+
+// firstInvalid is the position and errno of the first entry with a bad
+// name or spec, or len(entries) and 0.
+func firstInvalid(entries []BatchEntry) (int, syscall.Errno) {
+	for i, en := range entries {
+		if e := ValidateName(en.Name); e != 0 {
+			return i, e
+		}
+		if e := checkSpec(en.Spec); e != 0 {
+			return i, e
+		}
+	}
+	return len(entries), 0
 }
 
 // firstRepeat is the position in nodes (the batch, in order) of the first
@@ -187,14 +191,7 @@ func (t *Tree) linkBatchLocked(parent *Node, es []entry) (string, syscall.Errno)
 			dirs++
 		}
 	}
-	if merged == nil {
-		merged = newIndex(es)
-	} else {
-		for _, e := range es {
-			merged = merged.insert(e)
-		}
-	}
-	d.children.Store(merged)
+	d.children.Store(merged.insertAll(es))
 	d.rev.Add(1)
 	d.subdirs.Add(dirs)
 	t.nodes.Add(int64(len(es)))
