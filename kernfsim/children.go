@@ -1,7 +1,6 @@
 package kernfsim
 
 import (
-	"cmp"
 	"hash/maphash"
 	"math"
 	"slices"
@@ -106,13 +105,29 @@ func (x *index) find(dir *Node, hash uint64, name string) *Node {
 	case x.big != nil:
 		return x.big.find(dir, hash, name)
 	}
-	i, _ := slices.BinarySearchFunc(x.small, hash, func(e entry, h uint64) int { return cmp.Compare(e.hash, h) })
-	for ; i < len(x.small) && x.small[i].hash == hash; i++ {
-		if x.small[i].named(dir, name) {
-			return x.small[i].node
+	s := x.small
+	for i := firstAtLeast(s, hash); i < len(s) && s[i].hash == hash; i++ {
+		if s[i].named(dir, name) {
+			return s[i].node
 		}
 	}
 	return nil
+}
+
+// firstAtLeast is the position of the first entry of s with a hash of at
+// least hash (len(s) if none): a binary search without calls, as every
+// lookup in a small directory makes one.
+func firstAtLeast(s []entry, hash uint64) int {
+	lo, hi := 0, len(s)
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if s[m].hash < hash {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	return lo
 }
 
 // each calls fn for the entries with hash > after, in (hash, ino) order,
@@ -127,8 +142,7 @@ func (x *index) each(after uint64, fn func(entry) bool) bool {
 	if after == math.MaxUint64 {
 		return true
 	}
-	i, _ := slices.BinarySearchFunc(x.small, after+1, func(e entry, h uint64) int { return cmp.Compare(e.hash, h) })
-	for _, e := range x.small[i:] {
+	for _, e := range x.small[firstAtLeast(x.small, after+1):] {
 		if !fn(e) {
 			return false
 		}
