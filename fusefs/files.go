@@ -3,6 +3,7 @@ package fusefs
 import (
 	"context"
 	"io"
+	"sync"
 	"syscall"
 
 	"github.com/hanwen/go-fuse/v2/fuse"
@@ -59,7 +60,28 @@ func (s *Server) Read(cancel <-chan struct{}, in *fuse.ReadIn, buf []byte) (fuse
 	if err != nil && err != io.EOF {
 		return nil, status(err)
 	}
-	return fuse.ReadResultData(buf[:n]), fuse.OK
+	r := readResults.Get().(*readResult)
+	r.data = buf[:n]
+	return r, fuse.OK
+}
+
+// readResult is a READ's reply: data in the transport's buffer. Both
+// transports call Done once they have sent it, so results are pooled and
+// a READ allocates nothing (fuse.ReadResultData allocates one per READ).
+type readResult struct{ data []byte }
+
+var readResults = sync.Pool{New: func() any { return new(readResult) }}
+
+var _ fuse.ReadResult = (*readResult)(nil)
+
+func (r *readResult) Bytes([]byte) ([]byte, fuse.Status) { return r.data, fuse.OK }
+
+func (r *readResult) Size() int { return len(r.data) }
+
+// Done gives r back to the pool; its data is the transport's again.
+func (r *readResult) Done() {
+	r.data = nil
+	readResults.Put(r)
 }
 
 // Write is WRITE: the whole buffer goes to the attribute's store.

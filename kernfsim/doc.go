@@ -8,9 +8,12 @@
 // package sysfs.
 //
 // The data structures are the same under every strategy: each directory's
-// children are a persistent (copy-on-write) treap ordered by name hash and
-// published through an atomic pointer; each node's identity (parent, name)
-// and attributes are immutable values published the same way. The strategy
+// children are an immutable index ordered by name hash (a sorted slice
+// while small, a persistent treap past 32 children), replaced
+// copy-on-write and published through an atomic pointer; each node's
+// identity (parent, name) and attributes are immutable values published
+// the same way. Nodes added together come from one slab (docs/design.md,
+// "Node layout"). The strategy
 // is therefore the only variable: mutex, rwsem and kernfs64 readers take
 // the lock as kernfs did, percpu and bravo readers as those locks do, rcu
 // readers only mark a grace-period shard, none takes nothing.

@@ -199,7 +199,7 @@ func attrOpenable(n *Node, mask Access) syscall.Errno {
 		return 0
 	}
 	mode := n.attr.Load().Mode
-	_, canStore := n.source.(Storer)
+	_, canStore := n.ext.(Storer)
 	switch {
 	case mask&MayRead != 0 && mode&0o444 == 0:
 		return syscall.EACCES
@@ -241,7 +241,7 @@ func (f *File) ReadInterruptible(interrupt <-chan struct{}, p []byte, off int64)
 		if interrupt != nil {
 			ctx = interruptCtx{Context: ctx, done: interrupt}
 		}
-		if err := f.n.source.Show(ctx, &f.buf); err != nil {
+		if err := f.n.Source().Show(ctx, &f.buf); err != nil {
 			f.shown = false
 			if ctx.Err() != nil {
 				err = syscall.EINTR
@@ -262,7 +262,7 @@ func (f *File) ReadInterruptible(interrupt <-chan struct{}, p []byte, off int64)
 // and Store's own error otherwise.
 func (f *File) Write(ctx context.Context, p []byte) (int, error) {
 	fail := func(e error) (int, error) { return 0, &fs.PathError{Op: "write", Path: f.n.Path(), Err: e} }
-	st, ok := f.n.source.(Storer)
+	st, ok := f.n.ext.(Storer)
 	switch {
 	case f.flags&(os.O_WRONLY|os.O_RDWR) == 0 || !ok:
 		return fail(syscall.EBADF)

@@ -3,6 +3,7 @@ package kernfsim
 import (
 	"context"
 	"io/fs"
+	"slices"
 	"syscall"
 )
 
@@ -52,8 +53,8 @@ func (t *Tree) AddGroup(ps []Placement) ([]*Node, error) {
 	}
 	for i, p := range ps {
 		t.notify(Event{Op: OpAdd, Node: nodes[i], Parent: p.Parent, Name: p.Name})
-		nodes[i].dirChildren(func(c *child) {
-			t.notify(Event{Op: OpAdd, Node: c.node, Parent: nodes[i], Name: c.name})
+		nodes[i].dirChildren(func(c *Node) {
+			t.notify(Event{Op: OpAdd, Node: c, Parent: nodes[i], Name: c.id0.name})
 		})
 	}
 	return nodes, nil
@@ -78,25 +79,30 @@ func (t *Tree) buildPlacement(ps []Placement, i int) (*Node, error) {
 			return fail(path, syscall.EEXIST)
 		}
 	}
-	n := t.newNode(p.Spec.Kind, t.attrFor(p.Spec))
-	n.source, n.link = p.Spec.Source, p.Spec.Target
-	n.ident.Store(&identity{parent: p.Parent, name: p.Name})
-	var batch *child
+	s := newSlab(func(yield func(NodeSpec) bool) {
+		yield(p.Spec)
+		for _, en := range p.Children {
+			yield(en.Spec)
+		}
+	})
+	n := s.node(t, p.Spec, t.attrFor(p.Spec), p.Parent, p.Name)
+	es := make([]entry, 0, len(p.Children))
 	for _, en := range p.Children {
 		h := nameHash(en.Name)
 		if e := ValidateName(en.Name); e != 0 || checkSpec(en.Spec) != 0 || en.Spec.Kind == KindDir {
 			return fail(path+"/"+en.Name, syscall.EINVAL)
 		}
-		if batch.find(h, en.Name) != nil {
-			return fail(path+"/"+en.Name, syscall.EEXIST)
+		for _, o := range es {
+			if o.hash == h && o.node.id0.name == en.Name {
+				return fail(path+"/"+en.Name, syscall.EEXIST)
+			}
 		}
-		c := t.newNode(en.Spec.Kind, t.attrFor(en.Spec))
-		c.source, c.link = en.Spec.Source, en.Spec.Target
-		c.ident.Store(&identity{parent: n, name: en.Name})
-		batch = batch.insertMut(&child{hash: h, name: en.Name, node: c})
+		c := s.node(t, en.Spec, t.attrFor(en.Spec), n, en.Name)
+		es = append(es, entry{hash: h, node: c})
 	}
-	if n.dir != nil {
-		n.dir.children.Store(batch)
+	if d := n.dir(); d != nil {
+		slices.SortFunc(es, cmpKey)
+		d.children.Store(newIndex(es))
 	}
 	return n, nil
 }
@@ -112,9 +118,9 @@ func (t *Tree) checkGroupLocked(ps []Placement) (int, syscall.Errno) {
 			return i, syscall.ENOTDIR
 		case !p.Parent.IsActive():
 			return i, syscall.ENOENT
-		case p.MaxSubdirs > 0 && int(p.Parent.dir.subdirs.Load()) >= p.MaxSubdirs:
+		case p.MaxSubdirs > 0 && int(p.Parent.dir().subdirs.Load()) >= p.MaxSubdirs:
 			return i, syscall.ENOSPC
-		case p.Parent.dir.children.Load().find(nameHash(p.Name), p.Name) != nil:
+		case p.Parent.dir().children.Load().find(p.Parent, nameHash(p.Name), p.Name) != nil:
 			return i, syscall.EEXIST
 		}
 	}
@@ -123,12 +129,12 @@ func (t *Tree) checkGroupLocked(ps []Placement) (int, syscall.Errno) {
 
 // dirChildren calls fn for each child of a directory n; nothing for other
 // kinds.
-func (n *Node) dirChildren(fn func(*child)) {
-	if n.dir == nil {
+func (n *Node) dirChildren(fn func(*Node)) {
+	if n.dir() == nil {
 		return
 	}
-	n.dir.children.Load().each(0, func(c *child) bool {
-		fn(c)
+	n.dir().children.Load().each(0, func(e entry) bool {
+		fn(e.node)
 		return true
 	})
 }

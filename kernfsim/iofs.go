@@ -81,7 +81,7 @@ func (f *treeFS) ReadLink(name string) (string, error) {
 	if n.kind != KindSymlink {
 		return "", &fs.PathError{Op: "readlink", Path: name, Err: fs.ErrInvalid}
 	}
-	return n.link, nil
+	return n.Target(), nil
 }
 
 func (f *treeFS) ReadDir(name string) ([]fs.DirEntry, error) {

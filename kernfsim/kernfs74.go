@@ -63,71 +63,53 @@ func (t *Tree) revalidate(dir *Node, name string, n *Node, rev uint64) bool {
 
 // readdirPerEntry is Readdir under Traits.ReaddirPerEntry: the read side
 // is entered once per entry, around finding the entry after the last
-// one emitted by its full key (hash, name), and fn runs with no lock
+// one emitted by its full key (hash, ino), and fn runs with no lock
 // held. An entry added or removed between two steps is seen or not, as
 // with kernfs_fop_readdir; no entry present throughout is skipped or
 // repeated. A directory removed in the middle ends the listing.
 func (t *Tree) readdirPerEntry(dir *Node, off uint64, fn func(Dirent) bool) error {
-	var last *child
+	var last entry
+	started := false
 	for {
 		r := t.rlock()
 		active := dir.IsActive()
-		var c *child
+		var e entry
+		var name string
+		found := false
 		if active {
-			c = nextActive(dir.dir.children.Load(), off, last)
+			e, name, found = nextEntry(dir, dir.dir().children.Load(), off, last, started)
 		}
 		t.runlock(r)
 		switch {
-		case !active && last == nil:
+		case !active && !started:
 			return &fs.PathError{Op: "readdir", Path: dir.Path(), Err: syscall.ENOENT}
-		case c == nil:
+		case !found:
 			return nil
 		}
-		last = c
-		if !fn(Dirent{Name: c.name, Ino: c.node.ino, Kind: c.node.kind, Off: c.hash}) {
+		started, last = true, e
+		if !fn(Dirent{Name: name, Ino: e.node.ino, Kind: e.node.kind, Off: e.hash}) {
 			return nil
 		}
 	}
 }
 
-// nextActive is the first active entry of root after last, or, if last
-// is nil, the first with a hash above off.
-func nextActive(root *child, off uint64, last *child) *child {
-	var c *child
-	if last == nil {
-		c = root.firstAbove(off)
-	} else {
-		c = root.next(last.hash, last.name)
+// nextEntry is dir's first active child in x, with its name, whose key
+// is above last's if started, else whose hash is above off.
+func nextEntry(dir *Node, x *index, off uint64, last entry, started bool) (next entry, name string, found bool) {
+	after := off
+	if started {
+		after = last.hash - 1 // hashes are at least FirstOffset: no wrap
 	}
-	for c != nil && !c.node.IsActive() {
-		c = root.next(c.hash, c.name)
-	}
-	return c
-}
-
-// next is the entry with the smallest key above (hash, name), or nil.
-func (c *child) next(hash uint64, name string) *child {
-	var best *child
-	for c != nil {
-		if c.compare(hash, name) < 0 {
-			best, c = c, c.left
-		} else {
-			c = c.right
+	x.each(after, func(e entry) bool {
+		if started && !last.less(e) {
+			return true
 		}
-	}
-	return best
-}
-
-// firstAbove is the entry with the smallest key whose hash is above
-// hash, or nil.
-func (c *child) firstAbove(hash uint64) *child {
-	var best *child
-	for c != nil {
-		if c.hash > hash {
-			best, c = c, c.left
-		} else {
-			c = c.right
+		id, ok := e.current(dir)
+		if !ok || !e.node.IsActive() {
+			return true
 		}
-	}
-	return best
+		next, name, found = e, id.name, true
+		return false
+	})
+	return next, name, found
 }

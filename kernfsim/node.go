@@ -41,23 +41,37 @@ type identity struct {
 
 // dirData is the part of a node only directories have.
 type dirData struct {
-	children atomic.Pointer[child] // published copy-on-write under the write side
+	children atomic.Pointer[index] // published copy-on-write under the write side; nil when empty
 	rev      atomic.Uint64         // bumped under the write side on every change of children
 	subdirs  atomic.Int32          // child directories, for nlink; changed under the write side
 }
 
+// symlink is the part of a node only symlinks have.
+type symlink struct {
+	target string // relative as sysfs makes them
+}
+
 // Node is a directory, attribute or symlink of a Tree.
+//
+// A Node is 72 bytes, as a kernfs_node is about 128: what only one kind
+// needs hangs off ext, and the identity a node is created with lives in
+// the node itself (ident points at id0 until a rename publishes a new
+// one). Nodes added together (AddBatch, AddGroup) are allocated together,
+// with their directories' and symlinks' parts, as kernfs takes its nodes
+// from a slab (see slab; docs/design.md, "Node layout"). sysfs's
+// TestNodeCost keeps a built node under 128 bytes of heap in all.
 type Node struct {
-	kind   Kind   // immutable
-	ino    uint64 // immutable, never reused within a tree
-	link   string // immutable: a symlink's target, relative as sysfs makes them
-	source Source // immutable: an attribute's contents; nil otherwise
-
-	dir *dirData // immutable pointer; nil unless kind == KindDir
-
-	ident  atomic.Pointer[identity] // replaced under the write side
+	ident  atomic.Pointer[identity] // replaced under the write side; &id0 until a rename
 	attr   atomic.Pointer[Attr]     // replaced under the write side, or the attribute lock where the strategy has one (Setattr)
+	ino    uint64                   // immutable, never reused within a tree
 	active atomic.Int32             // active references; < 0 once deactivated
+	kind   Kind                     // immutable
+
+	// ext is immutable: an attribute's Source, a directory's *dirData or
+	// a symlink's *symlink.
+	ext any
+
+	id0 identity // immutable once ident is published: the identity n is created with
 }
 
 // Kind reports whether n is a directory, attribute or symlink.
@@ -69,14 +83,28 @@ func (n *Node) Ino() uint64 { return n.ino }
 // Name is n's current name ("" for the root).
 func (n *Node) Name() string { return n.ident.Load().name }
 
+// dir is a directory's own part, nil for other kinds.
+func (n *Node) dir() *dirData {
+	d, _ := n.ext.(*dirData)
+	return d
+}
+
 // Parent is n's current parent (nil for the root).
 func (n *Node) Parent() *Node { return n.ident.Load().parent }
 
 // Target is a symlink's target ("" for other kinds).
-func (n *Node) Target() string { return n.link }
+func (n *Node) Target() string {
+	if l, ok := n.ext.(*symlink); ok {
+		return l.target
+	}
+	return ""
+}
 
 // Source is an attribute's contents (nil for other kinds).
-func (n *Node) Source() Source { return n.source }
+func (n *Node) Source() Source {
+	s, _ := n.ext.(Source)
+	return s
+}
 
 // IsActive reports whether n has not been removed.
 func (n *Node) IsActive() bool { return n.active.Load() >= 0 }
@@ -152,4 +180,55 @@ func (t *Tree) drain(n *Node) {
 		t.drained.Wait()
 	}
 	t.drainMu.Unlock()
+}
+
+// slab hands out the nodes of one Add, AddBatch or AddGroup, with their
+// directories' and symlinks' parts, from one allocation of each, as kernfs
+// takes kernfs_nodes from a kmem_cache: a node costs no allocation of its
+// own. A slab's memory lives while any of its nodes is reachable.
+type slab struct {
+	nodes []Node
+	dirs  []dirData
+	links []symlink
+}
+
+// newSlab makes room for nodes of the kinds of specs.
+func newSlab(specs func(yield func(NodeSpec) bool)) *slab {
+	var n, dirs, links int
+	for sp := range specs {
+		n++
+		switch sp.Kind {
+		case KindDir:
+			dirs++
+		case KindSymlink:
+			links++
+		}
+	}
+	return &slab{nodes: make([]Node, n), dirs: make([]dirData, dirs), links: make([]symlink, links)}
+}
+
+// oneSpec is the specs of a slab of one node.
+func oneSpec(spec NodeSpec) func(yield func(NodeSpec) bool) {
+	return func(yield func(NodeSpec) bool) { yield(spec) }
+}
+
+// node makes the next node of s: spec named name in parent, with a new
+// inode number and attributes a. It is not linked anywhere yet.
+func (s *slab) node(t *Tree, spec NodeSpec, a *Attr, parent *Node, name string) *Node {
+	n := &s.nodes[0]
+	s.nodes = s.nodes[1:]
+	n.kind, n.ino = spec.Kind, t.nextIno.Add(1)
+	switch spec.Kind {
+	case KindDir:
+		n.ext, s.dirs = &s.dirs[0], s.dirs[1:]
+	case KindAttr:
+		n.ext = spec.Source
+	case KindSymlink:
+		s.links[0].target = spec.Target
+		n.ext, s.links = &s.links[0], s.links[1:]
+	}
+	n.attr.Store(a)
+	n.id0 = identity{parent: parent, name: name}
+	n.ident.Store(&n.id0)
+	return n
 }

@@ -152,7 +152,7 @@ func (r *refWalk) refreshLocked(d *dentry) {
 func storeInode(d *dentry) {
 	nlink := uint32(1)
 	if d.node.kind == KindDir {
-		nlink = 2 + uint32(d.node.dir.subdirs.Load())
+		nlink = 2 + uint32(d.node.dir().subdirs.Load())
 	}
 	d.lines.mode.Store(uint32(d.node.attr.Load().Mode))
 	d.lines.nlink.Store(nlink)

@@ -192,14 +192,14 @@ func (t *Tree) lockWriter() {
 //
 // Preconditions: the write side is held.
 func deactivateSubtreeLocked(dir *Node, acc []*Node) []*Node {
-	if dir.dir == nil {
+	if dir.dir() == nil {
 		return acc
 	}
-	dir.dir.children.Load().each(0, func(c *child) bool {
-		if deactivateLocked(c.node) {
-			acc = append(acc, c.node)
+	dir.dir().children.Load().each(0, func(e entry) bool {
+		if deactivateLocked(e.node) {
+			acc = append(acc, e.node)
 		}
-		acc = deactivateSubtreeLocked(c.node, acc)
+		acc = deactivateSubtreeLocked(e.node, acc)
 		return true
 	})
 	return acc

@@ -73,8 +73,8 @@ func New(s locking.Strategy, opts Options) *Tree {
 	if mode == 0 {
 		mode = 0o755
 	}
-	t.root = t.newNode(KindDir, &Attr{Mode: mode, Mtime: t.now(), Ctime: t.now()})
-	t.root.ident.Store(&identity{})
+	root := NodeSpec{Kind: KindDir}
+	t.root = newSlab(oneSpec(root)).node(t, root, &Attr{Mode: mode, Mtime: t.now(), Ctime: t.now()}, nil, "")
 	t.nodes.Store(1)
 	return t
 }
@@ -97,15 +97,6 @@ func (t *Tree) Seal() { t.strategy.Seal() }
 // Freeze makes dynamic sources (Func) repeat their last value while on, so
 // a conformance checker sees stable contents.
 func (t *Tree) Freeze(on bool) { t.frozen.Store(on) }
-
-func (t *Tree) newNode(k Kind, a *Attr) *Node {
-	n := &Node{kind: k, ino: t.nextIno.Add(1)}
-	if k == KindDir {
-		n.dir = &dirData{}
-	}
-	n.attr.Store(a)
-	return n
-}
 
 // lockersOf returns the attribute and open-file locks s declares by its
 // traits (Traits.SeparateAttrLock, OpenFileLocks), nil where it declares
@@ -178,15 +169,16 @@ func lookupLocked(dir *Node, name string, hash uint64) (*Node, uint64, syscall.E
 	if dir.kind != KindDir {
 		return nil, 0, syscall.ENOTDIR
 	}
-	rev := dir.dir.rev.Load()
+	d := dir.dir()
+	rev := d.rev.Load()
 	if !dir.IsActive() {
 		return nil, rev, syscall.ENOENT
 	}
-	c := dir.dir.children.Load().find(hash, name)
-	if c == nil || !c.node.IsActive() {
+	n := d.children.Load().find(dir, hash, name)
+	if n == nil || !n.IsActive() {
 		return nil, rev, syscall.ENOENT
 	}
-	return c.node, rev, 0
+	return n, rev, 0
 }
 
 // Lookup returns the active child called name of dir (kernfs_iop_lookup).
@@ -238,7 +230,8 @@ func (t *Tree) LookupRev(dir *Node, name string) (*Node, uint64, error) {
 // Traits.LocklessRevalidate (every field read is an atomic load).
 func revalidateLocked(dir *Node, name string, n *Node, rev uint64) bool {
 	if n == nil {
-		return dir.IsActive() && dir.dir != nil && dir.dir.rev.Load() == rev
+		d := dir.dir()
+		return dir.IsActive() && d != nil && d.rev.Load() == rev
 	}
 	if !n.IsActive() {
 		return false
@@ -363,11 +356,11 @@ func getattrLocked(n *Node) Stat {
 	st := Stat{Attr: *n.attr.Load(), Ino: n.ino, Kind: n.kind, Nlink: 1}
 	switch n.kind {
 	case KindDir:
-		st.Nlink = 2 + uint32(n.dir.subdirs.Load())
+		st.Nlink = 2 + uint32(n.dir().subdirs.Load())
 	case KindAttr:
 		st.Size = PageSize
 	case KindSymlink:
-		st.Size = int64(len(n.link))
+		st.Size = int64(len(n.Target()))
 	}
 	return st
 }
@@ -406,16 +399,17 @@ func (t *Tree) Readdir(dir *Node, off uint64, fn func(Dirent) bool) error {
 		return t.readdirPerEntry(dir, off, fn)
 	}
 	r := t.rlock()
-	snap, active := dir.dir.children.Load(), dir.IsActive()
+	snap, active := dir.dir().children.Load(), dir.IsActive()
 	t.runlock(r)
 	if !active {
 		return &fs.PathError{Op: "readdir", Path: dir.Path(), Err: syscall.ENOENT}
 	}
-	snap.each(off, func(c *child) bool {
-		if !c.node.IsActive() {
+	snap.each(off, func(e entry) bool {
+		id, ok := e.current(dir)
+		if !ok || !e.node.IsActive() {
 			return true
 		}
-		return fn(Dirent{Name: c.name, Ino: c.node.ino, Kind: c.node.kind, Off: c.hash})
+		return fn(Dirent{Name: id.name, Ino: e.node.ino, Kind: e.node.kind, Off: e.hash})
 	})
 	return nil
 }

@@ -241,7 +241,7 @@ func checkRename(t *testing.T, tr *Tree) {
 	}
 	_, err := tr.Lookup(a, "x")
 	testkit.WantErrno(t, err, syscall.ENOENT)
-	if got, want := a.dir.subdirs.Load(), int32(0); got != want {
+	if got, want := a.dir().subdirs.Load(), int32(0); got != want {
 		t.Fatalf("old parent subdirs: got %d, want %d", got, want)
 	}
 	if got, want := tr.Nodes(), int64(5); got != want {

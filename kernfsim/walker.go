@@ -164,11 +164,12 @@ func (w *Walker) walk(c Cred, start *dentry, path string, follow bool, links *in
 				return nil, syscall.ELOOP
 			}
 			from := cur
-			if len(next.node.link) > 0 && next.node.link[0] == '/' {
+			target := next.node.Target()
+			if len(target) > 0 && target[0] == '/' {
 				from = w.root
 			}
 			w.ref.get(from)
-			if next, e = w.walk(c, from, next.node.link, true, links); e != 0 {
+			if next, e = w.walk(c, from, target, true, links); e != 0 {
 				w.ref.put(cur)
 				return nil, e
 			}

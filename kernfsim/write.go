@@ -1,7 +1,10 @@
 package kernfsim
 
 import (
+	"cmp"
 	"io/fs"
+	"math"
+	"slices"
 	"strings"
 	"syscall"
 )
@@ -71,9 +74,7 @@ func (t *Tree) Add(parent *Node, name string, spec NodeSpec) (*Node, error) {
 	if e := checkSpec(spec); e != 0 {
 		return fail(e)
 	}
-	n := t.newNode(spec.Kind, t.attrFor(spec))
-	n.source, n.link = spec.Source, spec.Target
-	n.ident.Store(&identity{parent: parent, name: name})
+	n := newSlab(oneSpec(spec)).node(t, spec, t.attrFor(spec), parent, name)
 	if err := t.strategy.Lock(); err != nil {
 		return fail(err)
 	}
@@ -94,37 +95,39 @@ type BatchEntry struct {
 
 // AddBatch adds entries to parent under one write-side acquisition and one
 // revision bump: all of them or, on any error (a bad name, a name taken or
-// repeated), none. Into an empty directory the new children are linked in
-// place before they are published, so a directory of n entries costs O(n
-// log n) small steps instead of n path copies; builders use it for big
-// directories such as memory/.
+// repeated), none. The new nodes come from one slab, and into an empty
+// directory their index is built whole before it is published, so a
+// directory of n entries costs O(n log n) small steps and a few
+// allocations instead of n path copies; builders use it for every
+// directory.
 func (t *Tree) AddBatch(parent *Node, entries []BatchEntry) ([]*Node, error) {
 	fail := func(name string, e error) ([]*Node, error) {
 		return nil, &fs.PathError{Op: "add", Path: joinPath(parent, name), Err: e}
 	}
-	nodes := make([]*Node, len(entries))
-	var batch *child
-	for i, en := range entries {
-		if e := ValidateName(en.Name); e != 0 {
-			return fail(en.Name, e)
+	bad, badErr := firstInvalid(entries)
+	ok := entries[:bad]
+	s := newSlab(func(yield func(NodeSpec) bool) {
+		for _, en := range ok {
+			yield(en.Spec)
 		}
-		if e := checkSpec(en.Spec); e != 0 {
-			return fail(en.Name, e)
-		}
-		h := nameHash(en.Name)
-		if batch.find(h, en.Name) != nil {
-			return fail(en.Name, syscall.EEXIST)
-		}
-		n := t.newNode(en.Spec.Kind, t.attrFor(en.Spec))
-		n.source, n.link = en.Spec.Source, en.Spec.Target
-		n.ident.Store(&identity{parent: parent, name: en.Name})
-		nodes[i] = n
-		batch = batch.insertMut(&child{hash: h, name: en.Name, node: n})
+	})
+	nodes := make([]*Node, len(ok))
+	es := make([]entry, len(ok))
+	for i, en := range ok {
+		nodes[i] = s.node(t, en.Spec, t.attrFor(en.Spec), parent, en.Name)
+		es[i] = entry{hash: nameHash(en.Name), node: nodes[i]}
+	}
+	slices.SortFunc(es, cmpKey)
+	if d := firstRepeat(es, nodes); d < bad {
+		return fail(entries[d].Name, syscall.EEXIST)
+	}
+	if badErr != 0 {
+		return fail(entries[bad].Name, badErr)
 	}
 	if err := t.strategy.Lock(); err != nil {
 		return fail("", err)
 	}
-	name, e := t.linkBatchLocked(parent, batch)
+	name, e := t.linkBatchLocked(parent, es)
 	t.strategy.Unlock()
 	if e != 0 {
 		return fail(name, e)
@@ -135,47 +138,63 @@ func (t *Tree) AddBatch(parent *Node, entries []BatchEntry) ([]*Node, error) {
 	return nodes, nil
 }
 
-// linkBatchLocked publishes the private treap batch into parent, or
-// reports the first name that is taken.
+// firstInvalid is the position and errno of the first entry with a bad
+// name or spec, or len(entries) and 0.
+func firstInvalid(entries []BatchEntry) (int, syscall.Errno) {
+	for i, en := range entries {
+		if e := ValidateName(en.Name); e != 0 {
+			return i, e
+		}
+		if e := checkSpec(en.Spec); e != 0 {
+			return i, e
+		}
+	}
+	return len(entries), 0
+}
+
+// firstRepeat is the position in nodes (the batch, in order) of the first
+// node whose name an earlier one has, or MaxInt; es are their entries,
+// sorted by key. A batch's inode numbers rise with its order.
+func firstRepeat(es []entry, nodes []*Node) int {
+	d := math.MaxInt
+	for i := 1; i < len(es); i++ {
+		for j := i - 1; j >= 0 && es[j].hash == es[i].hash; j-- {
+			if es[j].node.id0.name == es[i].node.id0.name {
+				later := max(es[i].node.ino, es[j].node.ino)
+				k, _ := slices.BinarySearchFunc(nodes, later, func(n *Node, ino uint64) int { return cmp.Compare(n.ino, ino) })
+				d = min(d, k)
+			}
+		}
+	}
+	return d
+}
+
+// linkBatchLocked publishes the sorted entries es into parent, or reports
+// the first name that is taken.
 //
 // Preconditions: the write side is held.
-func (t *Tree) linkBatchLocked(parent *Node, batch *child) (string, syscall.Errno) {
+func (t *Tree) linkBatchLocked(parent *Node, es []entry) (string, syscall.Errno) {
 	if parent.kind != KindDir {
 		return "", syscall.ENOTDIR
 	}
 	if !parent.IsActive() {
 		return "", syscall.ENOENT
 	}
-	d := parent.dir
+	d := parent.dir()
 	merged := d.children.Load()
-	var taken string
-	var count, dirs int64
-	batch.each(0, func(c *child) bool {
-		if merged.find(c.hash, c.name) != nil {
-			taken = c.name
-			return false
+	var dirs int32
+	for _, e := range es {
+		if merged.find(parent, e.hash, e.node.id0.name) != nil {
+			return e.node.id0.name, syscall.EEXIST
 		}
-		count++
-		if c.node.kind == KindDir {
+		if e.node.kind == KindDir {
 			dirs++
 		}
-		return true
-	})
-	if taken != "" {
-		return taken, syscall.EEXIST
 	}
-	if merged == nil {
-		merged = batch
-	} else {
-		batch.each(0, func(c *child) bool {
-			merged = merged.insert(&child{hash: c.hash, name: c.name, node: c.node})
-			return true
-		})
-	}
-	d.children.Store(merged)
+	d.children.Store(merged.insertAll(es))
 	d.rev.Add(1)
-	d.subdirs.Add(int32(dirs))
-	t.nodes.Add(count)
+	d.subdirs.Add(dirs)
+	t.nodes.Add(int64(len(es)))
 	return "", 0
 }
 
@@ -205,12 +224,12 @@ func (t *Tree) linkLocked(parent *Node, name string, n *Node) syscall.Errno {
 		return syscall.ENOENT
 	}
 	h := nameHash(name)
-	d := parent.dir
+	d := parent.dir()
 	old := d.children.Load()
-	if old.find(h, name) != nil {
+	if old.find(parent, h, name) != nil {
 		return syscall.EEXIST
 	}
-	d.children.Store(old.insert(&child{hash: h, name: name, node: n}))
+	d.children.Store(old.insert(entry{hash: h, node: n}))
 	d.rev.Add(1)
 	if n.kind == KindDir {
 		d.subdirs.Add(1)
@@ -224,8 +243,8 @@ func (t *Tree) linkLocked(parent *Node, name string, n *Node) syscall.Errno {
 //
 // Preconditions: the write side is held; n is linked as id says.
 func (t *Tree) unlinkLocked(n *Node, id *identity) {
-	d := id.parent.dir
-	d.children.Store(d.children.Load().remove(nameHash(id.name), id.name))
+	d := id.parent.dir()
+	d.children.Store(d.children.Load().remove(entry{hash: nameHash(id.name), node: n}))
 	d.rev.Add(1)
 	if n.kind == KindDir {
 		d.subdirs.Add(-1)
@@ -311,6 +330,16 @@ func (t *Tree) renameLocked(n, newParent *Node, newName string) syscall.Errno {
 	case n == t.root || !n.IsActive():
 		return syscall.ENOENT
 	case old.parent == newParent && old.name == newName:
+		return 0
+	}
+	h := nameHash(newName)
+	if old.parent == newParent && nameHash(old.name) == h {
+		// The entry's key (hash, ino) stays: only the identity changes.
+		if newParent.dir().children.Load().find(newParent, h, newName) != nil {
+			return syscall.EEXIST
+		}
+		n.ident.Store(&identity{parent: newParent, name: newName})
+		newParent.dir().rev.Add(1)
 		return 0
 	}
 	for p := newParent; p != nil; p = p.Parent() {

@@ -63,19 +63,17 @@ func wo() attr { return attr{0o200, writeOnly{}} }
 
 func param(mode fs.FileMode, s string) attr { return attr{mode, kernfsim.NewValue(s + "\n")} }
 
-// builder adds specs to a tree, sharing one *Attr per mode.
+// builder adds specs to a tree, one AddBatch per directory, sharing one
+// *Attr per mode and one string per symlink target it has made before.
 type builder struct {
-	t     *kernfsim.Tree
-	attrs map[fs.FileMode]*kernfsim.Attr
-	dirs  int // directories added
+	t       *kernfsim.Tree
+	attrs   map[fs.FileMode]*kernfsim.Attr
+	targets map[relKey]string
+	dirs    int // directories added
 }
 
 func newBuilder(t *kernfsim.Tree) *builder {
-	return &builder{t: t, attrs: make(map[fs.FileMode]*kernfsim.Attr)}
-}
-
-func (b *builder) add(parent *kernfsim.Node, name string, spec kernfsim.NodeSpec) (*kernfsim.Node, error) {
-	return b.t.Add(parent, name, b.shared(spec))
+	return &builder{t: t, attrs: make(map[fs.FileMode]*kernfsim.Attr), targets: make(map[relKey]string)}
 }
 
 // shared gives spec the one *Attr of its mode.
@@ -91,84 +89,96 @@ func (b *builder) shared(spec kernfsim.NodeSpec) kernfsim.NodeSpec {
 }
 
 func (d dir) add(b *builder, parent *kernfsim.Node, path, name string) error {
-	n, err := b.add(parent, name, kernfsim.NodeSpec{Kind: kernfsim.KindDir, Mode: 0o755})
+	n, err := b.t.Add(parent, name, b.shared(kernfsim.NodeSpec{Kind: kernfsim.KindDir, Mode: 0o755}))
 	if err != nil {
 		return err
 	}
 	b.dirs++
-	if path != "" {
-		name = path + "/" + name
-	}
-	return d.addChildren(b, n, name)
+	return d.addChildren(b, n, joinSynthPath(path, name))
 }
 
+// addChildren adds d's entries, generated ones included, to n in one
+// batch, then fills the subdirectories among them.
 func (d dir) addChildren(b *builder, n *kernfsim.Node, path string) error {
+	batch := dirBatch{entries: make([]kernfsim.BatchEntry, 0, d.size())}
 	for _, e := range d {
-		if err := e.spec.add(b, n, path, e.name); err != nil {
-			return err
-		}
+		batch.collect(b, path, e.name, e.spec)
 	}
-	return nil
-}
-
-func (a attr) add(b *builder, parent *kernfsim.Node, _, name string) error {
-	_, err := b.add(parent, name, kernfsim.NodeSpec{Kind: kernfsim.KindAttr, Mode: a.mode, Source: a.src})
-	return err
-}
-
-func (l link) add(b *builder, parent *kernfsim.Node, path, name string) error {
-	_, err := b.add(parent, name, kernfsim.NodeSpec{Kind: kernfsim.KindSymlink, Mode: 0o777, Target: relTarget(path, string(l))})
-	return err
-}
-
-func (g *gen) add(b *builder, parent *kernfsim.Node, path, _ string) error {
-	entries := make([]kernfsim.BatchEntry, g.n)
-	specs := make([]spec, g.n)
-	for i := range g.n {
-		name, s := g.at(i)
-		ns, ok := leafSpec(s, path)
-		if !ok {
-			return g.addOneByOne(b, parent, path)
-		}
-		entries[i], specs[i] = kernfsim.BatchEntry{Name: name, Spec: b.shared(ns)}, s
-	}
-	nodes, err := b.t.AddBatch(parent, entries)
+	nodes, err := b.t.AddBatch(n, batch.entries)
 	if err != nil {
 		return err
 	}
-	for i, n := range nodes {
-		if d, ok := specs[i].(dir); ok {
-			b.dirs++
-			if err := d.addChildren(b, n, joinSynthPath(path, entries[i].Name)); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
-}
-
-// leafSpec is the node a spec makes in its parent, its own children aside
-// (false for a gen, which makes several).
-func leafSpec(s spec, path string) (kernfsim.NodeSpec, bool) {
-	switch s := s.(type) {
-	case dir:
-		return kernfsim.NodeSpec{Kind: kernfsim.KindDir, Mode: 0o755}, true
-	case attr:
-		return kernfsim.NodeSpec{Kind: kernfsim.KindAttr, Mode: s.mode, Source: s.src}, true
-	case link:
-		return kernfsim.NodeSpec{Kind: kernfsim.KindSymlink, Mode: 0o777, Target: relTarget(path, string(s))}, true
-	}
-	return kernfsim.NodeSpec{}, false
-}
-
-func (g *gen) addOneByOne(b *builder, parent *kernfsim.Node, path string) error {
-	for i := range g.n {
-		name, s := g.at(i)
-		if err := s.add(b, parent, path, name); err != nil {
+	for _, sub := range batch.subs {
+		if err := sub.d.addChildren(b, nodes[sub.n], joinSynthPath(path, batch.entries[sub.n].Name)); err != nil {
 			return err
 		}
 	}
+	b.dirs += batch.dirs
 	return nil
+}
+
+// size is how many nodes d makes in its own directory.
+func (d dir) size() int {
+	n := 0
+	for _, e := range d {
+		if g, ok := e.spec.(*gen); ok {
+			n += g.n
+		} else {
+			n++
+		}
+	}
+	return n
+}
+
+// dirBatch is one directory's entries, and where its subdirectories are
+// among them.
+type dirBatch struct {
+	entries []kernfsim.BatchEntry
+	subs    []subdir // the directories with children
+	dirs    int      // directories
+}
+
+// subdir is entry n of a batch, a directory with children d.
+type subdir struct {
+	n int
+	d dir
+}
+
+// collect adds the node s makes as name (or, for a gen, the nodes it
+// generates) to the batch of the directory at path.
+func (bt *dirBatch) collect(b *builder, path, name string, s spec) {
+	var ns kernfsim.NodeSpec
+	switch s := s.(type) {
+	case *gen:
+		for i := range s.n {
+			name, sp := s.at(i)
+			bt.collect(b, path, name, sp)
+		}
+		return
+	case dir:
+		ns = kernfsim.NodeSpec{Kind: kernfsim.KindDir, Mode: 0o755}
+		bt.dirs++
+		if len(s) > 0 {
+			bt.subs = append(bt.subs, subdir{len(bt.entries), s})
+		}
+	case attr:
+		ns = kernfsim.NodeSpec{Kind: kernfsim.KindAttr, Mode: s.mode, Source: s.src}
+	case link:
+		ns = kernfsim.NodeSpec{Kind: kernfsim.KindSymlink, Mode: 0o777, Target: b.relTarget(path, string(s))}
+	}
+	bt.entries = append(bt.entries, kernfsim.BatchEntry{Name: name, Spec: b.shared(ns)})
+}
+
+func (a attr) add(b *builder, parent *kernfsim.Node, path, name string) error {
+	return dir{{name, a}}.addChildren(b, parent, path)
+}
+
+func (l link) add(b *builder, parent *kernfsim.Node, path, name string) error {
+	return dir{{name, l}}.addChildren(b, parent, path)
+}
+
+func (g *gen) add(b *builder, parent *kernfsim.Node, path, _ string) error {
+	return dir{{spec: g}}.addChildren(b, parent, path)
 }
 
 func joinSynthPath(path, name string) string {
@@ -178,10 +188,43 @@ func joinSynthPath(path, name string) string {
 	return path + "/" + name
 }
 
+// relKey is a relative symlink target: ups "../" then rest.
+type relKey struct {
+	ups  int
+	rest string
+}
+
+// relTarget is relTarget(dir, target), the same string for every link
+// that has the same target relative to its directory (many memory blocks
+// link "../../../../bus/memory"), as kernfs keeps one copy of a constant
+// name (kstrdup_const).
+func (b *builder) relTarget(dir, target string) string {
+	k := relParts(dir, target)
+	s, ok := b.targets[k]
+	if !ok {
+		s = k.String()
+		if len(b.targets) == maxTargets {
+			clear(b.targets)
+		}
+		b.targets[k] = s
+	}
+	return s
+}
+
+// maxTargets bounds the targets a builder remembers; when full it starts
+// over. Targets repeat within a directory's generated entries (every
+// memory block's subsystem and NUMA node links), so starting over costs
+// one string per repeated target, and links to targets of their own
+// (bus/memory/devices/memoryN) cost no memory once built.
+const maxTargets = 4096
+
 // relTarget is target (a path from the root) relative to the directory
 // dir, as kernfs_get_target_path writes it: up from dir to the nearest
 // ancestor of target's parent, then down.
-func relTarget(dir, target string) string {
+func relTarget(dir, target string) string { return relParts(dir, target).String() }
+
+// relParts is relTarget's ups and rest, without making the string.
+func relParts(dir, target string) relKey {
 	tparent := target[:max(strings.LastIndexByte(target, '/'), 0)]
 	ups := 0
 	for dir != "" && !isAncestorOrSelf(dir, tparent) {
@@ -191,12 +234,16 @@ func relTarget(dir, target string) string {
 	if dir != "" {
 		target = target[len(dir)+1:]
 	}
+	return relKey{ups, target}
+}
+
+func (k relKey) String() string {
 	var b strings.Builder
-	b.Grow(3*ups + len(target))
-	for range ups {
+	b.Grow(3*k.ups + len(k.rest))
+	for range k.ups {
 		b.WriteString("../")
 	}
-	b.WriteString(target)
+	b.WriteString(k.rest)
 	return b.String()
 }
 

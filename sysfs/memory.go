@@ -31,18 +31,42 @@ func (s *synth) memoryBlock(i int) (string, spec) {
 	return s.memNames[i], s.memoryBlockDir(&s.blocks[i], s.blockNode(i))
 }
 
-// memoryBlockDir is the directory of block b on NUMA node node.
+// memoryBlockDir is the directory of block b on NUMA node node. What
+// blocks share is one spec made once (memShared), as a spec made per
+// block costs an allocation per block.
 func (s *synth) memoryBlockDir(b *memBlock, node int) dir {
 	return dir{
 		{"online", rw(memOnline{b})},
-		{"phys_device", roSrc(srcZero)},
+		{"phys_device", memShared.zero},
 		{"phys_index", roSrc(memPhysIndex{b})},
-		{"removable", roSrc(srcOne)},
+		{"removable", memShared.one},
 		{"state", rw(memState{b})},
-		{"subsystem", link("bus/memory")},
-		{"valid_zones", roSrc(s.zone(int(b.index)))},
-		{s.nodeNames[node], link(s.nodePaths[node])},
+		{"subsystem", memShared.bus},
+		{"valid_zones", memShared.zone(s.zone(int(b.index)))},
+		{s.nodeNames[node], s.nodeLinks[node]},
 	}
+}
+
+// memSpecs are the specs every memory block has the same.
+type memSpecs struct {
+	zero, one, bus      spec
+	none, dma32, normal spec
+}
+
+var memShared = memSpecs{
+	zero: roSrc(srcZero), one: roSrc(srcOne), bus: link("bus/memory"),
+	none: roSrc(zoneNone), dma32: roSrc(zoneDMA32), normal: roSrc(zoneNormal),
+}
+
+// zone is the valid_zones spec of a zone's source (topology.zone).
+func (m memSpecs) zone(src kernfsim.Source) spec {
+	switch src {
+	case zoneNone:
+		return m.none
+	case zoneDMA32:
+		return m.dma32
+	}
+	return m.normal
 }
 
 func (s *synth) memLink(i int) (string, spec) {

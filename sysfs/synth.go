@@ -150,6 +150,7 @@ func BuildSynthetic(t *kernfsim.Tree, c SynthConfig) error {
 	if err := s.root().addChildren(b, t.Root(), ""); err != nil {
 		return err
 	}
+	s.memNames = nil // the nodes hold the names now
 	s.seqnum.Store(uint64(b.dirs))
 	t.Subscribe(s.countUevent)
 	return nil
@@ -161,13 +162,14 @@ type synth struct {
 	topology
 	hotplug              *cpuHotplug
 	blocks               []memBlock // one allocation for every block's state
-	memNames             []string   // "memoryN", shared by the block, its node link and its bus link
+	memNames             []string   // "memoryN", shared by the block, its node link and its bus link; nil once built
 	coreMaps             []cpumap   // by global core index
 	socketMaps           []cpumap
 	nodeMaps             []cpumap
 	all                  cpumap
 	nodeCPUs             [][]int
 	nodeNames, nodePaths []string       // "nodeN", "devices/system/node/nodeN"
+	nodeLinks            []spec         // link(nodePaths[n])
 	seqnum               atomic.Uint64  // kernel/uevent_seqnum
 	tree                 *kernfsim.Tree // what memory/probe adds blocks to
 }
@@ -185,6 +187,7 @@ func newSynth(c SynthConfig) *synth {
 	for n := range c.NUMANodes {
 		s.nodeNames = append(s.nodeNames, "node"+itoa(n))
 		s.nodePaths = append(s.nodePaths, nodePath(n))
+		s.nodeLinks = append(s.nodeLinks, link(s.nodePaths[n]))
 	}
 	s.cpuMaps()
 	return s

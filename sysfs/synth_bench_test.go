@@ -9,7 +9,11 @@ import (
 )
 
 // BenchmarkBuild builds synthetic trees, reporting the live heap each node
-// costs once built (HeapAlloc after a GC, minus the same before the build).
+// costs once built (HeapAlloc after a GC, minus the same before the build)
+// and the allocations made per node while building (garbage included).
+// Both are deterministic enough to compare under load; the time is not:
+//
+//	go test -run x -bench 'Build/nodes=1000000' -benchtime 1x -count 3 ./sysfs/
 func BenchmarkBuild(b *testing.B) {
 	million := SynthConfig{MemBlocks: 90_500}.WithDefaults() // 5,033 + 11 per block nodes
 	for _, lock := range locking.Names {
@@ -38,11 +42,11 @@ func buildMemoryDir(n int) func(*kernfsim.Tree) error {
 
 func benchBuild(b *testing.B, lock string, wantNodes int64, build func(*kernfsim.Tree) error) {
 	b.ReportAllocs()
-	var heap, nodes float64
+	var heap, nodes, allocs float64
 	for b.Loop() {
 		b.StopTimer()
 		runtime.GC()
-		before := heapAlloc()
+		before, mallocs := heapAlloc()
 		t := kernfsim.New(locking.MustNew(lock), kernfsim.Options{})
 		b.StartTimer()
 		if err := build(t); err != nil {
@@ -50,7 +54,9 @@ func benchBuild(b *testing.B, lock string, wantNodes int64, build func(*kernfsim
 		}
 		b.StopTimer()
 		runtime.GC()
-		heap += float64(heapAlloc()) - float64(before)
+		after, mallocsAfter := heapAlloc()
+		heap += float64(after) - float64(before)
+		allocs += float64(mallocsAfter - mallocs)
 		nodes += float64(t.Nodes())
 		if t.Nodes() < wantNodes {
 			b.Fatalf("built %d nodes, want at least %d", t.Nodes(), wantNodes)
@@ -59,12 +65,14 @@ func benchBuild(b *testing.B, lock string, wantNodes int64, build func(*kernfsim
 		b.StartTimer()
 	}
 	b.ReportMetric(heap/nodes, "B/node")
+	b.ReportMetric(allocs/nodes, "allocs/node")
 	b.ReportMetric(nodes/float64(b.N), "nodes")
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/nodes, "ns/node")
 }
 
-func heapAlloc() uint64 {
+// heapAlloc is the live heap and the count of allocations so far.
+func heapAlloc() (uint64, uint64) {
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
-	return ms.HeapAlloc
+	return ms.HeapAlloc, ms.Mallocs
 }

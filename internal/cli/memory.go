@@ -7,24 +7,24 @@ import (
 	"github.com/kernfsim/kernfsim/sysfs"
 )
 
-// What a synthetic tree takes of the heap once built (HeapInuse), fitted
-// to trees of 1k, 10k and 100k memory blocks, 4 to 8192 CPUs and 0 to
-// 1024 netdevs and disks under each lock, and rounded up: 2800 (rwsem)
-// to 3040 (mutex) bytes a memory block, 17.6 to 19.6 KiB a CPU (20 with
-// 1024 NUMA nodes), 10 KiB a netdev, 14 KiB a disk. A build's peak RSS
-// is about 1.6 times as much (garbage and the collector's headroom), so
-// the tree must fit in half the memory available. One build's HeapInuse
-// varies by up to 15% with what earlier builds left in partly used spans
-// (rcu, 10000 blocks: 29.9 to 35.4 MB over four builds with a CPU kept
-// busy), so a memory block counts 3600 bytes, above the largest seen.
-// A container of --cgroups takes 23-25 KiB (its cgroup and half its
-// pod's, 57 files each, measured with 4000). TestTreeMemory keeps the
-// figures an upper bound.
+// What a synthetic tree takes of the heap once built (HeapInuse), measured
+// with 100,001 memory blocks, 4096 CPUs (also with 1024 NUMA nodes), 1024
+// netdevs, 1024 disks and 4000 cgroup containers under mutex, rcu and
+// kernfs64: 1660 to 1850 bytes a memory block (11 nodes; BenchmarkBuild's
+// live heap, without partly used spans, is about 1300), 11.7 to 12.4 KiB a
+// CPU (15.5 with 1024 NUMA nodes), 7.8 to 8.6 KiB a netdev, 9.6 KiB a disk,
+// 15 to 16 KiB a container of --cgroups (its cgroup and half its pod's, 57
+// files each). One build's HeapInuse varies by up to 15% with what earlier
+// builds left in partly used spans, so each figure below is about 1.25
+// times the largest seen: TestTreeMemory keeps the estimate an upper
+// bound with that margin, and within twice of what a tree takes. A
+// build's peak RSS is more (garbage and the collector's headroom), so the
+// tree must fit in half the memory available.
 const (
-	memBlockBytes = 3600
-	cpuBytes      = 20 << 10
-	deviceBytes   = 14 << 10
-	cgroupBytes   = 28 << 10
+	memBlockBytes = 2300
+	cpuBytes      = 16 << 10
+	deviceBytes   = 12 << 10
+	cgroupBytes   = 20 << 10
 	fixedBytes    = 2 << 20
 )
 
