@@ -302,7 +302,7 @@ func (a *archive) readEntries(tr *tar.Reader, s *stream) error {
 			return nil
 		}
 		if err != nil {
-			return a.broken(s, last, err)
+			return a.broken(s, afterEntry(last), err)
 		}
 		e, err := a.entry(h)
 		if err != nil {
@@ -313,7 +313,7 @@ func (a *archive) readEntries(tr *tar.Reader, s *stream) error {
 		}
 		if e.kind == kernfsim.KindAttr && !e.hard {
 			if err := a.readData(tr, e); err != nil {
-				return a.broken(s, last, err)
+				return a.broken(s, fmt.Sprintf("cannot be read in entry %q", h.Name), err)
 			}
 		}
 		if err := a.add(e); err != nil {
@@ -323,17 +323,22 @@ func (a *archive) readEntries(tr *tar.Reader, s *stream) error {
 	}
 }
 
-// broken is the error for a stream that failed after the entry last.
-func (a *archive) broken(s *stream, last string, err error) error {
+// broken is the error for a stream that failed: problem says where.
+func (a *archive) broken(s *stream, problem string, err error) error {
 	if s.exhausted {
 		return &ArchiveError{File: a.file, Problem: fmt.Sprintf("holds more than %d bytes uncompressed, more than any sysfs", a.opts.MaxSize),
 			Fix: "if it is a sysfs, raise the bound (ArchiveOptions.MaxSize)"}
 	}
-	problem := "is not a tar archive, or is damaged at its start"
-	if last != "" {
-		problem = fmt.Sprintf("cannot be read after entry %q", last)
-	}
 	return &ArchiveError{File: a.file, Problem: problem, Fix: fixCorrupt, Err: err}
+}
+
+// afterEntry says where a stream failed after the entry last ("" if
+// none).
+func afterEntry(last string) string {
+	if last == "" {
+		return "is not a tar archive, or is damaged at its start"
+	}
+	return fmt.Sprintf("cannot be read after entry %q", last)
 }
 
 // readData keeps the first MaxFileSize bytes of an attribute; the tar
@@ -351,7 +356,7 @@ func (a *archive) readData(tr *tar.Reader, e *archEntry) error {
 // its trailer, and checks that the tar ended as tar ends.
 func (a *archive) checkEnd(s *stream) error {
 	if _, err := io.Copy(io.Discard, s); err != nil {
-		return a.broken(s, a.lastName(), err)
+		return a.broken(s, afterEntry(a.lastName()), err)
 	}
 	switch {
 	case s.n == 0:
