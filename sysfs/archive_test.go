@@ -60,7 +60,6 @@ func firstDiff(got, want string) string {
 	return "got " + itoa(len(g)) + " lines, want " + itoa(len(w))
 }
 
-
 // gather runs hwloc-gather-topology on this machine into dir and returns
 // the archive's path.
 func gather(t testing.TB, dir string) string {
