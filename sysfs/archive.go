@@ -72,6 +72,10 @@ type ArchiveReport struct {
 	ImplicitDirs int
 	// Truncated are attributes longer than MaxFileSize, kept cut.
 	Truncated []string
+	// Padded counts the attributes of exactly PageSize bytes that end in
+	// a zero byte: what GNU tar saves of a live sysfs attribute (it pads
+	// the read to the size stat gave, a page). They are kept as they are.
+	Padded int
 	// Outside counts the entries not below Root (proc/ and the like):
 	// checked and read past, not served.
 	Outside int
@@ -92,6 +96,9 @@ func (r ArchiveReport) String() string {
 	}
 	if len(r.Truncated) > 0 {
 		fmt.Fprintf(&b, "\n  %d attributes longer than %d bytes were cut: %s", len(r.Truncated), r.Options.MaxFileSize, examples(r.Truncated))
+	}
+	if r.Padded > 0 {
+		fmt.Fprintf(&b, "\n  %d attributes are %d bytes ending in zeros, as tar saves a live sysfs (it pads each read to a page): served as they are; save with hwloc-gather-topology, or copy with cat before tar", r.Padded, kernfsim.PageSize)
 	}
 	return b.String()
 }

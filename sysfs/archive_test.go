@@ -20,13 +20,17 @@ import (
 	"github.com/kernfsim/kernfsim/locking"
 )
 
+// synth448 is a 448-CPU machine with few devices and memory blocks: its
+// CPUs are most of its 30,000 nodes.
+var synth448 = SynthConfig{CPUs: 448, Sockets: 4, ThreadsPerCore: 2, MemBlocks: 8, Netdevs: 1, Disks: 1}.WithDefaults()
+
 // TestLoadArchiveRoundTrip448 writes a synthetic 448-CPU tree to a tar
 // under each layout (uncompressed) and in each compression (in
 // hwloc-gather-topology's layout), loads it back, and walks both: the
 // same nodes, modes, owners, contents and targets.
 func TestLoadArchiveRoundTrip448(t *testing.T) {
 	src := testtree.New(t, "rwsem")
-	require.NoError(t, BuildSynthetic(src, SynthConfig{CPUs: 448, Sockets: 4, ThreadsPerCore: 2, MemBlocks: 64}.WithDefaults()))
+	require.NoError(t, BuildSynthetic(src, synth448))
 	src.Freeze(true) // dynamic attributes repeat what the archive saved
 	want := dumpTree(t, src)
 	for _, layout := range []string{"mach/sys/", "sys/", ""} {
@@ -179,15 +183,17 @@ dir 0755 0:0 devices
 func TestLoadArchiveReport(t *testing.T) {
 	data := makeTar(t, []tarEntry{
 		{name: "sys/a/b/c", data: strings.Repeat("y", kernfsim.PageSize+1)},
+		{name: "sys/a/padded", data: "1\n", size: kernfsim.PageSize}, // as GNU tar saves a live sysfs attribute
 		{name: "sys/a/l", typ: tar.TypeSymlink, target: "b/c"},
 		{name: "sys/a/", typ: tar.TypeDir},
 	})
 	_, rep, err := loadTar(t, "mutex", data, ArchiveOptions{})
 	require.NoError(t, err)
-	got := []any{rep.Dirs, rep.Attrs, rep.Symlinks, rep.ImplicitDirs, rep.Bytes, rep.Truncated}
-	want := []any{2, 1, 1, 1, int64(kernfsim.PageSize), []string{"a/b/c"}}
-	require.Equal(t, want, got, "dirs, attrs, symlinks, implicit dirs, bytes, truncated")
+	got := []any{rep.Dirs, rep.Attrs, rep.Symlinks, rep.ImplicitDirs, rep.Bytes, rep.Truncated, rep.Padded}
+	want := []any{2, 2, 1, 1, int64(2 * kernfsim.PageSize), []string{"a/b/c"}, 1}
+	require.Equal(t, want, got, "dirs, attrs, symlinks, implicit dirs, bytes, truncated, padded")
 	require.Contains(t, rep.String(), "1 attributes longer than 4096 bytes were cut: a/b/c")
+	require.Contains(t, rep.String(), "1 attributes are 4096 bytes ending in zeros")
 }
 
 // TestLoadArchiveRefuses checks each archive refused and its message.

@@ -248,6 +248,9 @@ func (a *archive) spec(rel string, e *archEntry, t *kernfsim.Tree, attrs map[att
 		if e.size > int64(a.opts.MaxFileSize) {
 			rep.Truncated = append(rep.Truncated, rel)
 		}
+		if e.size == kernfsim.PageSize && strings.HasSuffix(e.data, "\x00") {
+			rep.Padded++
+		}
 	}
 	return spec
 }
