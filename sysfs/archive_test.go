@@ -289,3 +289,34 @@ func TestLoadArchiveFile(t *testing.T) {
 		t.Errorf("got %v, want %s", err, want)
 	}
 }
+
+// TestAssembleArchive: Assemble serves an archive with the in-tree ABI,
+// and refuses one that is bad, or that holds a file where the ABI goes,
+// with an *OptionError for Archive naming what to do.
+func TestAssembleArchive(t *testing.T) {
+	write := func(entries []tarEntry) string {
+		path := filepath.Join(t.TempDir(), "saved.tar")
+		require.NoError(t, os.WriteFile(path, makeTar(t, entries), 0o644))
+		return path
+	}
+	good := write([]tarEntry{{name: "sys/devices/system/cpu/online", data: "0\n"}})
+	a := testkit.Must(Assemble(Options{Lock: "rcu", Archive: good, ABI: true}))(t)
+	if a.Archive == nil || a.Mirror != nil || a.ABI == nil || a.Archive.Attrs != 1 {
+		t.Fatalf("got archive report %v, mirror %v, ABI %v", a.Archive, a.Mirror, a.ABI)
+	}
+	w := kernfsim.NewWalker(a.Tree, kernfsim.WalkerOptions{})
+	for _, p := range []string{"devices/system/cpu/online", "bus/kernfsim/new_device"} {
+		testkit.Must(w.Resolve(kernfsim.RootCred, p))(t)
+	}
+	conflict := write([]tarEntry{{name: "sys/bus", data: "x"}})
+	for _, c := range []struct{ file, want string }{
+		{conflict, conflict + ": bus is a file, where the in-tree ABI needs a directory for bus/kernfsim/new_device: delete bus from the archive, or serve an archive without it"},
+		{write([]tarEntry{{name: "/sys/bus", data: "x"}}), `saved.tar: entry "/sys/bus": has an absolute path`},
+	} {
+		_, err := Assemble(Options{Lock: "rwsem", Archive: c.file, ABI: true})
+		var oe *OptionError
+		if !errors.As(err, &oe) || oe.Option != "Archive" || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("got %v, want an OptionError for Archive saying %q", err, c.want)
+		}
+	}
+}

@@ -41,10 +41,12 @@ func (a *archive) findRoot() (string, error) {
 
 // tops are the first components of the archive's paths, sorted.
 func (a *archive) tops() []string {
+	seen := map[string]bool{}
 	var tops []string
 	for _, p := range a.order {
 		top, _, _ := strings.Cut(p, "/")
-		if top != "." && !slices.Contains(tops, top) {
+		if top != "." && !seen[top] {
+			seen[top] = true
 			tops = append(tops, top)
 		}
 	}
