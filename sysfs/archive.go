@@ -418,7 +418,7 @@ func (a *archive) cleanPath(e *archEntry, name string) (string, error) {
 	if strings.HasPrefix(name, "/") {
 		return "", a.fail(e, "has an absolute path", "make the archive with relative names (tar -C / -c sys, or hwloc-gather-topology)")
 	}
-	for _, c := range strings.Split(name, "/") {
+	for c := range strings.SplitSeq(name, "/") {
 		if c == ".." {
 			return "", a.fail(e, "has \"..\" in its path, which points out of the archive", "make the archive with plain relative names")
 		}

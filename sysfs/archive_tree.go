@@ -119,14 +119,13 @@ func (a *archive) place(top *archDir, rel string, e *archEntry) error {
 	if err := a.check(rel, e); err != nil {
 		return err
 	}
-	d := top
-	parts := strings.Split(rel, "/")
-	for _, name := range parts[:len(parts)-1] {
-		if d = d.sub(name); d == nil {
+	d, name := top, rel
+	for dir, rest, ok := strings.Cut(rel, "/"); ok; dir, rest, ok = strings.Cut(rest, "/") {
+		if d = d.sub(dir); d == nil {
 			return a.fail(e, "is below an entry that is not a directory", fixRemake)
 		}
+		name = rest
 	}
-	name := parts[len(parts)-1]
 	if e.kind == kernfsim.KindDir {
 		d.sub(name)
 	} else if d.subs[name] != nil {
@@ -156,7 +155,7 @@ func (d *archDir) sub(name string) *archDir {
 // check refuses what a sysfs cannot hold below the root: a name kernfsim
 // cannot hold, an absurd size, a symlink out of the tree.
 func (a *archive) check(rel string, e *archEntry) error {
-	for _, name := range strings.Split(rel, "/") {
+	for name := range strings.SplitSeq(rel, "/") {
 		if errno := kernfsim.ValidateName(name); errno != 0 {
 			return a.fail(e, fmt.Sprintf("has a name a sysfs cannot hold (%s)", kernfsim.ErrnoName(errno)), "rename or remove it")
 		}
@@ -206,7 +205,7 @@ func (a *archive) addDir(t *kernfsim.Tree, d *archDir, attrs map[attrKey]*kernfs
 	slices.Sort(names)
 	batch := make([]kernfsim.BatchEntry, len(names))
 	for i, name := range names {
-		batch[i] = kernfsim.BatchEntry{Name: name, Spec: a.spec(joinSynthPath(d.rel, name), d.entries[name], t, attrs, rep)}
+		batch[i] = kernfsim.BatchEntry{Name: name, Spec: a.spec(d, name, t, attrs, rep)}
 	}
 	nodes, err := t.AddBatch(d.node, batch)
 	if err != nil {
@@ -224,7 +223,8 @@ func (a *archive) addDir(t *kernfsim.Tree, d *archDir, attrs map[attrKey]*kernfs
 
 // spec is the node for e, as MirrorHost makes it for the same file on
 // disk, and counts it.
-func (a *archive) spec(rel string, e *archEntry, t *kernfsim.Tree, attrs map[attrKey]*kernfsim.Attr, rep *ArchiveReport) kernfsim.NodeSpec {
+func (a *archive) spec(d *archDir, name string, t *kernfsim.Tree, attrs map[attrKey]*kernfsim.Attr, rep *ArchiveReport) kernfsim.NodeSpec {
+	e := d.entries[name]
 	k := attrKey{e.mode, e.uid, e.gid}
 	attr := attrs[k]
 	if attr == nil {
@@ -248,7 +248,7 @@ func (a *archive) spec(rel string, e *archEntry, t *kernfsim.Tree, attrs map[att
 			rep.Bytes += int64(len(e.data))
 		}
 		if e.size > int64(a.opts.MaxFileSize) {
-			rep.Truncated = append(rep.Truncated, rel)
+			rep.Truncated = append(rep.Truncated, joinSynthPath(d.rel, name))
 		}
 		if e.size == kernfsim.PageSize && strings.HasSuffix(e.data, "\x00") {
 			rep.Padded++
