@@ -20,11 +20,15 @@ type Options struct {
 	LockDelay time.Duration
 
 	// Synth is the synthetic machine, taken as given (start from
-	// SynthConfig.WithDefaults). Unused when HostDir is set.
+	// SynthConfig.WithDefaults). Unused when HostDir or Archive is set.
 	Synth SynthConfig
 	// HostDir, if set, is a sysfs to mirror (MirrorHost) instead.
 	HostDir string
 	Mirror  MirrorOptions
+	// Archive, if set, is a tar archive of a sysfs to serve
+	// (LoadArchive) instead.
+	Archive     string
+	ArchiveOpts ArchiveOptions
 
 	// ABI adds the in-tree ABI: bus/kernfsim, devices/kernfsim,
 	// class/kernfsim and, if Stats is set, kernel/kernfsim/stats.
@@ -41,12 +45,16 @@ type Assembled struct {
 	Tree   *kernfsim.Tree
 	ABI    *ABI          // nil unless Options.ABI
 	Mirror *MirrorReport // nil unless Options.HostDir
+	// Archive is nil unless Options.Archive.
+	Archive *ArchiveReport
 }
 
 // OptionError is an option Assemble cannot build from: Option is "Lock",
-// "Synth", or "HostDir" for a directory that holds entries where the
-// in-tree ABI adds its own (Err wraps the *ABIConflictError); Err says
-// why. Other errors are failures to build.
+// "Synth", "HostDir" for a directory that holds entries where the
+// in-tree ABI adds its own (Err wraps the *ABIConflictError), or
+// "Archive" for an archive that cannot be served or holds such entries
+// (Err wraps the *ArchiveError or *ABIConflictError); Err says why. Other
+// errors are failures to build.
 type OptionError struct {
 	Option string
 	Err    error
@@ -64,7 +72,7 @@ func Assemble(o Options) (*Assembled, error) {
 	if err != nil {
 		return nil, &OptionError{Option: "Lock", Err: err}
 	}
-	if o.HostDir == "" {
+	if o.HostDir == "" && o.Archive == "" {
 		if err := o.Synth.Validate(); err != nil {
 			return nil, &OptionError{Option: "Synth", Err: err}
 		}
@@ -79,15 +87,19 @@ func Assemble(o Options) (*Assembled, error) {
 			stats = o.Stats(a.Tree)
 		}
 		if a.ABI, err = AddABIWith(a.Tree, ABIOptions{Stats: stats, MaxDevices: o.MaxDevices}); err != nil {
-			return nil, hostConflict(o.HostDir, err)
+			return nil, savedConflict(o, err)
 		}
 	}
 	a.Tree.Seal()
 	return a, nil
 }
 
-// populate builds the synthetic machine or loads the host's mirror.
+// populate builds the synthetic machine, or loads the host's mirror or
+// the archive.
 func (a *Assembled) populate(o Options) error {
+	if o.Archive != "" {
+		return a.loadArchive(o)
+	}
 	if o.HostDir == "" {
 		return BuildSynthetic(a.Tree, o.Synth)
 	}
@@ -109,4 +121,27 @@ func hostConflict(dir string, err error) error {
 	}
 	return &OptionError{Option: "HostDir", Err: fmt.Errorf("%s: %w: remove or rename %s, or mirror a directory without it",
 		dir, ce, filepath.Join(dir, ce.Path))}
+}
+
+// loadArchive loads o.Archive; an archive refused is an *OptionError.
+func (a *Assembled) loadArchive(o Options) error {
+	rep, err := LoadArchive(a.Tree, o.Archive, o.ArchiveOpts)
+	var ae *ArchiveError
+	if errors.As(err, &ae) {
+		return &OptionError{Option: "Archive", Err: err}
+	}
+	if err != nil {
+		return err
+	}
+	a.Archive = &rep
+	return nil
+}
+
+// savedConflict is hostConflict for a mirror or an archive.
+func savedConflict(o Options, err error) error {
+	var ce *ABIConflictError
+	if o.Archive == "" || !errors.As(err, &ce) {
+		return hostConflict(o.HostDir, err)
+	}
+	return &OptionError{Option: "Archive", Err: fmt.Errorf("%s: %w: delete %s from the archive, or serve an archive without it", o.Archive, ce, ce.Path)}
 }

@@ -9,6 +9,11 @@
 //     online, memory probe and state, block scheduler).
 //   - The host mirror (MirrorHost): a copy of a real /sys, contents read
 //     once, with a report of what could not be mirrored.
+//   - Saved machines (LoadArchive, archive.go and archive_tree.go): a tar
+//     of a /sys (hwloc-gather-topology's archive), plain or compressed,
+//     served without unpacking, node for node as the host mirror of the
+//     archive unpacked; an archive that could not be a sysfs is refused
+//     with an *ArchiveError.
 //   - cpuinfo (WriteCPUInfo): a /proc/cpuinfo consistent with a tree.
 //   - The cgroup v2 hierarchy of a Kubernetes node under fs/cgroup
 //     (SynthConfig.Cgroups, cgroup.go): kubepods slices, pods and

@@ -14,8 +14,8 @@ import (
 // never panic, exit only 0, 1 or 2, and on exit 2 say why on stderr and
 // print nothing on stdout. Only tree, cpuinfo and stats run, so nothing
 // is mounted (mount's own refusals are tests.TestMountErrors); arguments
-// naming another subcommand or a host mirror (--tree host reads a whole
-// /sys) are left out, and an input with a number above clitest.MaxNumber is
+// naming another subcommand, a host mirror (--tree host reads a whole
+// /sys) or an archive (--tree archive:FILE reads FILE) are left out, and an input with a number above clitest.MaxNumber is
 // skipped: a tree of a million CPUs is valid, only slow to build.
 func FuzzArgs(f *testing.F) {
 	for _, seed := range []struct {
@@ -59,7 +59,7 @@ var fuzzSubcommands = []string{"tree", "cpuinfo", "stats"}
 
 // fuzzArgs turns a fuzzed line (arguments separated by newlines) into a
 // command line for subcommand sub, leaving out arguments that name
-// another subcommand or a host mirror. It is not ok when a number in it
+// another subcommand, a host mirror or an archive. It is not ok when a number in it
 // is above clitest.MaxNumber.
 func fuzzArgs(sub uint8, line string) ([]string, bool) {
 	args := []string{fuzzSubcommands[int(sub)%len(fuzzSubcommands)]}
@@ -74,7 +74,7 @@ func fuzzArgs(sub uint8, line string) ([]string, bool) {
 	}
 	for _, a := range strings.Split(line, "\n") {
 		switch {
-		case slices.Contains(other, a) || strings.HasPrefix(a, "__") || strings.Contains(a, "host"):
+		case slices.Contains(other, a) || strings.HasPrefix(a, "__") || strings.Contains(a, "host") || strings.Contains(a, "archive"):
 		case clitest.TooLarge(a):
 			return nil, false
 		default:

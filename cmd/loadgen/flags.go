@@ -69,7 +69,7 @@ func (f *treeFlags) validate() error { return cliError(f.Validate()) }
 // (--cgroups) when one of ops reads cgroups and --cgroups was not given,
 // so that --sim and the servers loadgen starts have a hierarchy to read.
 func (f *treeFlags) defaultCgroups(ops []string) error {
-	if _, host := f.HostDir(); host || !slices.Contains(ops, string(workload.OpCgroup)) || !f.names["cgroups"] || f.fs.Changed("cgroups") {
+	if f.Saved() || !slices.Contains(ops, string(workload.OpCgroup)) || !f.names["cgroups"] || f.fs.Changed("cgroups") {
 		return nil
 	}
 	return f.fs.Set("cgroups", strconv.Itoa(loadgen.DefaultCgroups))
@@ -114,7 +114,7 @@ func (f *treeFlags) config() sysfs.SynthConfig { return f.Synth() }
 // simTarget is the --sim target under lock, its tree built from the flags.
 func (f *treeFlags) simTarget(lock string) targets.Target {
 	t := targets.Target{Kind: targets.TargetSim, Lock: lock, Build: f}
-	if _, host := f.HostDir(); !host {
+	if !f.Saved() {
 		t.Tree = f.config() // for reports
 	}
 	return t
@@ -126,15 +126,15 @@ func (f *treeFlags) simTarget(lock string) targets.Target {
 // memory probe to hot-add through), and loading one takes longer than
 // most runs.
 func (f *treeFlags) BuildTree(lock string) (*kernfsim.Tree, error) {
-	_, host := f.HostDir()
+	host := f.Saved() // a host mirror or an archive
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if t := f.mirrors[lock]; host && t != nil {
 		return t, nil
 	}
 	b, err := f.BuildWith(lock, fusefs.StatsSource)
-	if ue := (*cli.UsageError)(nil); errors.As(err, &ue) {
-		return nil, &setting.Error{Field: "Tree", Problem: ue.Error()}
+	if ue, ie := (*cli.UsageError)(nil), (*cli.InputError)(nil); errors.As(err, &ue) || errors.As(err, &ie) {
+		return nil, &setting.Error{Field: "Tree", Problem: err.Error()}
 	} else if err != nil {
 		return nil, err
 	}
@@ -149,8 +149,8 @@ func (f *treeFlags) BuildTree(lock string) (*kernfsim.Tree, error) {
 
 // String names the tree in reports.
 func (f *treeFlags) String() string {
-	if dir, host := f.HostDir(); host {
-		return "mirror of " + dir
+	if f.Saved() {
+		return f.Describe()
 	}
 	return fmt.Sprintf("synthetic tree of %d CPUs", f.config().CPUs)
 }

@@ -140,8 +140,8 @@ func (f *teardownFlags) config(cmd *cobra.Command) (teardown.Config, error) {
 		if fs.Changed("server-arg") {
 			return c, &cli.UsageError{Err: errors.New("--server-arg applies to the servers loadgen starts; --sim starts none")}
 		}
-		if _, host := f.tree.HostDir(); host {
-			return c, &cli.UsageError{Err: errors.New("--tree host applies to the servers loadgen starts; teardown --sim builds a synthetic tree (its size does not change a removal)")}
+		if f.tree.Saved() {
+			return c, &cli.UsageError{Err: errors.New("--tree host and --tree archive apply to the servers loadgen starts; teardown --sim builds a synthetic tree (its size does not change a removal)")}
 		}
 		c.Target = targets.Target{Kind: targets.TargetSim, Tree: f.tree.config()}
 	default:

@@ -24,8 +24,8 @@ import (
 // cpuinfo share them.
 type TreeFlags struct {
 	lock    string
-	tree    string            // "synthetic" or "host"
-	hostDir string            // --tree host[:DIR]: the directory mirrored
+	tree    string            // "synthetic", "host" or "archive"
+	hostDir string            // --tree host[:DIR]: the directory mirrored; --tree archive:FILE: the file
 	synth   sysfs.SynthConfig // NUMANodes 0 means one per socket
 	gp      string
 	grace   locking.GraceConfig
@@ -47,7 +47,7 @@ func AddShapeFlags(fs *pflag.FlagSet, f *TreeFlags) {
 	d := sysfs.SynthConfig{}.WithDefaults()
 	f.lock, f.tree, f.synth.MemBlockSize, f.flags = "rwsem", "synthetic", d.MemBlockSize, fs
 	f.gp, f.grace.Tick = string(kernfsim.GPNormal), 4*time.Millisecond
-	fs.Var(&treeValue{&f.tree, &f.hostDir}, "tree", "tree to build: synthetic, or host[:DIR] to snapshot DIR, /sys if none is given")
+	fs.Var(&treeValue{&f.tree, &f.hostDir}, "tree", "tree to build: synthetic, host[:DIR] to snapshot DIR (/sys if none is given), or archive:FILE to serve a tar (.tar, .tar.gz, .tar.bz2, .tar.xz) of a /sys, such as hwloc-gather-topology's")
 	fs.IntVar(&f.synth.CPUs, "cpus", d.CPUs, "logical CPUs")
 	fs.IntVar(&f.synth.Sockets, "sockets", d.Sockets, "CPU sockets, or packages")
 	fs.IntVar(&f.synth.ThreadsPerCore, "threads-per-core", d.ThreadsPerCore, "SMT threads per core")
@@ -111,6 +111,8 @@ func (f *TreeFlags) BuildWith(lock string, stats StatsFunc) (*Built, error) {
 	switch {
 	case errors.As(err, &oe) && oe.Option == "HostDir":
 		return nil, &UsageError{Err: fmt.Errorf("invalid value for --tree: host:%w", oe.Err)}
+	case errors.As(err, &oe) && oe.Option == "Archive":
+		return nil, &InputError{Err: fmt.Errorf("--tree archive:%w", oe.Err)}
 	case errors.As(err, &oe):
 		return nil, &UsageError{Err: oe.Err}
 	case err != nil:
@@ -120,14 +122,20 @@ func (f *TreeFlags) BuildWith(lock string, stats StatsFunc) (*Built, error) {
 	if a.Mirror != nil {
 		b.Report = a.Mirror.String()
 	}
+	if a.Archive != nil {
+		b.Report = a.Archive.String()
+	}
 	return b, nil
 }
 
 // assembly is what the flags ask sysfs.Assemble for, under lock.
 func (f *TreeFlags) assembly(lock string, stats func(*kernfsim.Tree) kernfsim.Source) sysfs.Options {
 	o := sysfs.Options{Lock: lock, Grace: f.grace, GP: kernfsim.GPPolicy(f.gp), LockDelay: f.delay, Synth: f.config(), ABI: true, Stats: stats}
-	if f.tree == "host" {
+	switch f.tree {
+	case "host":
 		o.HostDir = f.hostDir
+	case "archive":
+		o.Archive = f.hostDir
 	}
 	return o
 }
@@ -181,13 +189,13 @@ func fileKind(m os.FileMode) string {
 // validate checks the flags' values against each other: a *UsageError
 // naming the flag.
 func (f *TreeFlags) validate() error {
-	if f.tree == "host" {
+	if f.tree != "synthetic" {
 		for _, name := range synthFlags {
 			if f.flags != nil && f.flags.Changed(name) {
-				return &UsageError{Err: fmt.Errorf("--%s sizes a synthetic tree; it does not apply to --tree host", name)}
+				return &UsageError{Err: fmt.Errorf("--%s sizes a synthetic tree; it does not apply to --tree %s", name, f.tree)}
 			}
 		}
-		if err := checkHostDir(f.hostDir); err != nil {
+		if err := f.validateSaved(); err != nil {
 			return err
 		}
 	} else if err := f.config().Validate(); err != nil {
@@ -204,6 +212,22 @@ func (f *TreeFlags) validate() error {
 	return nil
 }
 
+// validateSaved checks that a host mirror's directory is one, and an
+// archive a regular file.
+func (f *TreeFlags) validateSaved() error {
+	if f.tree == "host" {
+		return checkHostDir(f.hostDir)
+	}
+	st, err := os.Stat(f.hostDir)
+	switch {
+	case f.tree == "archive" && err != nil:
+		return &UsageError{Err: fmt.Errorf("invalid value for --tree: archive:%s cannot be read (%v)", f.hostDir, err)}
+	case f.tree == "archive" && !st.Mode().IsRegular():
+		return &UsageError{Err: fmt.Errorf("invalid value for --tree: archive:%s is not a regular file (a directory is served with --tree host:DIR)", f.hostDir)}
+	}
+	return nil
+}
+
 // Validate checks the flags without building the tree: a *UsageError
 // naming the flag, as Build would return (loadgen checks the tree flags
 // it passes on to a server this way).
@@ -212,6 +236,14 @@ func (f *TreeFlags) Validate() error { return f.validate() }
 // HostDir is the directory --tree host[:DIR] mirrors, and whether the
 // tree is a host mirror at all.
 func (f *TreeFlags) HostDir() (string, bool) { return f.hostDir, f.tree == "host" }
+
+// Archive is the file --tree archive:FILE serves, and whether the tree
+// is an archive at all.
+func (f *TreeFlags) Archive() (string, bool) { return f.hostDir, f.tree == "archive" }
+
+// Saved reports whether the tree is a saved machine (a host mirror or an
+// archive) rather than a synthetic one.
+func (f *TreeFlags) Saved() bool { return f.tree != "synthetic" }
 
 // Lock is the chosen lock strategy's name.
 func (f *TreeFlags) Lock() string { return f.lock }
@@ -234,8 +266,11 @@ func (f *TreeFlags) LockDetail() string {
 
 // Describe names the tree in one phrase, for a status line.
 func (f *TreeFlags) Describe() string {
-	if f.tree == "host" {
+	switch f.tree {
+	case "host":
 		return "mirror of " + f.hostDir
+	case "archive":
+		return "archive " + f.hostDir
 	}
 	c := f.config()
 	cgroups := ""
@@ -284,13 +319,13 @@ func (v *choiceValue) Set(s string) error {
 	return nil
 }
 
-// treeValue is --tree: synthetic, or host[:DIR] for a mirror of DIR
-// (default /sys).
+// treeValue is --tree: synthetic, host[:DIR] for a mirror of DIR
+// (default /sys), or archive:FILE.
 type treeValue struct{ kind, dir *string }
 
 func (v *treeValue) String() string {
-	if *v.kind == "host" {
-		return "host:" + *v.dir
+	if *v.kind != "synthetic" {
+		return *v.kind + ":" + *v.dir
 	}
 	return *v.kind
 }
@@ -299,7 +334,10 @@ func (v *treeValue) Type() string { return "kind" }
 
 func (v *treeValue) Set(s string) error {
 	dir, isHost := strings.CutPrefix(s, "host:")
+	file, isArchive := strings.CutPrefix(s, "archive:")
 	switch {
+	case isArchive && file != "":
+		*v.kind, *v.dir = "archive", file
 	case s == "synthetic":
 		*v.kind = s
 	case s == "host":
@@ -307,7 +345,7 @@ func (v *treeValue) Set(s string) error {
 	case isHost && dir != "":
 		*v.kind, *v.dir = "host", dir
 	default:
-		return errors.New("valid values are synthetic, host, host:DIR")
+		return errors.New("valid values are synthetic, host, host:DIR, archive:FILE")
 	}
 	return nil
 }
