@@ -1,10 +1,11 @@
 // Package uring serves a go-fuse fuse.RawFileSystem over FUSE-over-io_uring (Linux 6.14+).
 //
-// There is one queue per possible CPU, each an io_uring owned by an OS
-// thread pinned to that CPU. The kernel queues a request issued on CPU c
-// to queue c; its thread answers it in place and fetches the next one in
-// the same io_uring_enter, so no lock is shared between queues and none is
-// taken per request.
+// The kernel has one queue per possible CPU and queues a request issued
+// on CPU c to queue c. Each queue is served by an io_uring (or several
+// queues by one, with Config.Rings) whose threads are pinned to its
+// CPUs. The thread leading a ring answers a request in place and fetches
+// the next one in the same io_uring_enter, so no lock is shared between
+// rings and none is taken per request.
 //
 // NewServer is go-fuse's fuse.NewServer with a Config (and Mount is
 // go-fuse's fs.Mount): it mounts, and where the kernel offers io_uring the
@@ -13,7 +14,8 @@
 // go-fuse's own /dev/fuse loop serves, and FellBack says why. Either way
 // the returned Server is used as a fuse.Server is: Serve, WaitMount,
 // Unmount, and go-fuse's notification methods, which it embeds.
-// Transport, Queues, Depth, Served, Polls and PinnedBytes say what it got.
+// Transport, Queues, Rings, Depth, Served, Polls, Handoffs and
+// PinnedBytes say what it got.
 //
 // go-fuse keeps what the rings do not carry: INIT (which negotiates
 // io_uring), FORGET, INTERRUPT and notifications, on /dev/fuse. The
@@ -23,42 +25,77 @@
 // answered INIT, the queues register.
 //
 // The queues answer every opcode go-fuse's loop answers (fuse/opcode.go),
-// as it answers them: the same RawFileSystem method, MountOptions'
-// DisableXAttrs, IgnoreSecurityLabels, Debug, Logger and PanicHandler,
-// POLL with ENOSYS and the poll-hack file; a test holds them to go-fuse's
-// own decoder, opcode by opcode. go-fuse's decoding is not reused: its
-// exported ProtocolServer.HandleRequest (for virtiofs) would decode ring
-// requests, but it allocates a request and a channel and takes a
-// server-wide mutex twice per request. Two things differ from /dev/fuse:
-// a WRITE or SETATTR is served on a goroutine of its own (a writer may
-// block; its queue serves the CPU's other requests meanwhile), and the
-// kernel sends NOTIFY_REPLY on a queue, which hands it to go-fuse's
-// waiting InodeRetrieveCache itself (retrieve.go).
+// as it answers them, with the same RawFileSystem method; a test holds
+// them to go-fuse's own decoder, opcode by opcode, and go-fuse's own test
+// suite runs over them (scripts/gofuse-suite.sh). go-fuse's decoding is
+// not reused: its exported ProtocolServer.HandleRequest (for virtiofs)
+// allocates a request and a channel and takes a server-wide mutex twice
+// per request.
 //
-// Concurrency: each queue's ring, buffers and entry state are used by its
-// thread only, but for the entry of a WRITE or SETATTR, which a goroutine
-// of its own serves in place and hands back through the queue's finished
-// channel and wake eventfd; the thread commits it. Shared between threads:
-// queue.served and handler.polls (atomic), the ringSet's channels, and
-// each queue's stop eventfd (written by stop, closed by the ringSet after
-// every queue thread has ended). A Server's fields are immutable once
-// NewServer returns, but unmounted (atomic).
+// No handler can stall its queue (handoff.go). A request is served inline
+// on the ring's leading thread; a handler still running after one watch
+// period (10 ms) loses the lead to another thread of the ring, which
+// serves on, and hands its reply back when it returns. WRITE and SETATTR
+// are served on goroutines of their own (a writer may wait for the
+// kernel). A ring keeps two entries per queue free of such requests,
+// registering more as they are held (grow.go). With Config.DeferTaskRun
+// only the ring's creator may enter it, so its lead is never taken.
 //
-// Threads and Ps: a queue thread that has just served a request waits for
-// the next one holding its P, in a raw system call that the Go runtime
-// sees as running code; so the runtime's monitor neither takes the P back
-// nor polls every 20 µs to do so, and the request needs no P when it
-// comes. Its preemption signal (after 10 ms) ends such a wait, and the
-// queue then waits in a plain blocking system call until its next
-// request, holding no P. While the queues live, GOMAXPROCS is one higher
-// per queue, so that the rest of the process keeps its Ps. Both only with
-// Config.HoldP: a library leaves GOMAXPROCS alone unless asked. docs/notes/2026-12-02-uring-
-// holds-its-p.md has the measurements behind this.
+// go-fuse's MountOptions over the rings:
+//
+//	mount(2) options: AllowOther,     as go-fuse's direct mount passes them
+//	Options, FsName, Name, Direct*,   (mount.go); fusermount is never used
+//	IDMappedMount
+//	INIT options: MaxBackground,      go-fuse answers INIT on /dev/fuse:
+//	CongestionThreshold, MaxReadAhead, the kernel gets what go-fuse tells it
+//	EnableLocks, EnableAcl, SyncRead,
+//	DisableReadDirPlus, Explicit-
+//	DataCacheControl, EnableSymlink-
+//	Caching, Disabled/ExtraCapabilities
+//	MaxWrite                          also sizes each entry's payload; go-fuse's
+//	                                  retrieves are cut a page under it (retrieve.go)
+//	MaxInflightRequestBytes           bounds the bytes of WRITE and SETATTR being
+//	                                  served off the rings' threads (inflight.go)
+//	SingleThreaded                    every request under one mutex, as go-fuse
+//	Debug, Logger                     every request and reply logged, with its
+//	                                  queue and request extensions (ext{...})
+//	IgnoreSecurityLabels,             as go-fuse's loop
+//	DisableXAttrs, PanicHandler,
+//	RememberInodes, MaxStackDepth
+//	DisableSplice                     no effect: the rings never splice (a READ
+//	                                  reply is copied into the entry's payload)
+//
+// Concurrency: a ring's SQ and CQ, its entry table and per-queue counts
+// are used by its leading thread only; the lead passes between threads
+// through the lead word's CAS (handoff.go), which orders everything the
+// old leader did before the new one starts. An entry whose request is
+// served off the leader (a WRITE's goroutine, a handler whose lead was
+// taken) is written by that server only, and handed back through the
+// ring's finished channel and wake eventfd; the leader commits it.
+// Shared between threads: queue.served, handler.polls and the busy
+// counts (atomic), each worker's serving word (with the watchdog), the
+// ringSet's channels, and each ring's stop eventfd (written by stop,
+// closed by the ringSet after every thread has ended). A Server's fields
+// are immutable once NewServer returns, but unmounted (atomic).
+//
+// Threads and Ps: with Config.HoldP, a ring thread that has just served a
+// request waits for the next one holding its P, in a raw system call
+// that the Go runtime sees as running code; so the runtime's monitor
+// neither takes the P back nor polls every 20 µs to do so, and the
+// request needs no P when it comes. Its preemption signal (after 10 ms)
+// ends such a wait, and the thread then waits in a plain blocking system
+// call until its next request, holding no P. While the rings live,
+// GOMAXPROCS is then one higher per ring, so that the rest of the process
+// keeps its Ps. A library leaves GOMAXPROCS alone unless asked: HoldP is
+// off by default (docs/notes/2026-12-02-uring-holds-its-p.md has the
+// measurements). Threads are one per ring, plus one per handler blocked
+// past a watch period (each holds an entry, so entries bound them).
 //
 // Memory the kernel writes into (rings, header pages, payloads) is mapped
 // outside the Go heap and holds no Go pointers; it is unmapped only after
 // the kernel has released every entry (or never had one). PinnedBytes says
-// how much; Config.MaxPinnedBytes bounds it.
+// how much at the start; Config.MaxPinnedBytes bounds it, growth
+// included.
 package uring
 
 import (
