@@ -228,6 +228,24 @@ func (q *queue) takeOver() {
 	}()
 }
 
+// cancelAll cancels every request the queue's threads are serving inline
+// and every one served on a goroutine of its own, as the watchdog cancels
+// an interrupted one. Called once, by ringSet.end.
+func (q *queue) cancelAll() {
+	close(q.gone)
+	ws := q.workers.Load()
+	if ws == nil {
+		return
+	}
+	for _, w := range *ws {
+		u := w.serving.Load()
+		cancel := w.cancel.Load() // after u, as in watch: a CAS that succeeds proves it is u's
+		if u != 0 && u&interruptedBit == 0 && w.serving.CompareAndSwap(u, u|interruptedBit) {
+			close(*cancel)
+		}
+	}
+}
+
 // retire ends the queue's parked threads and makes any thread that
 // parks later end at once. Called by the leader's teardown, after every
 // request served off the lead has been handed back.

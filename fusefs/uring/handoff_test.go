@@ -234,3 +234,72 @@ func TestFoldedOntoOneRing(t *testing.T) {
 		t.Errorf("the one ring served %d requests, want at least the %d lookups", got, cpus)
 	}
 }
+
+// waitsForCancel is a root whose OPENDIR waits until its request is
+// cancelled (go-fuse's fs.TestAbort).
+type waitsForCancel struct {
+	gofs.Inode
+	called    chan struct{}
+	cancelled chan struct{}
+}
+
+var _ gofs.NodeOpendirHandler = (*waitsForCancel)(nil)
+
+func (n *waitsForCancel) OpendirHandle(ctx context.Context, flags uint32) (gofs.FileHandle, uint32, syscall.Errno) {
+	close(n.called)
+	select {
+	case <-ctx.Done():
+		close(n.cancelled)
+		return nil, 0, syscall.EINTR
+	case <-time.After(opWait):
+		return nil, 0, syscall.ETIMEDOUT
+	}
+}
+
+// TestAbortCancelsHandlers: when the connection is aborted, a handler
+// waiting for its request's cancellation is cancelled, the client gets an
+// error, and Serve returns: over io_uring the kernel no longer answers for
+// an entry a handler holds, so the queues must not wait for it. Before,
+// go-fuse's TestAbort hung over the rings about once in twenty runs.
+func TestAbortCancelsHandlers(t *testing.T) {
+	for _, kind := range transports(t) {
+		t.Run(string(kind), func(t *testing.T) {
+			root := &waitsForCancel{called: make(chan struct{}), cancelled: make(chan struct{})}
+			m := mount(t, gofs.NewNodeFS(root, &gofs.Options{}), fuse.MountOptions{}, uring.Config{Only: kind})
+			opened := make(chan error, 1)
+			go func() {
+				fd, err := syscall.Open(m.mnt, syscall.O_DIRECTORY|syscall.O_RDONLY, 0)
+				if err == nil {
+					syscall.Close(fd)
+				}
+				opened <- err
+			}()
+			select {
+			case <-root.called:
+			case <-time.After(opWait):
+				t.Fatal("OPENDIR never reached the handler")
+			}
+			if err := uring.Abort(m.srv); err != nil {
+				t.Fatal(err)
+			}
+			select {
+			case err := <-opened:
+				if err == nil {
+					t.Error("opendir succeeded on an aborted connection")
+				}
+			case <-time.After(opWait):
+				t.Fatal("opendir did not return after the abort")
+			}
+			select {
+			case <-root.cancelled:
+			case <-time.After(opWait):
+				t.Fatal("the handler's request was not cancelled when the connection ended")
+			}
+			select {
+			case <-m.served:
+			case <-time.After(opWait):
+				t.Fatal("Serve did not return after the abort")
+			}
+		})
+	}
+}

@@ -61,6 +61,10 @@ type queue struct {
 
 	handoff // the lead word and the queue's threads (handoff.go)
 
+	// gone is closed when the connection has ended (ringSet.end): the
+	// cancel channel of every request served on a goroutine of its own.
+	gone chan struct{}
+
 	served atomic.Uint64 // requests answered; read by Server.Served
 	_      [64]byte      // keep these off the next queue's cache line
 }
@@ -346,7 +350,8 @@ type finished struct {
 // serveAsync serves the request in entry e on a goroutine of its own,
 // which writes the reply in place (the kernel leaves an entry alone until
 // it is committed) and hands it to the leader to commit. The watchdog
-// does not see such a request: a signal to its caller does not cancel it.
+// does not see such a request: a signal to its caller does not cancel it,
+// only the connection's end does (gone).
 // Preconditions: the caller leads the queue.
 func (q *queue) serveAsync(e int) {
 	ent := q.ents[e]
@@ -355,7 +360,7 @@ func (q *queue) serveAsync(e int) {
 	q.offLead.add()
 	go func() {
 		q.handler.limit.acquire()
-		unique := q.answer(ent, in, nil)
+		unique := q.answer(ent, in, q.gone)
 		q.handler.limit.release()
 		q.handBack(e, unique)
 	}()

@@ -22,6 +22,10 @@ type ringSet struct {
 	onFatal  func(error)
 	fatalOne sync.Once // onFatal is called for the first failing queue only
 	stopOnce sync.Once
+	endOnce  sync.Once
+
+	fdMu      sync.Mutex
+	fdsClosed bool // the queues' stop eventfds are closed; protected by fdMu
 }
 
 // startRings makes g.rings rings for g.queues FUSE queues (qid q on ring
@@ -45,7 +49,7 @@ func startRings(h *handler, devFD int, g geometry, onFatal func(error)) (*ringSe
 	for id := range g.rings {
 		q := &queue{id: id, qids: qidsOf(id, g), depth: g.depth, maxEnts: g.maxEnts, payload: g.payload, devFD: devFD, handler: h,
 			holdP: g.holdP, deferTW: g.deferTW}
-		q.threads, q.fatal = &wg, rs.fail
+		q.threads, q.fatal, q.gone = &wg, rs.fail, make(chan struct{})
 		if q.stopFD, err = unix.Eventfd(0, unix.EFD_CLOEXEC); err != nil {
 			err = fmt.Errorf("eventfd: %w", err)
 			break
@@ -131,9 +135,29 @@ func poison(devFD int) {
 // more (the connection has ended) or none ever reached the queues.
 func (rs *ringSet) stop() {
 	rs.stopOnce.Do(func() {
+		rs.fdMu.Lock()
+		defer rs.fdMu.Unlock()
+		if rs.fdsClosed {
+			return // every queue thread has ended
+		}
 		for _, q := range rs.queues {
 			q.stop()
 		}
+	})
+}
+
+// end is called once the connection has ended (go-fuse's /dev/fuse loop
+// returned: the kernel aborted or unmounted it). Every request still
+// being served is cancelled, as go-fuse cancels its own, and the queues
+// stop: a handler that waits for its cancellation (go-fuse's TestAbort)
+// returns, and no queue waits for entries its handlers still hold, which
+// the kernel no longer answers for.
+func (rs *ringSet) end() {
+	rs.endOnce.Do(func() {
+		for _, q := range rs.queues {
+			q.cancelAll()
+		}
+		rs.stop()
 	})
 }
 
@@ -143,9 +167,12 @@ func (rs *ringSet) fail(err error) {
 }
 
 func (rs *ringSet) closeStopFDs() {
+	rs.fdMu.Lock()
+	defer rs.fdMu.Unlock()
 	for _, q := range rs.queues {
 		unix.Close(q.stopFD)
 	}
+	rs.fdsClosed = true
 }
 
 // handoffs returns how many times a blocked handler's lead was taken, and

@@ -328,6 +328,7 @@ func (s *Server) fatal(err error) {
 func (s *Server) Serve() {
 	s.Server.Serve()
 	if s.rings != nil {
+		s.rings.end()
 		<-s.rings.done
 	}
 }
