@@ -86,11 +86,7 @@ func (m *Mount) abort() error {
 	if m.conn != 0 {
 		err = fusectl.Abort(m.conn)
 	}
-	select {
-	case <-m.done:
-	case <-time.After(2 * time.Second):
-		m.srv.StopQueues()
-	}
+	m.srv.WaitEnded(2 * time.Second)
 	return err
 }
 

@@ -158,10 +158,10 @@ func TestNoLeaksAfterUnmount(t *testing.T) {
 	forEachTransport(t, testNoLeaksAfterUnmount)
 }
 
-func testNoLeaksAfterUnmount(t *testing.T, tp TransportKind) {
+func testNoLeaksAfterUnmount(t *testing.T, tp uring.Kind) {
 	tr, _ := newServedTree(t, "rcu")
 	cycle := func() {
-		m, err := MountTree(tr, t.TempDir(), MountOptions{Transport: tp})
+		m, err := MountTree(tr, t.TempDir(), MountOptions{Transport: uring.Config{Only: tp}})
 		require.NoError(t, err)
 		for i := range 50 {
 			os.ReadFile(filepath.Join(m.Mountpoint, fmt.Sprintf("devices/system/cpu/cpu%d/topology/core_id", i%4)))
@@ -173,7 +173,7 @@ func testNoLeaksAfterUnmount(t *testing.T, tp TransportKind) {
 	cycle()
 	goroutines, fds, threads := runtime.NumGoroutine(), openFDs(t), pinnedThreads(t)
 	cycles := 3
-	if tp == TransportURing {
+	if tp == uring.URing {
 		cycles = 20 // each starts and ends a thread, a ring and a mapping per CPU
 	}
 	for range cycles {
@@ -251,7 +251,7 @@ func BenchmarkServeOp(b *testing.B) {
 	for _, lock := range []string{"rcu", "rwsem"} {
 		b.Run("lock="+lock, func(b *testing.B) {
 			tr, _ := newServedTree(b, lock)
-			s := NewServer(tr, Options{})
+			s := New(tr, Options{})
 			b.Cleanup(s.Close)
 			path := []string{"devices", "system", "cpu", "cpu0", "topology", "core_id"}
 			h := fuse.InHeader{Caller: fuse.Caller{Owner: fuse.Owner{Uid: 1000, Gid: 1000}, Pid: uint32(os.Getpid())}}

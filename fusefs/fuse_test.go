@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/kernfsim/kernfsim/fusefs/uring"
 	"github.com/kernfsim/kernfsim/internal/testkit"
 	"github.com/kernfsim/kernfsim/internal/testkit/testtree"
 	"github.com/kernfsim/kernfsim/kernfsim"
@@ -40,13 +41,13 @@ func newServedTree(t testing.TB, lock string) (*kernfsim.Tree, *StatsFile) {
 }
 
 func TestMountConformance(t *testing.T) {
-	forEachTransport(t, func(t *testing.T, tp TransportKind) { testMountConformance(t, tp) })
+	forEachTransport(t, func(t *testing.T, tp uring.Kind) { testMountConformance(t, tp) })
 }
 
-func testMountConformance(t *testing.T, tp TransportKind) {
+func testMountConformance(t *testing.T, tp uring.Kind) {
 	testkit.ForEachLock(t, locking.Names, func(t *testing.T, lock string) {
 		tr, sf := newServedTree(t, lock)
-		m := mountTest(t, tr, MountOptions{Transport: tp, Stats: sf})
+		m := mountTest(t, tr, MountOptions{Transport: uring.Config{Only: tp}, Stats: sf})
 		tr.Freeze(true)
 		defer tr.Freeze(false)
 		for sub, want := range map[string]string{
@@ -129,14 +130,14 @@ func compareContents(t *testing.T, tfs fs.FS, mnt, path string, info fs.FileInfo
 }
 
 func TestCachesStayTruthful(t *testing.T) {
-	forEachTransport(t, func(t *testing.T, tp TransportKind) { testCachesStayTruthful(t, tp) })
+	forEachTransport(t, func(t *testing.T, tp uring.Kind) { testCachesStayTruthful(t, tp) })
 }
 
-func testCachesStayTruthful(t *testing.T, tp TransportKind) {
+func testCachesStayTruthful(t *testing.T, tp uring.Kind) {
 	testkit.ForEachLock(t, testtree.Writers, func(t *testing.T, lock string) {
 		tr, _ := newServedTree(t, lock)
 		long := 30 * time.Second
-		m := mountTest(t, tr, MountOptions{Transport: tp, Options: Options{EntryTimeout: long, AttrTimeout: long, NegativeTimeout: new(long)}})
+		m := mountTest(t, tr, MountOptions{Transport: uring.Config{Only: tp}, Options: Options{EntryTimeout: long, AttrTimeout: long, NegativeTimeout: new(long)}})
 		mnt := m.Mountpoint
 		dev := filepath.Join(mnt, "devices/kernfsim/d0")
 		if _, err := os.Stat(dev); !errors.Is(err, fs.ErrNotExist) {
@@ -176,13 +177,13 @@ func (b *blockingShow) Show(_ context.Context, buf *bytes.Buffer) error {
 }
 
 func TestRemovalAndOpenFiles(t *testing.T) {
-	forEachTransport(t, func(t *testing.T, tp TransportKind) { testRemovalAndOpenFiles(t, tp) })
+	forEachTransport(t, func(t *testing.T, tp uring.Kind) { testRemovalAndOpenFiles(t, tp) })
 }
 
-func testRemovalAndOpenFiles(t *testing.T, tp TransportKind) {
+func testRemovalAndOpenFiles(t *testing.T, tp uring.Kind) {
 	testkit.ForEachLock(t, testtree.Writers, func(t *testing.T, lock string) {
 		tr, _ := newServedTree(t, lock)
-		m := mountTest(t, tr, MountOptions{Transport: tp})
+		m := mountTest(t, tr, MountOptions{Transport: uring.Config{Only: tp}})
 		ctl(t, m.Mountpoint, "new_device", "d1")
 		f := testkit.Must(os.Open(filepath.Join(m.Mountpoint, "devices/kernfsim/d1/value")))(t)
 		defer f.Close()
@@ -229,9 +230,9 @@ func TestForgetReturnsTableToBaseline(t *testing.T) {
 	forEachTransport(t, testForgetReturnsTableToBaseline)
 }
 
-func testForgetReturnsTableToBaseline(t *testing.T, tp TransportKind) {
+func testForgetReturnsTableToBaseline(t *testing.T, tp uring.Kind) {
 	tr, _ := newServedTree(t, "rcu")
-	m := mountTest(t, tr, MountOptions{Transport: tp})
+	m := mountTest(t, tr, MountOptions{Transport: uring.Config{Only: tp}})
 	const baseline = 1 // the root, pinned; whatever the mount itself looked up is forgotten too
 	n := 0
 	filepath.WalkDir(m.Mountpoint, func(path string, _ fs.DirEntry, _ error) error {
@@ -266,13 +267,13 @@ func TestDeferredTeardownOverFUSE(t *testing.T) {
 	forEachTransport(t, testDeferredTeardownOverFUSE)
 }
 
-func testDeferredTeardownOverFUSE(t *testing.T, tp TransportKind) {
+func testDeferredTeardownOverFUSE(t *testing.T, tp uring.Kind) {
 	s, err := locking.New("rcu", locking.Options{})
 	require.NoError(t, err)
 	tr := kernfsim.New(s, kernfsim.Options{GP: kernfsim.GPDeferred})
 	testkit.Must(sysfs.AddABI(tr, nil))(t)
 	long := 30 * time.Second
-	m := testkit.Must(MountTree(tr, t.TempDir(), MountOptions{Transport: tp, Options: Options{EntryTimeout: long, AttrTimeout: long}}))(t)
+	m := testkit.Must(MountTree(tr, t.TempDir(), MountOptions{Transport: uring.Config{Only: tp}, Options: Options{EntryTimeout: long, AttrTimeout: long}}))(t)
 	unmounted := false
 	defer func() {
 		if !unmounted {
@@ -322,9 +323,9 @@ func TestInterruptReleasesHangingShow(t *testing.T) {
 	forEachTransport(t, testInterruptReleasesHangingShow)
 }
 
-func testInterruptReleasesHangingShow(t *testing.T, tp TransportKind) {
+func testInterruptReleasesHangingShow(t *testing.T, tp uring.Kind) {
 	tr, _ := newServedTree(t, "rcu")
-	m := mountTest(t, tr, MountOptions{Transport: tp})
+	m := mountTest(t, tr, MountOptions{Transport: uring.Config{Only: tp}})
 	src := &hangingShow{entered: make(chan struct{}), canceled: make(chan struct{})}
 	n := testkit.Must(tr.AddAttr(tr.Root(), "hang", 0o444, src))(t)
 	cat := exec.Command("cat", filepath.Join(m.Mountpoint, "hang"))

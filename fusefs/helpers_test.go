@@ -6,6 +6,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/kernfsim/kernfsim/fusefs/uring"
 	"github.com/kernfsim/kernfsim/internal/testkit"
 	"github.com/kernfsim/kernfsim/kernfsim"
 )
@@ -17,9 +18,9 @@ func mountTest(t testing.TB, tr *kernfsim.Tree, opts MountOptions) *Mount {
 	testkit.RequireFUSE(t)
 	m, err := MountTree(tr, t.TempDir(), opts)
 	require.NoError(t, err)
-	if opts.Transport != "" && opts.Transport != TransportAuto && m.Transport != opts.Transport {
+	if want := opts.Transport.Only; want != uring.Auto && m.Transport() != want {
 		m.Unmount()
-		t.Fatalf("mounted over %s, want %s (fell back: %v)", m.Transport, opts.Transport, m.FellBack)
+		t.Fatalf("mounted over %s, want %s (fell back: %v)", m.Transport(), want, m.FellBack())
 	}
 	t.Cleanup(func() {
 		// A POLL after the prime could have deadlocked this test binary.

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/kernfsim/kernfsim/fusefs/uring"
 )
 
 // TestSecondServerRefusesToStack plays two servers started on one empty
@@ -13,12 +15,12 @@ import (
 // mounted. The second must find itself on top of the first, unmount
 // itself and fail, and the first must still serve.
 func TestSecondServerRefusesToStack(t *testing.T) {
-	forEachTransport(t, func(t *testing.T, tp TransportKind) {
+	forEachTransport(t, func(t *testing.T, tp uring.Kind) {
 		tr, _ := newServedTree(t, "rwsem")
-		first := mountTest(t, tr, MountOptions{Transport: tp})
+		first := mountTest(t, tr, MountOptions{Transport: uring.Config{Only: tp}})
 		checkMountpoint = func(string, bool) error { return nil }
 		defer func() { checkMountpoint = CheckMountpoint }()
-		second, err := MountTree(tr, first.Mountpoint, MountOptions{Transport: tp})
+		second, err := MountTree(tr, first.Mountpoint, MountOptions{Transport: uring.Config{Only: tp}})
 		var ue *UsageError
 		if err == nil {
 			second.Unmount()

@@ -26,11 +26,10 @@ type MountOptions struct {
 	Force         bool // recover a mountpoint left stale by a killed server
 	MaxBackground int  // kernel's limit of background requests; 0 means 64
 	Debug         bool // log every request (go-fuse's debug output)
-	// Transport is how requests reach the server; "" means TransportAuto.
-	Transport TransportKind
-	// URingDeferTaskRun sets the io_uring queues up with deferred task
-	// work (uring.Config.DeferTaskRun); nothing on /dev/fuse.
-	URingDeferTaskRun bool
+	// Transport is how requests reach the server, as package uring
+	// serves them: Transport.Only Auto (the default) is io_uring where
+	// it can be had and /dev/fuse elsewhere. MountTree sets HoldP.
+	Transport uring.Config
 	// Stats, if set, is the tree's stats file (kernel/kernfsim/stats):
 	// MountTree binds it to the new server before the mount serves.
 	Stats *StatsFile
@@ -87,24 +86,26 @@ func (e *SettingError) Unwrap() error { return e.Err }
 // The settings that errors name.
 var (
 	settingForce          = Setting{Field: "Force"}
-	settingTransportURing = Setting{Field: "Transport", Value: string(TransportURing)}
-	settingTransportDev   = Setting{Field: "Transport", Value: string(TransportDevFuse)}
+	settingTransportURing = Setting{Field: "Transport", Value: string(uring.URing)}
+	settingTransportDev   = Setting{Field: "Transport", Value: string(uring.DevFuse)}
 )
 
 // Mount is a mounted tree.
 type Mount struct {
 	Server     *Server
 	Mountpoint string
-	// Transport is the transport serving requests: TransportDevFuse or
-	// TransportURing, never TransportAuto.
-	Transport TransportKind
-	// FellBack says why io_uring was asked for (auto) but not used; nil
-	// if it was used or not asked for.
-	FellBack error
-	srv      *uring.Server
-	conn     uint32 // /sys/fs/fuse/connections/<conn>
-	done     chan struct{}
+	srv        *uring.Server
+	conn       uint32 // /sys/fs/fuse/connections/<conn>
 }
+
+// Transport is how requests reach the server: uring.DevFuse or
+// uring.URing, never uring.Auto.
+func (m *Mount) Transport() uring.Kind { return m.srv.Transport() }
+
+// FellBack says why io_uring was left to choose (uring.Auto) but not
+// used; nil if it was used or not left to choose. It wraps
+// uring.ErrUnavailable.
+func (m *Mount) FellBack() error { return m.srv.FellBack() }
 
 // MountTree checks mountpoint, mounts tree on it and serves it in the
 // background until Unmount.
@@ -123,24 +124,17 @@ func MountTree(tree *kernfsim.Tree, mountpoint string, opts MountOptions) (*Moun
 	if opts.MaxBackground == 0 {
 		opts.MaxBackground = 64
 	}
-	fs := NewServer(tree, opts.Options)
-	m := &Mount{Server: fs, Mountpoint: mnt, done: make(chan struct{})}
+	fs := New(tree, opts.Options)
+	m := &Mount{Server: fs, Mountpoint: mnt}
 	if err := m.mount(opts); err != nil {
 		fs.Close()
 		return nil, err
 	}
-	var ring *uring.Server
-	if m.Transport == TransportURing {
-		ring = m.srv
-	}
-	fs.setTransport(m.Transport, ring)
+	fs.setTransport(m.srv)
 	if opts.Stats != nil {
 		opts.Stats.bind(fs)
 	}
-	go func() {
-		m.srv.Serve()
-		close(m.done)
-	}()
+	go m.srv.Serve()
 	// WaitMount primes the mount (uring.PrimeNoPoll), before any client
 	// in this process opens a file on it.
 	if err := m.srv.WaitMount(); err != nil {
@@ -162,41 +156,31 @@ func MountTree(tree *kernfsim.Tree, mountpoint string, opts MountOptions) (*Moun
 	return m, nil
 }
 
-// mount mounts over the transport opts asks for and sets m's srv,
-// Transport and FellBack. A queue that fails while serving makes the
-// uring.Server abort the connection: every client then gets ENOTCONN
-// rather than a hang.
+// mount mounts over the transport opts asks for and sets m.srv. A queue
+// that fails while serving makes the uring.Server abort the connection:
+// every client then gets ENOTCONN rather than a hang.
 func (m *Mount) mount(opts MountOptions) error {
-	want := opts.Transport
-	if want == "" {
-		want = TransportAuto
-	}
-	why := error(nil)
-	if want != TransportDevFuse {
-		why = uringCheck()
-	}
-	if want == TransportURing && why != nil {
-		return usage("%s: %v; or use %s", settingTransportURing, why, settingTransportDev)
-	}
-	cfg := uring.Config{DeferTaskRun: opts.URingDeferTaskRun, HoldP: true}
-	switch {
-	case want == TransportDevFuse || why != nil:
-		cfg.Only = uring.DevFuse
-	case want == TransportURing:
-		cfg.Only = uring.URing
-	}
+	cfg := opts.Transport
+	cfg.HoldP = true // kernfsim opts in: its queues keep their Ps
 	srv, err := uring.NewServer(m.Server, m.Mountpoint, fuseOptions(opts), cfg)
-	switch {
-	case err != nil && cfg.Only == uring.URing && errors.Is(err, uring.ErrUnavailable):
-		return &SettingError{Setting: settingTransportURing, Err: err}
-	case err != nil:
-		return mountRefused(m.Mountpoint, err)
+	if err != nil {
+		return transportError(m.Mountpoint, err)
 	}
-	m.srv, m.Transport, m.FellBack = srv, TransportKind(srv.Transport()), why
-	if why == nil {
-		m.FellBack = srv.FellBack()
-	}
+	m.srv = srv
 	return nil
+}
+
+// transportError is uring.NewServer's err for mnt: io_uring ruled out
+// where Transport.Only is uring.URing is a *UsageError naming the way out
+// (uring.ErrNotOffered) or a *SettingError; anything else a refused mount.
+func transportError(mnt string, err error) error {
+	switch {
+	case errors.Is(err, uring.ErrNotOffered):
+		return usage("%s: %v; or use %s", settingTransportURing, err, settingTransportDev)
+	case errors.Is(err, uring.ErrUnavailable):
+		return &SettingError{Setting: settingTransportURing, Err: err}
+	}
+	return mountRefused(mnt, err)
 }
 
 func fuseOptions(o MountOptions) *fuse.MountOptions {
@@ -217,7 +201,7 @@ func fuseOptions(o MountOptions) *fuse.MountOptions {
 const maxWrite = 128 << 10
 
 // Done is closed when the server has stopped serving.
-func (m *Mount) Done() <-chan struct{} { return m.done }
+func (m *Mount) Done() <-chan struct{} { return m.srv.Done() }
 
 // Unmount runs the tree's Barrier first, so every queued teardown
 // completes and tells the kernel while the mount still serves, then
@@ -256,12 +240,9 @@ func (m *Mount) Unmount() error {
 		abortErr = m.endBusy()
 		aborted = abortErr == nil
 	}
-	select {
-	case <-m.done:
+	if m.srv.WaitEnded(2 * time.Second) {
 		return nil
-	case <-time.After(2 * time.Second):
 	}
-	m.srv.StopQueues() // no thread outlives the mount, whatever the kernel still holds
 	switch {
 	case abortErr != nil:
 		return fmt.Errorf("unmount %s: %v; the server did not stop within 2 s, and the connection ends when this process exits", m.Mountpoint, abortErr)

@@ -10,6 +10,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/kernfsim/kernfsim/fusefs/uring"
 	"github.com/kernfsim/kernfsim/internal/testkit"
 	"github.com/kernfsim/kernfsim/kernfsim"
 )
@@ -89,12 +90,12 @@ func TestNamespaceOpsMatchSysfs(t *testing.T) {
 	testkit.RequireFUSE(t)
 	helper := helperBinary(t)
 	rootWant, userWant := sysfsAnswers(t, helper)
-	forEachTransport(t, func(t *testing.T, tp TransportKind) {
+	forEachTransport(t, func(t *testing.T, tp uring.Kind) {
 		for _, perms := range []Permissions{PermServer, PermKernel} {
 			t.Run("permissions="+string(perms), func(t *testing.T) {
 				tr := nsTree(t)
 				nodes := tr.Nodes()
-				m := mountTest(t, tr, MountOptions{Transport: tp, AllowOther: true, Options: Options{Permissions: perms}})
+				m := mountTest(t, tr, MountOptions{Transport: uring.Config{Only: tp}, AllowOther: true, Options: Options{Permissions: perms}})
 				at := nsPlace{dir: filepath.Join(reachable(t, m.Mountpoint), "kernel"), file: "seqnum", sub: "mm", new: "x", new2: "y"}
 				for _, u := range []struct {
 					cred *syscall.Credential

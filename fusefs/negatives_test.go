@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kernfsim/kernfsim/fusefs/uring"
 	"github.com/kernfsim/kernfsim/internal/testkit"
 	"github.com/kernfsim/kernfsim/internal/testkit/testtree"
 )
@@ -38,10 +39,10 @@ func missingCost(t *testing.T, m *Mount, dir, name string) uint64 {
 // kernel exactly when the strategy CachesNegatives (kernfs from 5.15),
 // and a cached one never survives the name's creation.
 func TestNegativesFollowTheLock(t *testing.T) {
-	forEachTransport(t, func(t *testing.T, tp TransportKind) {
+	forEachTransport(t, func(t *testing.T, tp uring.Kind) {
 		testkit.ForEachLock(t, testtree.Writers, func(t *testing.T, lock string) {
 			tr, _ := newServedTree(t, lock)
-			m := mountTest(t, tr, MountOptions{Transport: tp})
+			m := mountTest(t, tr, MountOptions{Transport: uring.Config{Only: tp}})
 			caches := tr.Strategy().Traits().CachesNegatives
 			rule := m.Server.Negatives()
 			want := NegativeRule{FromLock: true}

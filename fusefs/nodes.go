@@ -20,7 +20,7 @@ type entry struct {
 // nodeTable is the nodeid table: nodeid -> entry. Resolving a nodeid takes
 // no lock (table.Get); under mutex and rwsem the Server wraps it in the
 // strategy's read side, as the tree's other readers are. Nodeids are never
-// reused, so its table releases chunks once emptied (set by NewServer).
+// reused, so its table releases chunks once emptied (set by New).
 type nodeTable struct {
 	t table[entry]
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/kernfsim/kernfsim/fusefs/uring"
 	"github.com/kernfsim/kernfsim/internal/fusetest"
 	"github.com/kernfsim/kernfsim/internal/testkit"
 	"github.com/kernfsim/kernfsim/kernfsim"
@@ -32,11 +33,11 @@ func TestPrimeNeedsNoAttribute(t *testing.T) {
 		"deep":      func(t *testing.T) (*kernfsim.Tree, string) { return attrTree(t, "a/b/c/d", 0o444) },
 		"root-only": func(t *testing.T) (*kernfsim.Tree, string) { return attrTree(t, "", 0o400) },
 	}
-	forEachTransport(t, func(t *testing.T, tp TransportKind) {
+	forEachTransport(t, func(t *testing.T, tp uring.Kind) {
 		for name, build := range trees {
 			t.Run("tree="+name, func(t *testing.T) {
 				tr, file := build(t)
-				m := mountTest(t, tr, MountOptions{Transport: tp})
+				m := mountTest(t, tr, MountOptions{Transport: uring.Config{Only: tp}})
 				opened, collected := make(chan struct{}), make(chan struct{})
 				go func() {
 					defer close(collected)
@@ -81,7 +82,7 @@ func attrTree(t *testing.T, dir string, mode fs.FileMode) (*kernfsim.Tree, strin
 func requireNoPolls(t *testing.T, m *Mount) {
 	t.Helper()
 	if n := m.Server.PollsAfterPrime(); n != 0 {
-		t.Fatalf("%d FUSE POLL requests reached the server after the prime over %s: each can deadlock an in-process client with the garbage collector", n, m.Transport)
+		t.Fatalf("%d FUSE POLL requests reached the server after the prime over %s: each can deadlock an in-process client with the garbage collector", n, m.Transport())
 	}
 }
 
@@ -96,7 +97,7 @@ func requireNoPolls(t *testing.T, m *Mount) {
 // request_wait_answer under fuse_file_poll.
 func TestNoPollUnderSignals(t *testing.T) {
 	testkit.RequireFUSE(t)
-	forEachTransport(t, func(t *testing.T, tp TransportKind) {
+	forEachTransport(t, func(t *testing.T, tp uring.Kind) {
 		tr, _ := newServedTree(t, "rcu")
 		for range 8 {
 			stop, showered := make(chan struct{}), make(chan struct{})
@@ -107,7 +108,7 @@ func TestNoPollUnderSignals(t *testing.T) {
 					time.Sleep(20 * time.Microsecond) // pacing the shower, not synchronising
 				})
 			}()
-			m, err := MountTree(tr, t.TempDir(), MountOptions{Transport: tp})
+			m, err := MountTree(tr, t.TempDir(), MountOptions{Transport: uring.Config{Only: tp}})
 			close(stop)
 			<-showered
 			require.NoError(t, err)
@@ -149,7 +150,7 @@ func TestPrimeIsCounted(t *testing.T) {
 		t.Skip("io_uring unavailable")
 	}
 	tr, _ := newServedTree(t, "rcu")
-	m := mountTest(t, tr, MountOptions{Transport: TransportURing})
+	m := mountTest(t, tr, MountOptions{Transport: uring.Config{Only: uring.URing}})
 	if n := m.srv.Polls(); n != 1 {
 		t.Fatalf("the queues answered %d POLL requests during the mount, want 1 (the prime's)", n)
 	}

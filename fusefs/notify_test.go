@@ -20,6 +20,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
 
+	"github.com/kernfsim/kernfsim/fusefs/uring"
 	"github.com/kernfsim/kernfsim/internal/testkit"
 	"github.com/kernfsim/kernfsim/kernfsim"
 )
@@ -44,10 +45,10 @@ func TestNotifyNoDeadlock(t *testing.T) {
 // removes; on the old code the writers hung at the second write.
 const notifyDevices = 500
 
-func testNotifyNoDeadlock(t *testing.T, tp TransportKind) {
+func testNotifyNoDeadlock(t *testing.T, tp uring.Kind) {
 	tr, _ := newServedTree(t, "rcu")
 	cached := Options{EntryTimeout: time.Hour, AttrTimeout: time.Hour, NegativeTimeout: new(time.Hour)}
-	m := mountTest(t, tr, MountOptions{Transport: tp, Options: cached})
+	m := mountTest(t, tr, MountOptions{Transport: uring.Config{Only: tp}, Options: cached})
 	cpu := firstCPU(t)
 	dir := filepath.Join(m.Mountpoint, "devices/kernfsim")
 	names := make([]string, notifyDevices)
@@ -99,12 +100,12 @@ func writeAllBounded(t *testing.T, m *Mount, cpu int, file string, names []strin
 	const bound = 60 * time.Second
 	select {
 	case err := <-done:
-		require.NoError(t, err, "over %s", m.Transport)
+		require.NoError(t, err, "over %s", m.Transport())
 	case <-time.After(bound):
 		abortConnection(t, m)
 		awaitBounded(t, "the writer, after the abort", done)
 		t.Fatalf("over %s: %d writes to %s beside a listing client on CPU %d did not finish within %v: %d returned (deadlocked; the connection was aborted)",
-			m.Transport, len(names), file, cpu, bound, writes.Load())
+			m.Transport(), len(names), file, cpu, bound, writes.Load())
 	}
 }
 
@@ -431,9 +432,9 @@ func TestNotifierCloseWhileHeld(t *testing.T) {
 // TestNotifierStopsWithMount checks that a mount with a kernel cache
 // starts its notifier on the first change and that unmounting ends it.
 func TestNotifierStopsWithMount(t *testing.T) {
-	forEachTransport(t, func(t *testing.T, tp TransportKind) {
+	forEachTransport(t, func(t *testing.T, tp uring.Kind) {
 		tr, _ := newServedTree(t, "rcu")
-		m, err := MountTree(tr, t.TempDir(), MountOptions{Transport: tp, Options: Options{EntryTimeout: time.Hour}})
+		m, err := MountTree(tr, t.TempDir(), MountOptions{Transport: uring.Config{Only: tp}, Options: Options{EntryTimeout: time.Hour}})
 		require.NoError(t, err)
 		ctl(t, m.Mountpoint, "new_device", "d0")
 		ctl(t, m.Mountpoint, "delete_device", "d0")
@@ -453,9 +454,9 @@ func TestNotifierStopsWithMount(t *testing.T) {
 // relies on: a delete notification invalidates the name's cached dentry
 // even when it points to another node than the one named removed.
 func TestDeleteNotifyInvalidatesAnyNode(t *testing.T) {
-	forEachTransport(t, func(t *testing.T, tp TransportKind) {
+	forEachTransport(t, func(t *testing.T, tp uring.Kind) {
 		tr, _ := newServedTree(t, "rcu")
-		m := mountTest(t, tr, MountOptions{Transport: tp, Options: Options{EntryTimeout: time.Hour, AttrTimeout: time.Hour}})
+		m := mountTest(t, tr, MountOptions{Transport: uring.Config{Only: tp}, Options: Options{EntryTimeout: time.Hour, AttrTimeout: time.Hour}})
 		ctl(t, m.Mountpoint, "new_device", "d0")
 		dev := filepath.Join(m.Mountpoint, "devices/kernfsim/d0")
 		testkit.Must(os.Stat(dev))(t)
@@ -484,10 +485,10 @@ func TestDeleteNotifyInvalidatesAnyNode(t *testing.T) {
 // timeout with the kernel not yet told: a device stat'ed ENOENT right
 // after its new_device returned. Every device must be seen at once.
 func TestWritersLeaveEntries(t *testing.T) {
-	forEachTransport(t, func(t *testing.T, tp TransportKind) {
+	forEachTransport(t, func(t *testing.T, tp uring.Kind) {
 		tr, _ := newServedTree(t, "rcu")
 		cached := Options{EntryTimeout: time.Hour, AttrTimeout: time.Hour, NegativeTimeout: new(time.Hour)}
-		m := mountTest(t, tr, MountOptions{Transport: tp, Options: cached})
+		m := mountTest(t, tr, MountOptions{Transport: uring.Config{Only: tp}, Options: cached})
 		cpu := firstCPU(t)
 		dir := filepath.Join(m.Mountpoint, "devices/kernfsim")
 		attrs := attributeFiles(t, m.Mountpoint, 8)

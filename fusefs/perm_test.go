@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
 
+	"github.com/kernfsim/kernfsim/fusefs/uring"
 	"github.com/kernfsim/kernfsim/internal/testkit"
 	"github.com/kernfsim/kernfsim/kernfsim"
 	"github.com/kernfsim/kernfsim/locking"
@@ -200,16 +201,16 @@ func who(c *syscall.Credential) string {
 func TestSupplementaryGroupsOverFUSE(t *testing.T) {
 	testkit.RequireFUSE(t)
 	helper := helperBinary(t)
-	forEachTransport(t, func(t *testing.T, tp TransportKind) {
+	forEachTransport(t, func(t *testing.T, tp uring.Kind) {
 		for _, perms := range []Permissions{PermServer, PermKernel} {
 			t.Run("permissions="+string(perms), func(t *testing.T) { testSupplementaryGroups(t, helper, tp, perms) })
 		}
 	})
 }
 
-func testSupplementaryGroups(t *testing.T, helper string, tp TransportKind, perms Permissions) {
+func testSupplementaryGroups(t *testing.T, helper string, tp uring.Kind, perms Permissions) {
 	tr := groupTree(t)
-	m := mountTest(t, tr, MountOptions{Transport: tp, AllowOther: true, Options: Options{Permissions: perms}})
+	m := mountTest(t, tr, MountOptions{Transport: uring.Config{Only: tp}, AllowOther: true, Options: Options{Permissions: perms}})
 	mnt := reachable(t, m.Mountpoint)
 	p := func(rel string) string { return filepath.Join(mnt, rel) }
 	for _, c := range []struct {
@@ -279,16 +280,16 @@ func groupTree(t *testing.T) *kernfsim.Tree {
 func TestChmodKeepsSpecialBits(t *testing.T) {
 	testkit.RequireFUSE(t)
 	helper := helperBinary(t)
-	forEachTransport(t, func(t *testing.T, tp TransportKind) {
+	forEachTransport(t, func(t *testing.T, tp uring.Kind) {
 		for _, perms := range []Permissions{PermServer, PermKernel} {
 			t.Run("permissions="+string(perms), func(t *testing.T) { testChmodKeepsSpecialBits(t, helper, tp, perms) })
 		}
 	})
 }
 
-func testChmodKeepsSpecialBits(t *testing.T, helper string, tp TransportKind, perms Permissions) {
+func testChmodKeepsSpecialBits(t *testing.T, helper string, tp uring.Kind, perms Permissions) {
 	tr := groupTree(t)
-	m := mountTest(t, tr, MountOptions{Transport: tp, AllowOther: true, Options: Options{Permissions: perms}})
+	m := mountTest(t, tr, MountOptions{Transport: uring.Config{Only: tp}, AllowOther: true, Options: Options{Permissions: perms}})
 	mnt := reachable(t, m.Mountpoint)
 	p := func(rel string) string { return filepath.Join(mnt, rel) }
 	mode := func(rel string) uint32 {

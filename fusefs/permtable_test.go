@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kernfsim/kernfsim/fusefs/uring"
 	"github.com/kernfsim/kernfsim/internal/testkit"
 	"github.com/kernfsim/kernfsim/kernfsim"
 	"github.com/kernfsim/kernfsim/locking"
@@ -78,11 +79,11 @@ func permTableOps(mnt string) []string {
 func TestPermissionTableOverFUSE(t *testing.T) {
 	testkit.RequireFUSE(t)
 	helper := helperBinary(t)
-	forEachTransport(t, func(t *testing.T, tp TransportKind) {
+	forEachTransport(t, func(t *testing.T, tp uring.Kind) {
 		got := map[Permissions][][]string{}
 		var ops [2][]string
 		for i, perms := range []Permissions{PermKernel, PermServer} {
-			m := mountTest(t, permTableTree(t), MountOptions{Transport: tp, AllowOther: true, Options: Options{Permissions: perms}})
+			m := mountTest(t, permTableTree(t), MountOptions{Transport: uring.Config{Only: tp}, AllowOther: true, Options: Options{Permissions: perms}})
 			ops[i] = permTableOps(reachable(t, m.Mountpoint))
 			for _, c := range tableCallers {
 				got[perms] = append(got[perms], runHelper(t, helper, c.cred, ops[i]))

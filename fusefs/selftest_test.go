@@ -14,6 +14,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/kernfsim/kernfsim/fusefs/uring"
 	"github.com/kernfsim/kernfsim/internal/testkit"
 	"github.com/kernfsim/kernfsim/internal/testkit/testtree"
 	"github.com/kernfsim/kernfsim/kernfsim"
@@ -29,10 +30,10 @@ import (
 // forEachSelftestMount mounts a served tree per transport and writer
 // strategy and calls f with it and an empty directory "selftest" in it.
 func forEachSelftestMount(t *testing.T, f func(t *testing.T, tr *kernfsim.Tree, mnt string, dir *kernfsim.Node)) {
-	forEachTransport(t, func(t *testing.T, tp TransportKind) {
+	forEachTransport(t, func(t *testing.T, tp uring.Kind) {
 		testkit.ForEachLock(t, testtree.Writers, func(t *testing.T, lock string) {
 			tr, _ := newServedTree(t, lock)
-			m := mountTest(t, tr, MountOptions{Transport: tp})
+			m := mountTest(t, tr, MountOptions{Transport: uring.Config{Only: tp}})
 			dir := testkit.Must(tr.Mkdir(tr.Root(), "selftest", 0o755))(t)
 			f(t, tr, filepath.Join(m.Mountpoint, "selftest"), dir)
 		})

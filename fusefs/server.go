@@ -154,20 +154,19 @@ type Server struct {
 
 // transportInfo is what the stats file says of the transport.
 type transportInfo struct {
-	name        TransportKind
-	ring        *uring.Server // nil on /dev/fuse
-	primedPolls atomic.Uint64 // ring.Polls() once the POLL prime was answered
+	srv         *uring.Server
+	primedPolls atomic.Uint64 // srv.Polls() once the POLL prime was answered
 }
 
-func (s *Server) setTransport(name TransportKind, ring *uring.Server) {
-	s.transport.Store(&transportInfo{name: name, ring: ring})
+func (s *Server) setTransport(srv *uring.Server) {
+	s.transport.Store(&transportInfo{srv: srv})
 }
 
 var _ fuse.RawFileSystem = (*Server)(nil)
 
-// NewServer returns a server for tree. It subscribes to the tree's changes
-// to keep kernel caches truthful; Close unsubscribes.
-func NewServer(tree *kernfsim.Tree, opts Options) *Server {
+// New returns a server for tree. It subscribes to the tree's changes to
+// keep kernel caches truthful; Close unsubscribes.
+func New(tree *kernfsim.Tree, opts Options) *Server {
 	if opts.Permissions == "" {
 		opts.Permissions = PermServer
 	}

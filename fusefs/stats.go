@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"sync/atomic"
 
+	"github.com/kernfsim/kernfsim/fusefs/uring"
 	"github.com/kernfsim/kernfsim/internal/pshard"
 	"github.com/kernfsim/kernfsim/kernfsim"
 	"github.com/kernfsim/kernfsim/locking"
@@ -84,10 +85,10 @@ func (s *Stats) Requests() []uint64 {
 // and never cleared), so it is 0 there.
 func (s *Server) PollsAfterPrime() uint64 {
 	ti := s.transport.Load()
-	if ti == nil || ti.ring == nil {
+	if ti == nil {
 		return 0
 	}
-	return ti.ring.Polls() - ti.primedPolls.Load()
+	return ti.srv.Polls() - ti.primedPolls.Load()
 }
 
 // Stats returns the server's request counters.
@@ -124,12 +125,12 @@ func (f *StatsFile) Show(_ context.Context, buf *bytes.Buffer) error {
 		line("server.goroutines", runtime.NumGoroutine())
 		line("server.polls_after_prime", s.PollsAfterPrime())
 		if ti := s.transport.Load(); ti != nil {
-			line("server.transport", ti.name)
-			if ti.ring != nil {
-				line("transport.queues", ti.ring.Queues())
-				line("transport.depth", ti.ring.Depth())
-				line("transport.defer_taskrun", boolDigit(ti.ring.DeferTaskRun()))
-				for q, n := range ti.ring.Served() {
+			line("server.transport", ti.srv.Transport())
+			if ti.srv.Transport() == uring.URing {
+				line("transport.queues", ti.srv.Queues())
+				line("transport.depth", ti.srv.Depth())
+				line("transport.defer_taskrun", boolDigit(ti.srv.DeferTaskRun()))
+				for q, n := range ti.srv.Served() {
 					line(fmt.Sprintf("transport.queue%d.requests", q), n)
 				}
 			}

@@ -25,7 +25,7 @@ func TestStatsFileParses(t *testing.T) {
 	if err != nil || unbound.Served || unbound.Lock != "rcu" {
 		t.Fatalf("before a server is bound: %+v, %v; want lock rcu and no server lines", unbound, err)
 	}
-	srv := NewServer(tr, Options{})
+	srv := New(tr, Options{})
 	defer srv.Close()
 	sf.bind(srv)
 	buf.Reset()

@@ -27,7 +27,7 @@ func (f *fifth) RLock() locking.ReadToken {
 func TestNodeidsResolveByTraits(t *testing.T) {
 	for _, scoped := range []bool{false, true} {
 		s := &fifth{Strategy: locking.MustNew("rwsem"), traits: locking.Traits{ScopedReads: scoped, AcceptsWriters: true, DrainBeforeUnlink: true}}
-		srv := NewServer(kernfsim.New(s, kernfsim.Options{}), Options{})
+		srv := New(kernfsim.New(s, kernfsim.Options{}), Options{})
 		before := s.reads.Load()
 		if srv.node(1) == nil {
 			t.Fatal("the root's nodeid did not resolve")

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"log"
 	"os"
 	"path/filepath"
@@ -23,17 +24,13 @@ import (
 	"github.com/kernfsim/kernfsim/internal/testkit"
 )
 
-// TestURingUnavailable plays a kernel without io_uring: Transport uring
-// is refused as a usage error naming what to do, and auto serves over
-// /dev/fuse, saying why.
+// TestURingUnavailable: where package uring rules io_uring out
+// (uring.ErrNotOffered), Transport uring is refused as a usage error
+// naming what to do; where io_uring cannot be had as configured, auto
+// serves over /dev/fuse, saying why, and uring fails as a *SettingError.
 func TestURingUnavailable(t *testing.T) {
-	tr, _ := newServedTree(t, "rcu")
-	saved := uringCheck
-	uringCheck = func() error {
-		return errors.Join(uring.ErrUnavailable, errors.New("as root, run: echo 1 > "+uring.EnableParam))
-	}
-	defer func() { uringCheck = saved }()
-	_, err := MountTree(tr, t.TempDir(), MountOptions{Transport: TransportURing})
+	notOffered := fmt.Errorf("%w: as root, run: echo 1 > %s", uring.ErrNotOffered, uring.EnableParam)
+	err := transportError(t.TempDir(), notOffered)
 	var ue *UsageError
 	if !errors.As(err, &ue) || !strings.Contains(err.Error(), "enable_uring") || !strings.Contains(err.Error(), "Transport=devfuse") {
 		t.Fatalf("Transport uring without io_uring: got %v, want a usage error naming enable_uring and Transport=devfuse", err)
@@ -42,9 +39,19 @@ func TestURingUnavailable(t *testing.T) {
 	if got := ue.Text(flags); !strings.HasPrefix(got, "--transport uring: ") || !strings.HasSuffix(got, "; or use --transport devfuse") {
 		t.Errorf("Text with flags: got %q, want it to name --transport uring and --transport devfuse", got)
 	}
-	m := mountTest(t, tr, MountOptions{Transport: TransportAuto})
-	if m.Transport != TransportDevFuse || !errors.Is(m.FellBack, uring.ErrUnavailable) {
-		t.Fatalf("auto without io_uring: serving over %s, fell back because %v; want devfuse and the reason", m.Transport, m.FellBack)
+	tr, _ := newServedTree(t, "rcu")
+	noRoom := uring.Config{MaxPinnedBytes: 1} // not even one entry per queue fits
+	m := mountTest(t, tr, MountOptions{Transport: noRoom})
+	if m.Transport() != uring.DevFuse || !errors.Is(m.FellBack(), uring.ErrUnavailable) {
+		t.Fatalf("auto without io_uring: serving over %s, fell back because %v; want devfuse and the reason", m.Transport(), m.FellBack())
+	}
+	if fusetest.URing(t) {
+		noRoom.Only = uring.URing
+		_, err := MountTree(tr, t.TempDir(), MountOptions{Transport: noRoom})
+		var se *SettingError
+		if !errors.As(err, &se) || se.Setting != settingTransportURing || !errors.Is(err, uring.ErrPinnedCap) {
+			t.Errorf("Transport uring that cannot be had as configured: got %v, want a *SettingError naming Transport=uring and the cap", err)
+		}
 	}
 }
 
@@ -57,9 +64,9 @@ func (panicShow) Show(context.Context, *bytes.Buffer) error { panic("broken attr
 // often than there are queues and ring entries: each read fails with EIO
 // and the mount keeps serving.
 func TestHandlerPanicAnswersEIO(t *testing.T) {
-	forEachTransport(t, func(t *testing.T, tp TransportKind) {
+	forEachTransport(t, func(t *testing.T, tp uring.Kind) {
 		tr, _ := newServedTree(t, "rcu")
-		m := mountTest(t, tr, MountOptions{Transport: tp})
+		m := mountTest(t, tr, MountOptions{Transport: uring.Config{Only: tp}})
 		testkit.Must(tr.AddAttr(tr.Root(), "broken", 0o444, panicShow{}))(t)
 		for range 4 * uring.DefaultDepth * 2 {
 			if _, err := os.ReadFile(filepath.Join(m.Mountpoint, "broken")); !errors.Is(err, syscall.EIO) {
@@ -75,9 +82,9 @@ func TestHandlerPanicAnswersEIO(t *testing.T) {
 // TestStatsShowTransport checks the stats file names the transport and,
 // over io_uring, counts requests per queue.
 func TestStatsShowTransport(t *testing.T) {
-	forEachTransport(t, func(t *testing.T, tp TransportKind) {
+	forEachTransport(t, func(t *testing.T, tp uring.Kind) {
 		tr, sf := newServedTree(t, "rcu")
-		m := mountTest(t, tr, MountOptions{Transport: tp, Stats: sf})
+		m := mountTest(t, tr, MountOptions{Transport: uring.Config{Only: tp}, Stats: sf})
 		testkit.Must(os.ReadFile(filepath.Join(m.Mountpoint, "devices/system/cpu/cpu0/topology/core_id")))(t)
 		b := testkit.Must(os.ReadFile(filepath.Join(m.Mountpoint, "kernel/kernfsim/stats")))(t)
 		st := testkit.Must(client.ParseStats(b))(t)
@@ -86,7 +93,7 @@ func TestStatsShowTransport(t *testing.T) {
 		}
 		assert.False(t, st.DeferTaskRun, "transport.defer_taskrun of a default mount")
 		cpus := testkit.Must(uring.PossibleCPUs())(t)
-		if tp == TransportURing && (st.Queues != uint64(cpus) || st.QueueDepth != uring.DefaultDepth || !strings.Contains(string(b), "transport.queue0.requests ")) {
+		if tp == uring.URing && (st.Queues != uint64(cpus) || st.QueueDepth != uring.DefaultDepth || !strings.Contains(string(b), "transport.queue0.requests ")) {
 			t.Fatalf("stats over io_uring: %d queues of depth %d (want %d of %d), per-queue counts in\n%s", st.Queues, st.QueueDepth, cpus, uring.DefaultDepth, b)
 		}
 	})
@@ -108,7 +115,9 @@ func (b *blockingStore) Store(context.Context, []byte) error {
 // stats a file from the same CPU: over io_uring both requests are the
 // same queue's, and the stat must not wait for the store.
 func TestBlockingStoreDoesNotHoldItsQueue(t *testing.T) {
-	forEachTransport(t, func(t *testing.T, tp TransportKind) { checkBlockingStore(t, MountOptions{Transport: tp}) })
+	forEachTransport(t, func(t *testing.T, tp uring.Kind) {
+		checkBlockingStore(t, MountOptions{Transport: uring.Config{Only: tp}})
+	})
 }
 
 // checkBlockingStore is TestBlockingStoreDoesNotHoldItsQueue on a mount
@@ -171,7 +180,7 @@ func TestDeferTaskRun(t *testing.T) {
 	if !fusetest.URing(t) {
 		t.Skip("io_uring unavailable")
 	}
-	opts := MountOptions{Transport: TransportURing, URingDeferTaskRun: true}
+	opts := MountOptions{Transport: uring.Config{Only: uring.URing, DeferTaskRun: true}}
 	tr, sf := newServedTree(t, "rcu")
 	withStats := opts
 	withStats.Stats = sf
@@ -215,7 +224,7 @@ func TestDebugLogsRingRequests(t *testing.T) {
 	log.SetOutput(logFile)
 	defer log.SetOutput(saved)
 	tr, _ := newServedTree(t, "rcu")
-	m := mountTest(t, tr, MountOptions{Transport: TransportURing, Debug: true})
+	m := mountTest(t, tr, MountOptions{Transport: uring.Config{Only: uring.URing}, Debug: true})
 	testkit.Must(os.ReadFile(filepath.Join(m.Mountpoint, "devices/system/cpu/cpu0/topology/core_id")))(t)
 	b, err := os.ReadFile(logFile.Name())
 	require.NoError(t, err)

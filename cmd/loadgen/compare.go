@@ -12,7 +12,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/kernfsim/kernfsim/fusefs"
+	"github.com/kernfsim/kernfsim/fusefs/uring"
 	"github.com/kernfsim/kernfsim/internal/cli"
 	"github.com/kernfsim/kernfsim/loadgen"
 	"github.com/kernfsim/kernfsim/loadgen/plot"
@@ -280,7 +280,7 @@ func (f *compareFlags) validateLists() error {
 		}
 	}
 	for _, tp := range f.transports {
-		if _, err := fusefs.ParseTransport(tp); err != nil {
+		if _, err := uring.ParseKind(tp); err != nil {
 			return bad("transports", tp, transportList())
 		}
 	}

@@ -16,6 +16,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/kernfsim/kernfsim/fusefs"
+	"github.com/kernfsim/kernfsim/fusefs/uring"
 	"github.com/kernfsim/kernfsim/internal/cli"
 	"github.com/kernfsim/kernfsim/internal/setting"
 	"github.com/kernfsim/kernfsim/kernfsim"
@@ -179,7 +180,7 @@ func (v lockValue) Set(s string) error {
 	return nil
 }
 
-// transportValue is --transport: one of fusefs.Transports, checked even
+// transportValue is --transport: one of uring.Kinds, checked even
 // where no server is started.
 type transportValue struct{ p *string }
 
@@ -187,18 +188,18 @@ func (v transportValue) String() string { return *v.p }
 func (v transportValue) Type() string   { return "string" }
 
 func (v transportValue) Set(s string) error {
-	if _, err := fusefs.ParseTransport(s); err != nil {
+	if _, err := uring.ParseKind(s); err != nil {
 		return fmt.Errorf("valid transports are %s", transportList())
 	}
 	*v.p = s
 	return nil
 }
 
-// transportList is fusefs.Transports, for help and errors.
+// transportList is uring.Kinds, for help and errors.
 func transportList() string {
-	names := make([]string, len(fusefs.Transports))
-	for i, t := range fusefs.Transports {
-		names[i] = string(t)
+	names := make([]string, len(uring.Kinds))
+	for i, k := range uring.Kinds {
+		names[i] = k.String()
 	}
 	return strings.Join(names, ", ")
 }

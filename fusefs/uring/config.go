@@ -12,17 +12,42 @@ import (
 type Kind string
 
 const (
+	// Auto, the zero Kind, is io_uring where it can be had and /dev/fuse
+	// elsewhere. It names a choice, never a Server's Transport.
+	Auto Kind = ""
 	// DevFuse is go-fuse's own loop, reading requests from /dev/fuse.
 	DevFuse Kind = "devfuse"
 	// URing is FUSE-over-io_uring: one queue per possible CPU.
 	URing Kind = "uring"
 )
 
+// Kinds lists every Kind, Auto first.
+var Kinds = []Kind{Auto, DevFuse, URing}
+
+// String is the kind's name: "auto", "devfuse" or "uring".
+func (k Kind) String() string {
+	if k == Auto {
+		return "auto"
+	}
+	return string(k)
+}
+
+// ParseKind returns the Kind that String names s.
+func ParseKind(s string) (Kind, error) {
+	for _, k := range Kinds {
+		if k.String() == s {
+			return k, nil
+		}
+	}
+	return "", fmt.Errorf("uring: no transport %q: valid values are auto, devfuse, uring", s)
+}
+
 // Config configures what NewServer adds to go-fuse's MountOptions.
 type Config struct {
 	// Only, if set, is the one transport NewServer may use: with
 	// DevFuse it never tries io_uring; with URing it fails where
 	// io_uring cannot be had instead of falling back to /dev/fuse.
+	// Auto, the default, tries io_uring and falls back.
 	Only Kind
 
 	// Depth is the number of requests a queue holds at once; 0 means

@@ -92,3 +92,21 @@ func TestMountArgs(t *testing.T) {
 		t.Errorf("DirectMountFlags and default_permissions once: got %#x %s", flags, data)
 	}
 }
+
+// TestParseKind: each Kind parses back from its String, "auto" is the
+// zero Kind, and any other name is refused.
+func TestParseKind(t *testing.T) {
+	for _, k := range Kinds {
+		if got, err := ParseKind(k.String()); err != nil || got != k {
+			t.Errorf("ParseKind(%q): got %q, %v; want %q", k.String(), got, err, k)
+		}
+	}
+	if Auto.String() != "auto" || Auto != Kind("") {
+		t.Errorf("Auto is %q, named %q; want the zero Kind, named auto", string(Auto), Auto.String())
+	}
+	for _, s := range []string{"", "bogus", "AUTO", "io_uring"} {
+		if k, err := ParseKind(s); err == nil {
+			t.Errorf("ParseKind(%q): got %q, want an error", s, k)
+		}
+	}
+}

@@ -40,3 +40,7 @@ func Abort(s *Server) error { return abortConn(s.conn, s.mnt) }
 // RequestBytes is what go-fuse counts per request against
 // MountOptions.MaxInflightRequestBytes, for s's go-fuse Server.
 func RequestBytes(s *Server) int { return requestBytes(s.Server) }
+
+// StopQueues ends every queue thread now, as WaitEnded does past its
+// bound.
+func StopQueues(s *Server) { s.stopQueues() }

@@ -144,7 +144,7 @@ func (m *mounted) unmount(t *testing.T) {
 	select {
 	case <-m.served:
 	case <-time.After(opWait):
-		m.srv.StopQueues()
+		uring.StopQueues(m.srv)
 		t.Errorf("Serve did not return within %v of Unmount", opWait)
 	}
 }

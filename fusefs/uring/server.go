@@ -15,7 +15,8 @@
 // the returned Server is used as a fuse.Server is: Serve, WaitMount,
 // Unmount, and go-fuse's notification methods, which it embeds.
 // Transport, Queues, Rings, Depth, Served, Polls, Handoffs and
-// PinnedBytes say what it got.
+// PinnedBytes say what it got. WaitEnded ends its threads after a
+// connection ended from outside (an unmount(2) or abort of its own).
 //
 // go-fuse keeps what the rings do not carry: INIT (which negotiates
 // io_uring), FORGET, INTERRUPT and notifications, on /dev/fuse. The
@@ -78,18 +79,11 @@
 // closed by the ringSet after every thread has ended). A Server's fields
 // are immutable once NewServer returns, but unmounted (atomic).
 //
-// Threads and Ps: with Config.HoldP, a ring thread that has just served a
-// request waits for the next one holding its P, in a raw system call
-// that the Go runtime sees as running code; so the runtime's monitor
-// neither takes the P back nor polls every 20 µs to do so, and the
-// request needs no P when it comes. Its preemption signal (after 10 ms)
-// ends such a wait, and the thread then waits in a plain blocking system
-// call until its next request, holding no P. While the rings live,
-// GOMAXPROCS is then one higher per ring, so that the rest of the process
-// keeps its Ps. A library leaves GOMAXPROCS alone unless asked: HoldP is
-// off by default (docs/notes/2026-12-02-uring-holds-its-p.md has the
-// measurements). Threads are one per ring, plus one per handler blocked
-// past a watch period (each holds an entry, so entries bound them).
+// Threads and Ps: threads are one per ring, plus one per handler blocked
+// past a watch period (each holds an entry, so entries bound them). With
+// Config.HoldP a thread that has just served waits for its next request
+// holding its P, and GOMAXPROCS is one higher per ring
+// (docs/notes/2026-12-02-uring-holds-its-p.md says why).
 //
 // Memory the kernel writes into (rings, header pages, payloads) is mapped
 // outside the Go heap and holds no Go pointers; it is unmapped only after
@@ -129,6 +123,7 @@ type Server struct {
 	fellBack  error    // why not io_uring; set within NewServer
 	geometry  geometry
 	maxWrite  int
+	done      chan struct{} // closed when Serve returns
 	unmounted atomic.Bool
 }
 
@@ -146,14 +141,15 @@ func (r ringFS) Init(srv *fuse.Server) {
 }
 
 // NewServer mounts fs on mountPoint as fuse.NewServer does with opts, and
-// serves it over io_uring as cfg says: where the kernel offers it (and
-// cfg.Only is not DevFuse), else over /dev/fuse (with cfg.Only URing, an
-// error instead). Serving starts with Serve. io_uring needs the process
-// to mount with mount(2) (CAP_SYS_ADMIN); without it go-fuse mounts as it
-// would (fusermount) and serves over /dev/fuse.
+// serves it over io_uring as cfg says: where it can be had (and cfg.Only
+// is not DevFuse), else over /dev/fuse (with cfg.Only URing, an error
+// instead, wrapping ErrUnavailable). Serving starts with Serve. It asks
+// Available first: where that rules io_uring out (an old kernel, the
+// fuse module's enable_uring off, not root) the reason wraps
+// ErrNotOffered, and go-fuse mounts as it would (fusermount for a user).
 func NewServer(fs fuse.RawFileSystem, mountPoint string, opts *fuse.MountOptions, cfg Config) (*Server, error) {
 	switch cfg.Only {
-	case "", DevFuse, URing:
+	case Auto, DevFuse, URing:
 	default:
 		return nil, fmt.Errorf("uring: Config.Only is %q, want %q, %q or empty", cfg.Only, DevFuse, URing)
 	}
@@ -162,7 +158,7 @@ func NewServer(fs fuse.RawFileSystem, mountPoint string, opts *fuse.MountOptions
 		return nil, err
 	}
 	o := withDefaults(fs, opts)
-	s := &Server{mnt: mnt, logger: o.Logger, ringFD: -1, maxWrite: o.MaxWrite}
+	s := &Server{mnt: mnt, logger: o.Logger, ringFD: -1, maxWrite: o.MaxWrite, done: make(chan struct{})}
 	if cfg.Only != DevFuse {
 		why, err := s.mountURing(fs, *o, cfg)
 		switch {
@@ -326,6 +322,7 @@ func (s *Server) fatal(err error) {
 // connection aborted) and every queue thread has ended, then calls the
 // file system's OnUnmount, as fuse.Server.Serve does. Call it once.
 func (s *Server) Serve() {
+	defer close(s.done)
 	s.Server.Serve()
 	if s.rings != nil {
 		s.rings.end()
@@ -382,12 +379,27 @@ func (s *Server) Unmount() error {
 	return nil
 }
 
-// StopQueues ends every queue thread now, without waiting for the kernel
-// to release its entries. It is for after the connection has ended
-// (unmounted or aborted), when Serve has not returned within a bound
-// because a file system method holds a queue's entry; no thread then
+// Done is closed when Serve has returned.
+func (s *Server) Done() <-chan struct{} { return s.done }
+
+// WaitEnded is for a connection ended from outside the Server (its mount
+// unmounted with unmount(2), or the connection aborted): it waits at most
+// timeout for Serve to return, and reports whether it did. If not, a file
+// system method holds a queue's entry, and it ends every queue thread
+// now, without waiting for the kernel to release their entries: no thread
 // outlives the mount, whatever the kernel still holds.
-func (s *Server) StopQueues() {
+func (s *Server) WaitEnded(timeout time.Duration) bool {
+	select {
+	case <-s.done:
+		return true
+	case <-time.After(timeout):
+	}
+	s.stopQueues()
+	return false
+}
+
+// stopQueues ends every queue thread now (see WaitEnded).
+func (s *Server) stopQueues() {
 	if s.rings != nil {
 		s.rings.stop()
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/kernfsim/kernfsim/fusefs"
+	"github.com/kernfsim/kernfsim/fusefs/uring"
 	"github.com/kernfsim/kernfsim/internal/fusectl"
 	"github.com/kernfsim/kernfsim/internal/testkit"
 	"github.com/kernfsim/kernfsim/internal/testkit/testtree"
@@ -50,7 +51,7 @@ func TestHeldAbortFileSparesALaterConnection(t *testing.T) {
 
 // mount serves an empty tree on mnt over /dev/fuse.
 func mount(t *testing.T, mnt string) *fusefs.Mount {
-	m, err := fusefs.MountTree(testtree.New(t, "rwsem"), mnt, fusefs.MountOptions{Transport: fusefs.TransportDevFuse})
+	m, err := fusefs.MountTree(testtree.New(t, "rwsem"), mnt, fusefs.MountOptions{Transport: uring.Config{Only: uring.DevFuse}})
 	require.NoError(t, err)
 	return m
 }

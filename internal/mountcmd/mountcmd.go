@@ -25,6 +25,7 @@ import (
 
 	"github.com/kernfsim/kernfsim/client"
 	"github.com/kernfsim/kernfsim/fusefs"
+	"github.com/kernfsim/kernfsim/fusefs/uring"
 	"github.com/kernfsim/kernfsim/internal/cli"
 	"github.com/kernfsim/kernfsim/internal/guardian"
 	"github.com/kernfsim/kernfsim/internal/setting"
@@ -117,14 +118,14 @@ func (f *flags) options() (fusefs.MountOptions, error) {
 	if f.perms != string(fusefs.PermKernel) && f.perms != string(fusefs.PermServer) {
 		return o, fmt.Errorf("invalid value %q for --permissions: valid values are kernel, server", f.perms)
 	}
-	t, err := fusefs.ParseTransport(f.transport)
+	t, err := uring.ParseKind(f.transport)
 	if err != nil {
 		return o, fmt.Errorf("invalid value %q for --transport: valid values are auto, devfuse, uring", f.transport)
 	}
-	if f.deferTW && t == fusefs.TransportDevFuse {
+	if f.deferTW && t == uring.DevFuse {
 		return o, errors.New("--uring-defer-taskrun does not apply to --transport devfuse: it sets up io_uring rings; drop one of them")
 	}
-	o.Transport, o.URingDeferTaskRun = t, f.deferTW
+	o.Transport = uring.Config{Only: t, DeferTaskRun: f.deferTW}
 	o.Options = fusefs.Options{EntryTimeout: f.entry, AttrTimeout: f.attr, Permissions: fusefs.Permissions(f.perms)}
 	if f.negativeSet {
 		o.Options.NegativeTimeout = &f.negative
@@ -178,7 +179,7 @@ func serve(ctx context.Context, mountpoint string, f *flags, stdout, stderr io.W
 		return err
 	}
 	defer stopPprof()
-	if err := checkAddressSpace(opts.Transport, f.tree.TreeBytes()); err != nil {
+	if err := checkAddressSpace(opts.Transport.Only, f.tree.TreeBytes()); err != nil {
 		return err
 	}
 	var stats *fusefs.StatsFile
@@ -190,7 +191,7 @@ func serve(ctx context.Context, mountpoint string, f *flags, stdout, stderr io.W
 		fmt.Fprintln(stderr, "kernfsim: "+built.Report)
 	}
 	opts.Stats = stats
-	if err := checkAddressSpace(opts.Transport, 0); err != nil {
+	if err := checkAddressSpace(opts.Transport.Only, 0); err != nil {
 		return err
 	}
 	m, err := fusefs.MountTree(built.Tree, mountpoint, opts)
@@ -198,13 +199,13 @@ func serve(ctx context.Context, mountpoint string, f *flags, stdout, stderr io.W
 		return mountError(err)
 	}
 	defer guardian.Guard(m.Mountpoint, m.Conn(), stderr)() // ends the connection if this process is killed while the kernel holds one of its threads
-	if m.FellBack != nil && opts.Transport == fusefs.TransportAuto {
-		fmt.Fprintf(stderr, "%s%v\n", client.FallbackNotice, m.FellBack)
+	if why := m.FellBack(); why != nil {
+		fmt.Fprintf(stderr, "%s%v\n", client.FallbackNotice, why)
 	}
 	neg := m.Server.Negatives()
 	fmt.Fprintln(stdout, client.Status{Tree: f.tree.Describe(), Mountpoint: m.Mountpoint, Lock: f.tree.LockDetail(),
 		EntryTimeout: f.entry, AttrTimeout: f.attr, NegativeTimeout: neg.Timeout, Negatives: fmt.Sprint(neg),
-		Permissions: f.perms, Transport: fmt.Sprint(m.Transport)})
+		Permissions: f.perms, Transport: m.Transport().String()})
 	select {
 	case <-ctx.Done():
 	case <-m.Done():

@@ -9,7 +9,6 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/kernfsim/kernfsim/fusefs"
 	"github.com/kernfsim/kernfsim/fusefs/uring"
 	"github.com/kernfsim/kernfsim/internal/cli"
 )
@@ -60,7 +59,7 @@ type addressSpace struct {
 // process has mapped now (treeBytes 0: the tree is built already, or its
 // size is unknown). Nothing is refused without a limit or where VmSize
 // cannot be read.
-func checkAddressSpace(transport fusefs.TransportKind, treeBytes int64) error {
+func checkAddressSpace(transport uring.Kind, treeBytes int64) error {
 	as, ok := measureAddressSpace(transport, treeBytes)
 	if !ok || as.mapped+as.need <= as.limit {
 		return nil
@@ -73,7 +72,7 @@ func checkAddressSpace(transport fusefs.TransportKind, treeBytes int64) error {
 
 // measureAddressSpace reads the limit and VmSize and counts the need;
 // false without a limit or a VmSize.
-func measureAddressSpace(transport fusefs.TransportKind, treeBytes int64) (addressSpace, bool) {
+func measureAddressSpace(transport uring.Kind, treeBytes int64) (addressSpace, bool) {
 	var rl unix.Rlimit
 	if err := unix.Getrlimit(unix.RLIMIT_AS, &rl); err != nil || rl.Cur == unix.RLIM_INFINITY {
 		return addressSpace{}, false
@@ -83,7 +82,7 @@ func measureAddressSpace(transport fusefs.TransportKind, treeBytes int64) (addre
 		return addressSpace{}, false
 	}
 	queues := 0
-	if transport != fusefs.TransportDevFuse {
+	if transport != uring.DevFuse {
 		queues, _ = uring.PossibleCPUs()
 	}
 	threads := 2*queues + spareThreads
