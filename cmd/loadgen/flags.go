@@ -74,7 +74,7 @@ func (f *treeFlags) defaultCgroups(ops []string) error {
 	return f.fs.Set("cgroups", strconv.Itoa(loadgen.DefaultCgroups))
 }
 
-// given are the names of the tree flags given (the lock's aside), in
+// given are the names of the tree flags given (but the lock's), in
 // cli.TreeFlagNames' order.
 func (f *treeFlags) given() []string {
 	var names []string

@@ -48,9 +48,9 @@ func newServeCmd() *cobra.Command {
 	}
 }
 
-// newWorkerCmd is the hidden `loadgen __worker` that Config.Procs runs once per
-// worker: the spec on standard input, the start pipe as descriptor 3, the
-// report on standard output.
+// newWorkerCmd is the hidden `loadgen __worker` that loadgen.Config.Procs
+// runs once per worker: the spec on standard input, the start pipe as
+// descriptor 3, the report on standard output.
 func newWorkerCmd() *cobra.Command {
 	return &cobra.Command{
 		Use:    "__worker",
