@@ -3,20 +3,13 @@
 // kernfs is the filesystem core behind Linux sysfs. The tree's lookup,
 // revalidate, permission and write paths run under a locking.Strategy.
 // The in-process walker resolves paths the way the kernel's path walk
-// does. It knows nothing of what it serves: the
-// sysfs contents (CPUs, memory blocks, devices, the in-tree ABI) are
-// package sysfs.
+// does. It knows nothing of what it serves: the sysfs contents (CPUs,
+// memory blocks, devices, the in-tree ABI) are package sysfs.
 //
-// The data structures are the same under every strategy: each directory's
-// children are an immutable index ordered by name hash (a sorted slice
-// while small, a persistent treap past 32 children), replaced
-// copy-on-write and published through an atomic pointer; each node's
-// identity (parent, name) and attributes are immutable values published
-// the same way. Nodes added together come from one slab (docs/design.md,
-// "Node layout"). The strategy
-// is therefore the only variable: mutex, rwsem and kernfs64 readers take
-// the lock as kernfs did, percpu and bravo readers as those locks do, rcu
-// readers only mark a grace-period shard, none takes nothing.
+// Every strategy shares one data structure: children, identities and
+// attributes are immutable values replaced copy-on-write and published
+// through atomic pointers (docs/design.md, "Node layout"). The strategy
+// is therefore the only variable.
 //
 // Lock ordering (outer to inner):
 //

@@ -9,38 +9,14 @@ import (
 
 // The kernel's ref-walk, as shared writes outside kernfs's lock.
 //
-// A path walk through sysfs does not stay in rcu-walk: kernfs's
-// ->permission() returns -ECHILD for MAY_NOT_BLOCK and ->d_revalidate()
-// for LOOKUP_RCU, so at sysfs's root (the first kernfs directory a walk
-// checks) the walk leaves rcu-walk (try_to_unlazy: references on the
-// current dentry and on the process's root, "/") and goes on in ref-walk.
-// Ref-walk writes lines that every CPU walking the same prefix shares:
-//
-//   - a reference taken and dropped on each dentry passed (__d_lookup
-//     takes d_lock and counts one; the step past it drops it with dput),
-//     the negative dentry of a missing name included, and "/", held until
-//     the walk ends;
-//   - each inode it checks, refreshed from the kernfs node under
-//     kernfs_iattr_rwsem by kernfs_iop_permission (kernfs_refresh_inode:
-//     mode, owner, times, set_nlink): the directories passed, and the file
-//     opened (may_open) or stat'ed (kernfs_iop_getattr); a read-side
-//     acquisition of an rwsem of its own, and stores to the inode's line.
-//
-// The bare walker (WalkerOptions.RefWalk false) models kernfs's own lock
-// only, so two CPUs walking one prefix share nothing but that lock (under
-// rcu and none, nothing at all). A walker with RefWalk makes the writes
-// above on lines as the kernel keeps them: each dentry's count and inode
-// off the line its lookups read (refLines), one inode-attribute lock per
-// walker (kernfs has one per root), or, under a strategy that has the
-// attribute lock itself (kernfs64), that lock, so the refresh and
-// permission meet on it as in the kernel. This is what the calibrated sim
-// (loadgen --sim-cost) adds to its private work, with loadgen's model of
-// the process's shared descriptor table and credentials. With private
-// work alone, the sim's missing lookups scaled far better than /sys's
-// (docs/notes/2026-12-01-calibrated-sim.md).
-//
-// The writes change no state a walk reads: references count nothing that
-// is checked, and a refresh stores what the node already says.
+// A walk through sysfs leaves rcu-walk at sysfs's root, and ref-walk
+// then writes lines that every CPU walking the same prefix shares: each
+// dentry's reference count, and each inode's attributes, refreshed under
+// kernfs_iattr_rwsem. A walker with WalkerOptions.RefWalk makes these
+// writes; the bare walker shares nothing but kernfs's own lock. The
+// writes change no state a walk reads. Why the kernel makes them, and
+// what the calibrated sim gains: docs/design.md ("The walker's
+// ref-walk").
 
 // refWalk holds a walker's ref-walk state; its zero value (off) does
 // nothing, and each of its methods is a test of on that inlines.

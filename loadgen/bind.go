@@ -16,41 +16,16 @@ import (
 // Where a design binds: from one run's lock counters, the CPU count at
 // which each of its lock classes alone would cap throughput.
 //
-// The model (docs/performance.md, "Where each design binds"). A lock
-// class is a single server (Aksenov, Alistarh and Kuznetsov, "The
-// Performance of Lock-Based Concurrent Data Structures", arXiv
-// 1904.11323): each operation occupies it for S, its serial time per
-// operation, and one CPU issues an operation every T, the operation's
-// whole time on one CPU (the single phase's per-op). N CPUs offer it
-// N*S/T of work per unit time, so it saturates at
+// Each class is a single server: an operation occupies it for S, its
+// serial time per operation, and one CPU issues an operation every T,
+// the single phase's per-op, so it saturates at
 //
 //	CPUs_bind = T / S
 //
-// which is Amdahl's law with the critical section as the serial part
-// (Eyerman and Eeckhout, "Modeling Critical Sections in Amdahl's Law",
-// ISCA 2010, for the worst case where every section contends). S is,
-// per class:
-//
-//   - an exclusive side (every write side, mutex's read side, an open-file
-//     mutex): its hold time per operation;
-//   - a shared read side whose readers write one shared line (rwsem,
-//     kernfs64's and kernfs74's rwsems, percpu's and bravo's slow paths):
-//     two transfers of that line per acquisition (enter and leave), each
-//     the line transfer time measured on this machine (LineTransfer);
-//   - readers that write no shared line (rcu; percpu's and bravo's fast
-//     paths, Stats.ReadFast): nothing.
-//
-// Assumptions: S and T do not grow with N (in truth line transfers cost
-// more across sockets and with more sharers, so the model is an upper
-// bound on the bind point); every operation issues the class's
-// acquisitions; the open-file mutexes' holds are spread evenly over as
-// many of the 1024 mutexes as the run opened distinct files (no two
-// files hashed onto one mutex; the seed's files benchmark opens N/2 files
-// at N threads, so its spread grows with N, where this run's is fixed).
-// Past CPUs_bind throughput
-// does not flatten but may collapse, as waiters add line transfers to the
-// holder's critical path (Boyd-Wickizer, Kaashoek, Morris and Zeldovich,
-// "Non-scalable locks are dangerous", Linux Symposium 2012).
+// S is an exclusive side's hold time, two line transfers (LineTransfer)
+// per acquisition of a shared read side whose readers write one line, and
+// nothing for readers that write no shared line. The model's sources and
+// assumptions are in docs/performance.md ("Where each design binds").
 
 // openFileMutexes is how many open-file mutexes kernfs hashes files onto
 // (NR_KERNFS_LOCKS on a kernel built for 32 CPUs or more).

@@ -84,14 +84,15 @@ type graceBatch struct {
 // enter and leave read-side critical sections, and writers wait, or queue a
 // callback, until every section that began before them has ended.
 //
-// Readers increment a counter chosen by (index, shard): the index is the low
-// bit of phase, the shard is the calling P's own (pshard.Of), and each
-// counter has its own cache line. A reader leaves on the counter it entered, so every counter is
-// non-negative and "every shard of an index reads zero" means every section
-// that entered that index before the scan has ended. A grace period (1) waits
-// for the inactive index to drain (stragglers that read phase before the
-// previous flip), (2) flips phase, (3) waits for the previous index to drain.
-// New readers go to the new index, so they cannot starve it.
+// Readers increment a counter chosen by (index, shard): the index is the
+// low bit of phase, the shard is the calling P's own (pshard.Of), and each
+// counter has its own cache line. A reader leaves on the counter it
+// entered, so every counter is non-negative and "every shard of an index
+// reads zero" means every section that entered that index before the scan
+// has ended. A grace period (1) waits for the inactive index to drain
+// (stragglers that read phase before the previous flip), (2) flips phase,
+// (3) waits for the previous index to drain. New readers go to the new
+// index, so they cannot starve it.
 //
 // Normal grace periods begin and are checked on ticks (multiples of Tick
 // from NewGrace) by a ticker goroutine; every caller that arrives before one
@@ -106,10 +107,9 @@ type graceBatch struct {
 // pshard.Of for when two Ps share one), on entry and one add on exit; no
 // lock, no allocation.
 // Writer cost: Synchronize blocks one to three ticks (4-12 ms by default)
-// when readers leave promptly;
-// SynchronizeExpedited a few microseconds without readers, plus
-// ExpediteCost; Call takes one short mutex and never waits. Scans cost two
-// cache lines per shard.
+// when readers leave promptly; SynchronizeExpedited a few microseconds
+// without readers, plus ExpediteCost; Call takes one short mutex and never
+// waits. Scans cost two cache lines per shard.
 // Allocation: none on the read side; a channel per grace period that someone
 // waits on, a Barrier's marker, and amortised queue growth in Call.
 // Staleness: a reader sees whatever was published when it loaded it; a

@@ -32,14 +32,15 @@ import (
 // (write side, summed over the mutexes; each mutex counts on its own
 // line).
 //
-// Not modelled (unchecked against the kernel's source): 6.4's kernfs_add_one and __kernfs_remove also take the
-// attribute rwsem inside the tree rwsem to update the parent's times,
-// which kernfsim does not keep; kernfs_notify and poll, which kernfsim
-// does not have (since 6.0 kernfs_notify reads the open node under RCU,
-// rather than take the mutex); and the changes after 6.4. A
-// lookup's attributes (a FUSE LOOKUP reply) are read under the lookup's
-// tree read side alone, as in kernfs_iop_lookup: kernfs_init_inode
-// refreshes a new inode without the attribute rwsem.
+// Not modelled (unchecked against the kernel's source): 6.4's
+// kernfs_add_one and __kernfs_remove also take the attribute rwsem inside
+// the tree rwsem to update the parent's times, which kernfsim does not
+// keep; kernfs_notify and poll, which kernfsim does not have (since 6.0
+// kernfs_notify reads the open node under RCU, rather than take the mutex);
+// and the changes after 6.4. A lookup's attributes (a FUSE LOOKUP reply)
+// are read under the lookup's tree read side alone, as in
+// kernfs_iop_lookup: kernfs_init_inode refreshes a new inode without the
+// attribute rwsem.
 //
 // Reader cost: rwsem's, on the tree rwsem for lookups and revalidations
 // and on the attribute rwsem for permission and getattr: two lines that

@@ -27,21 +27,12 @@ import (
 // (rcu_sync_enter_start at boot): writers then wait for no grace period,
 // and the strategy has no Grace.
 //
-// Go is not C here in two ways. A per-P add is an atomic add (a locked
-// instruction on x86) where this_cpu_inc is a plain one, and every Go
-// atomic is sequentially consistent: the reader's add followed by its
-// load of the rcu_sync state is a full barrier, so the fast path is
-// correct without the RCU-sched read section (preempt_disable) that the
-// kernel's needs, and this model does not enter one. The writer still
-// waits the grace period rcu_sync_enter waits, under the engine's policy
-// (Options.ExpediteSync picks an expedited one), because that wait is the
-// writer's cost the strategy is here to show. For the same reason the
-// fast and slow paths cost the same here (one add, one or two loads of a
-// read-mostly line); the kernel's slow path adds a full barrier.
-// Readers that find a writer wait on a gate, an RWMutex the writer holds
-// for its whole hold: every reader waiting when it unlocks gets in before
-// the next writer, as percpu_rwsem_wake_function hands the lock to the
-// readers queued before a writer.
+// In Go every atomic is sequentially consistent, so the fast path needs
+// no RCU-sched read section, and the fast and slow paths cost the same;
+// the writer still waits the grace period rcu_sync_enter waits. Readers
+// that find a writer wait on a gate that lets every waiting reader in
+// before the next writer. How this differs from the kernel's, and why:
+// docs/designs/percpu.md.
 //
 // Counting: a reader's acquisition is counted on its P's line (the fast
 // path in Stats.ReadFast), one that waits for a writer on the lock's. The

@@ -119,7 +119,7 @@ func (s stats) utilization(prev stats) map[string]float64 {
 	return u
 }
 
-// gauges are the values that stand rather than count up: --watch shows
+// gauges are the values that stand rather than count up: watching shows
 // them as they are, not per second.
 var gauges = []string{"server.lock", "server.nodeids", "server.open_files", "server.goroutines", "notify.pending", "tree.nodes",
 	"lock.hold_sample_every", "lock.read.counted", "grace.callbacks_pending", "grace.latency_max_ns"}

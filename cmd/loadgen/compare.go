@@ -54,7 +54,7 @@ type compareFlags struct {
 
 // defaultCompareLocks are the rows of the main job: the eras of kernfs's
 // lock (mutex, rwsem), the design beyond it (rcu) and the baseline (none).
-// --locks all adds every other design.
+// The lock list "all" adds every other design.
 var defaultCompareLocks = []string{"mutex", "rwsem", "rcu", "none"}
 
 // targetKinds are the row kinds of a comparison, in table order.
@@ -116,7 +116,7 @@ add the writers' latency per change beside the lock's use.`,
 	fs.IntVar(&f.repeats, "repeats", loadgen.DefaultCompareRepeats, "runs of each configuration (the table shows medians)")
 	fs.StringSliceVar(&f.ops, "ops", loadgen.DefaultCompareOps, "ops: files, missing, stat-missing, or an operation ("+opList()+")")
 	fs.StringSliceVar(&f.ops, "op", loadgen.DefaultCompareOps, "the same as --ops")
-	fs.MarkHidden("op") // one name for one thing; --op stays accepted, as in a plain run
+	fs.MarkHidden("op") // one name for one thing; "op" stays accepted, as in a plain run
 	fs.StringSliceVar(&f.targets, "targets", targetKinds, "row kinds: kernfsim, sim, sys (kernfsim and sys are skipped with a note when unavailable, unless named)")
 	fs.BoolVar(&f.sim, "sim", false, "only the sim rows (--targets sim): no FUSE, no root")
 	cli.PathVar(fs, &f.sysDir, "sys", "/sys", "the real sysfs of the sys rows")
@@ -209,7 +209,7 @@ func (f *compareFlags) config(cmd *cobra.Command) (cc loadgen.CompareConfig, not
 	return cc, notes, nil
 }
 
-// checkWriters checks --writers and --write-rate: a count from 0 to
+// checkWriters checks the writers' count and rate: a count from 0 to
 // loadgen.MaxWriters, a positive rate, and no rate without writers.
 func (f *compareFlags) checkWriters(fs *pflag.FlagSet) error {
 	switch {
@@ -236,8 +236,8 @@ func noneIfZero(d time.Duration) time.Duration {
 // directory by default.
 var hostOps = []string{string(workload.OpHwloc), string(workload.OpLstopo), string(workload.OpColdplug)}
 
-// defaultTree sets --tree host:SYS when every op is a field workload and
-// no flag chooses or sizes the tree, and says so.
+// defaultTree mirrors the sys rows' sysfs (a host tree) when every op is
+// a field workload and no flag chooses or sizes the tree, and says so.
 func (f *compareFlags) defaultTree(fs *pflag.FlagSet) (string, error) {
 	for _, op := range f.ops {
 		if !slices.Contains(hostOps, op) {

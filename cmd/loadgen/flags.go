@@ -27,12 +27,11 @@ import (
 	"github.com/kernfsim/kernfsim/sysfs"
 )
 
-// treeFlags are kernfsim's own tree flags (internal/cli.TreeFlags: --tree
-// synthetic|host[:DIR], --cpus ..., --gp ...). They build the tree of
-// --sim (BuildWith the run's lock) and are passed as given to the kernfsim
-// servers loadgen starts (cli.Args), so both serve the same tree; a flag
-// not given keeps kernfsim's default, a 64-CPU, 2-socket server. --lock is
-// each command's own (one lock, or a list).
+// treeFlags are kernfsim's own tree flags (internal/cli.TreeFlags). They
+// build the sim's tree (BuildWith the run's lock) and are passed as given
+// to the kernfsim servers loadgen starts (cli.Args), so both serve the
+// same tree; a flag not given keeps kernfsim's default, a 64-CPU, 2-socket
+// server. The lock is each command's own (one lock, or a list).
 type treeFlags struct {
 	cli.TreeFlags
 	fs    *pflag.FlagSet
@@ -44,9 +43,9 @@ type treeFlags struct {
 
 var _ targets.TreeBuilder = (*treeFlags)(nil)
 
-// addTreeFlags adds to fs every tree flag but --lock that fs does not
-// define already (teardown has its own --gp list): define the command's
-// own flags first.
+// addTreeFlags adds to fs every tree flag but the lock's that fs does not
+// define already (teardown has its own list of grace-period policies):
+// define the command's own flags first.
 func addTreeFlags(fs *pflag.FlagSet, f *treeFlags) {
 	own := pflag.NewFlagSet("tree", pflag.ContinueOnError)
 	cli.AddTreeFlags(own, &f.TreeFlags)
@@ -67,8 +66,8 @@ func addTreeFlags(fs *pflag.FlagSet, f *treeFlags) {
 func (f *treeFlags) validate() error { return cliError(f.Validate()) }
 
 // defaultCgroups gives a synthetic tree loadgen.DefaultCgroups containers
-// (--cgroups) when one of ops reads cgroups and --cgroups was not given,
-// so that --sim and the servers loadgen starts have a hierarchy to read.
+// when one of ops reads cgroups and no container count was given, so that
+// the sim and the servers loadgen starts have a hierarchy to read.
 func (f *treeFlags) defaultCgroups(ops []string) error {
 	if f.Saved() || !slices.Contains(ops, string(workload.OpCgroup)) || !f.names["cgroups"] || f.fs.Changed("cgroups") {
 		return nil
@@ -76,7 +75,7 @@ func (f *treeFlags) defaultCgroups(ops []string) error {
 	return f.fs.Set("cgroups", strconv.Itoa(loadgen.DefaultCgroups))
 }
 
-// given are the names of the tree flags given (--lock aside), in
+// given are the names of the tree flags given (but the lock's), in
 // cli.TreeFlagNames' order.
 func (f *treeFlags) given() []string {
 	var names []string
@@ -112,7 +111,7 @@ func (f *treeFlags) serverArgs() []string {
 // config is the synthetic tree the flags size (cli.TreeFlags.Synth).
 func (f *treeFlags) config() sysfs.SynthConfig { return f.Synth() }
 
-// simTarget is the --sim target under lock, its tree built from the flags.
+// simTarget is the sim target under lock, its tree built from the flags.
 func (f *treeFlags) simTarget(lock string) targets.Target {
 	t := targets.Target{Kind: targets.TargetSim, Lock: lock, Build: f}
 	if !f.Saved() {
@@ -227,7 +226,8 @@ func notNegative(flags map[string]time.Duration) error {
 	return nil
 }
 
-// openOut opens --out FILE, or returns stdout; close closes the file.
+// openOut opens the output file path, or returns stdout; close closes
+// the file.
 func openOut(path string, stdout io.Writer) (w io.Writer, close func() error, err error) {
 	if path == "" || path == "-" {
 		return stdout, func() error { return nil }, nil

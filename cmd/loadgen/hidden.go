@@ -14,7 +14,7 @@ import (
 )
 
 // serveMain serves a kernfsim mount in the foreground, with the arguments
-// of `kernfsim mount` (MOUNTPOINT --lock L [tree flags] [...]), until ctx
+// of `kernfsim mount` (the mountpoint, the lock and tree flags), until ctx
 // is cancelled, then unmounts and returns 0; it prints one line to stdout
 // once the mount serves. Tests replace it; nil means no server is
 // available (serverproc.ErrNoServer).
@@ -48,9 +48,9 @@ func newServeCmd() *cobra.Command {
 	}
 }
 
-// newWorkerCmd is the hidden `loadgen __worker` that --procs runs once per
-// worker: the spec on standard input, the start pipe as descriptor 3, the
-// report on standard output.
+// newWorkerCmd is the hidden `loadgen __worker` that loadgen.Config.Procs
+// runs once per worker: the spec on standard input, the start pipe as
+// descriptor 3, the report on standard output.
 func newWorkerCmd() *cobra.Command {
 	return &cobra.Command{
 		Use:    "__worker",

@@ -111,7 +111,7 @@ func classify(err error) error {
 func inFlags(err error) error { return flagNames.Names().InText(err) }
 
 // noArgs refuses positional arguments as bad input (cobra.NoArgs's
-// "unknown command"), reported without the pointer to --help.
+// "unknown command"), reported without the pointer to the help.
 func noArgs(cmd *cobra.Command, args []string) error {
 	if err := cobra.NoArgs(cmd, args); err != nil {
 		return &cli.InputError{Err: err}

@@ -7,10 +7,11 @@ import (
 	"github.com/spf13/cobra"
 )
 
-// measure is a measuring subcommand's run: it opens --out (or stdout),
-// runs run with a progress line on stderr, clears the line, writes the
-// result with write if ran says something was measured (an interrupted
-// run writes what it has), and closes --out. The errors are joined.
+// measure is a measuring subcommand's run: it opens the output file out
+// (or stdout), runs run with a progress line on stderr, clears the line,
+// writes the result with write if ran says something was measured (an
+// interrupted run writes what it has), and closes out. The errors are
+// joined.
 func measure[R any](cmd *cobra.Command, stderr io.Writer, out string, run func(*progressLine) (R, error),
 	ran func(R) bool, write func(io.Writer, R) error) (R, error) {
 	w, closeOut, err := openOut(out, cmd.OutOrStdout())
@@ -27,8 +28,8 @@ func measure[R any](cmd *cobra.Command, stderr io.Writer, out string, run func(*
 	return res, errors.Join(err, closeOut())
 }
 
-// writerFor is the writer of --format: text (the default, "seed" or
-// "table"), json or bench.
+// writerFor is the writer of an output format: text (the default, "seed"
+// or "table"), json or bench.
 func writerFor[R any](format string, text, json, bench func(io.Writer, R) error) func(io.Writer, R) error {
 	switch format {
 	case "json":

@@ -71,7 +71,7 @@ func (f *simCostFlags) check(cmd *cobra.Command, sim bool) error {
 	return nil
 }
 
-// apply sets cfg's SimCost from --sim-cost, calibrating it first for
+// apply sets cfg's SimCost from the flags, calibrating it first for
 // auto and printing the calibration on stderr.
 func (f *simCostFlags) apply(cmd *cobra.Command, cfg *loadgen.Config, stderr io.Writer) error {
 	if !f.cost.auto {

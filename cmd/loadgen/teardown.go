@@ -180,7 +180,7 @@ func (f *teardownFlags) validateLists() error {
 }
 
 // tdFlags names the flag behind each teardown.Config field: where a
-// field's flag differs from flagNames' ("Lock": teardown takes --locks).
+// field's flag differs from flagNames' (teardown takes a list of locks).
 var tdFlags = setting.Table{"Count": "--count", "Batch": "--batch", "Attrs": "--attrs", "Lock": "--locks", "Dir": "--path", "Readers": "--readers"}
 
 // tdUsage rewords a *setting.Error of the teardown engine in terms

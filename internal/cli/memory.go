@@ -7,19 +7,12 @@ import (
 	"github.com/kernfsim/kernfsim/sysfs"
 )
 
-// What a synthetic tree takes of the heap once built (HeapInuse), measured
-// with 100,001 memory blocks, 4096 CPUs (also with 1024 NUMA nodes), 1024
-// netdevs, 1024 disks and 4000 cgroup containers under mutex, rcu and
-// kernfs64: 1660 to 1850 bytes a memory block (11 nodes; BenchmarkBuild's
-// live heap, without partly used spans, is about 1300), 11.7 to 12.4 KiB a
-// CPU (15.5 with 1024 NUMA nodes), 7.8 to 8.6 KiB a netdev, 9.6 KiB a disk,
-// 15 to 16 KiB a container of --cgroups (its cgroup and half its pod's, 57
-// files each). One build's HeapInuse varies by up to 15% with what earlier
-// builds left in partly used spans, so each figure below is about 1.25
-// times the largest seen: TestTreeMemory keeps the estimate an upper
-// bound with that margin, and within twice of what a tree takes. A
-// build's peak RSS is more (garbage and the collector's headroom), so the
-// tree must fit in half the memory available.
+// The heap a synthetic tree takes once built, per part: about 1.25 times
+// the most measured (docs/performance.md, "Figures without a script"),
+// as one build's heap varies with what earlier builds left. TestTreeMemory
+// keeps the estimate an upper bound, and within twice of what a tree
+// takes. A build's peak RSS is more, so the tree must fit in half the
+// memory available.
 const (
 	memBlockBytes = 2300
 	cpuBytes      = 16 << 10

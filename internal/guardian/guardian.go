@@ -1,21 +1,14 @@
 // Package guardian ends a FUSE connection whose server died without
 // closing it.
 //
-// The fault. The kernel aborts a FUSE connection when the last descriptor
-// of its /dev/fuse is closed, which normally happens as a killed server
-// exits. But a server thread can sit uninterruptibly in the kernel: the
-// notifier, sending FUSE_NOTIFY_INVAL_ENTRY, waits in
-// fuse_reverse_inval_entry for a directory's i_rwsem, which a client's
-// READDIR holds shared while it waits for this very server. After kill -9
-// every other thread exits, that one never does, the process stays a
-// zombie whose descriptor table (with /dev/fuse) stays open, and every
-// client of the mount hangs until someone aborts the connection through
-// fusectl. It happens on both transports.
+// A killed server can leave a thread stuck in the kernel; its zombie
+// then keeps /dev/fuse open, and the kernel never aborts the connection
+// (docs/design.md, "Transports").
 //
-// The guardian. Start re-executes the running binary as a small process
-// of its own (its own process group, cwd "/", stdin and stdout on
-// /dev/null, no /dev/fuse or io_uring descriptor) that watches the server
-// and aborts the connection for it. It is handed, as descriptors:
+// Start re-executes the running binary as a small process of its own
+// (its own process group, cwd "/", stdin and stdout on /dev/null, no
+// /dev/fuse or io_uring descriptor) that watches the server and aborts
+// the connection for it. It is handed, as descriptors:
 //
 //	3: a pidfd of the server
 //	4: the connection's fusectl abort file, opened by the server while it
@@ -43,14 +36,12 @@
 //	  mounted at the mountpoint (/proc/self/mountinfo: a FUSE mount at the
 //	  mountpoint whose device is 0:conn). Then exit.
 //
-// So the guardian outlives its server by at most period+grace, it never
-// stats the mountpoint (a stat of a dead server's mount can hang), and it
-// never aborts a connection other than its server's: the identity is the
-// open abort file, which the kernel unbinds when the connection goes,
-// and the mount-table check keeps it off a connection its user has moved
-// or detached since. The abort after a plain kill -9 (no thread stuck) is
-// a second abort of a connection the kernel has already aborted; the
-// kernel does nothing for it.
+// So the guardian outlives its server by at most period+grace. It never
+// stats the mountpoint (a dead server's mount can hang a stat), and it
+// aborts no connection but its server's: the open abort file names it,
+// and the mount-table check keeps it off one moved or detached since.
+// After a plain kill -9 its abort is a second one, which the kernel
+// ignores.
 //
 // Locks: none. The parent side (Start, stop) shares nothing with the
 // guardian but the descriptors above; stop is guarded by a sync.Once.
@@ -58,14 +49,10 @@
 // the kernel hangs up once its parent has died if it is stopped.
 //
 // A binary becomes a guardian by importing this package: its init runs
-// the guardian and exits when the process was started as one (the
-// environment variable envGuardian, and argv[0] guardianName), before
-// the program's main or a test binary's flag parsing. So any binary that
-// serves a mount (kernfsim, loadgen's server, a test binary mounting in
-// process) can be its own guardian. Start needs the connection's abort
-// file, so fusectl mounted or mountable (root, or the connection's owner
-// with fusectl already mounted); without it the mount serves unguarded.
-// While a guardian runs, its open abort file keeps fusectl's mount busy.
+// the guardian and exits when the process was started as one
+// (envGuardian and argv[0] guardianName), before main or a test
+// binary's flag parsing. Start needs fusectl mounted or mountable;
+// without it the mount serves unguarded.
 package guardian
 
 import (

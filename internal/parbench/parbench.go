@@ -1,30 +1,13 @@
 // Package parbench runs a parallel benchmark's loop without a cache line its workers share.
 //
 // A benchmark run at -cpu 1,2 then shows the scaling of the code under
-// test, not the loop's.
-//
-// testing.B.RunParallel writes two lines its workers share, and on a
-// benchmark of a few hundred nanoseconds per op that costs a visible part
-// of a two-CPU speed-up:
-//
-//   - the iteration counter: each worker takes "grain" iterations at a
-//     time with an atomic add on one counter, and grain comes from the
-//     previous run's ns/op; with -benchtime Nx the previous run is the
-//     one-iteration probe, whose duration is mostly start-up, so grain is
-//     a handful of iterations and the counter's line moves between CPUs
-//     every few ops;
-//   - each worker's testing.PB, 32 bytes that Next decrements on every
-//     op, allocated by the worker goroutine: goroutines that start on the
-//     same P get neighbouring PBs on one cache line.
-//
-// The walker's speed-up from one CPU to two (kernfsim's BenchmarkWalk,
-// lock=rcu and none) is lower and varies more under RunParallel than
-// under Run, while a loop of private arithmetic scales alike under
-// either (docs/notes/2026-12-01-walker-scaling.md).
-//
-// Run hands out iterations in chunks of a sixteenth of each worker's
-// share (at least 1, at most 4096) from a counter alone on its line, and
-// keeps each worker's count in a local variable.
+// test, not the loop's. testing.B.RunParallel's workers share its
+// iteration counter and, often, the line of their testing.PB; on an op
+// of a few hundred nanoseconds that hides part of a two-CPU speed-up
+// (docs/notes/2026-12-01-walker-scaling.md). Run hands out iterations in
+// chunks of a sixteenth of each worker's share (at least 1, at most
+// maxChunk) from a counter alone on its line, and keeps each worker's
+// count in a local variable.
 package parbench
 
 import (
@@ -39,7 +22,7 @@ import (
 const cacheLine = 128
 
 // maxChunk caps a chunk so that workers still balance when one CPU is
-// interrupted: 4096 ops of 100 ns is 0.4 ms.
+// interrupted: 4096 ops of 100 ns each take under half a millisecond.
 const maxChunk = 4096
 
 // Run calls b.N iterations in all, spread over workers goroutines

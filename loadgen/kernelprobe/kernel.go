@@ -22,11 +22,8 @@ import (
 	"github.com/kernfsim/kernfsim/loadgen/latency"
 )
 
-// The real-kernel reproductions of the seeds: an umount storm (000, 001)
-// and repeated unshare (003, 004). Both run in a child process, a
-// re-execution of loadgen (Config.Command, which must call
-// Serve), so that no namespace or mount they make can reach
-// loadgen or the host:
+// Each reproduction's child keeps what it makes from loadgen and the host
+// (the package doc says how the child is started):
 //
 //   - umount-storm's child is started with CLONE_NEWNS (Go's
 //     SysProcAttr.Unshareflags, which also makes / rprivate), so it is the

@@ -18,8 +18,8 @@ import (
 // WriteCompareTable writes one table per op in the spirit of the seed's
 // base-versus-patched comparison: a line per row, a column per thread
 // count, each cell the median per-op (the concur phase's wall time per
-// operation of a worker), its ratio to mutex's (x1.00) and the scaling
-// efficiency (e1.00 ideal).
+// operation of a worker), its ratio to mutex's ("x1.00") and the scaling
+// efficiency ("e1.00" is ideal).
 func WriteCompareTable(w io.Writer, r loadgen.CompareResult) error {
 	ew := textout.NewWriter(w)
 	ew.Printf("loadgen compare: median per-op of %d runs x %s, %d CPUs, %s, %s\n",
