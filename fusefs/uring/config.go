@@ -94,11 +94,10 @@ type Config struct {
 	// DeferTaskRun sets each ring up with IORING_SETUP_SINGLE_ISSUER and
 	// IORING_SETUP_DEFER_TASKRUN: the kernel hands a queue thread its
 	// requests in the thread's own io_uring_enter. By default it queues
-	// them as task work and signals the thread (TWA_SIGNAL). On two
-	// vCPUs (scripts/measure/libfuse.sh) it took 2-8% off the per-op
-	// cost with one client per CPU, and added 1-4% with two or more:
-	// woken clients then preempt the queue thread about twice as often
-	// in the middle of its replies. libfuse leaves it off
+	// them as task work and signals the thread (TWA_SIGNAL). It helps
+	// with one client per CPU and costs with more, as woken clients then
+	// preempt the queue thread in the middle of its replies
+	// (docs/performance.md, "libfuse.sh"). libfuse leaves it off
 	// (lib/fuse_uring.c).
 	DeferTaskRun bool
 }
