@@ -101,7 +101,7 @@ func compress(t testing.TB, raw []byte, c string) []byte {
 		require.NoError(t, err)
 		require.NoError(t, z.Close())
 	case "bzip2":
-		return compressWith(t, raw, requireTool(t, "bzip2"))
+		return compressWith(t, raw, testkit.RequireTool(t, "bzip2"))
 	default:
 		t.Fatalf("no compression %q", c)
 	}
@@ -118,23 +118,6 @@ func compressWith(t testing.TB, raw []byte, tool string) []byte {
 	cmd.Stdin, cmd.Stdout = bytes.NewReader(raw), &buf
 	require.NoError(t, cmd.Run())
 	return buf.Bytes()
-}
-
-// requireTool returns the path of a command the test runs. A missing one
-// skips the test, but fails it when CI is set: CI installs hwloc and
-// bzip2 (.ci/run).
-func requireTool(t testing.TB, name string) string {
-	t.Helper()
-	path, err := exec.LookPath(name)
-	switch {
-	case err == nil:
-		return path
-	case os.Getenv("CI") != "":
-		t.Fatalf("%s is missing (CI installs it): %v", name, err)
-	default:
-		t.Skipf("%s is missing: %v", name, err)
-	}
-	return ""
 }
 
 // loadTar loads archive bytes into a fresh tree under lock.

@@ -68,8 +68,8 @@ func firstDiff(got, want string) string {
 // the archive's path.
 func gather(t testing.TB, dir string) string {
 	t.Helper()
-	tool := requireTool(t, "hwloc-gather-topology")
-	requireTool(t, "bzip2")
+	tool := testkit.RequireTool(t, "hwloc-gather-topology")
+	testkit.RequireTool(t, "bzip2")
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	out, err := exec.CommandContext(ctx, tool, filepath.Join(dir, "mach")).CombinedOutput()
@@ -84,7 +84,7 @@ func unpack(t testing.TB, archive string) string {
 	dir := t.TempDir()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	out, err := exec.CommandContext(ctx, requireTool(t, "tar"), "-x", "-p", "-f", archive, "-C", dir).CombinedOutput()
+	out, err := exec.CommandContext(ctx, testkit.RequireTool(t, "tar"), "-x", "-p", "-f", archive, "-C", dir).CombinedOutput()
 	require.NoError(t, err, "tar -x: %s", out)
 	return dir
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/kernfsim/kernfsim/internal/testkit"
 	"github.com/kernfsim/kernfsim/kernfsim"
 	"github.com/kernfsim/kernfsim/locking"
 	"github.com/kernfsim/kernfsim/sysfs"
@@ -19,15 +20,15 @@ import (
 // its archive and the directory the archive unpacks to (by tar).
 func gatherArchive(t *testing.T) (archive, unpacked string) {
 	t.Helper()
-	tool := requireClient(t, "hwloc-gather-topology")
-	requireClient(t, "bzip2")
+	tool := testkit.RequireTool(t, "hwloc-gather-topology")
+	testkit.RequireTool(t, "bzip2")
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	dir := t.TempDir()
 	out, err := exec.CommandContext(ctx, tool, filepath.Join(dir, "mach")).CombinedOutput()
 	require.NoError(t, err, "hwloc-gather-topology: %s", out)
 	archive, unpacked = filepath.Join(dir, "mach.tar.bz2"), t.TempDir()
-	out, err = exec.CommandContext(ctx, requireClient(t, "tar"), "-x", "-p", "-f", archive, "-C", unpacked).CombinedOutput()
+	out, err = exec.CommandContext(ctx, testkit.RequireTool(t, "tar"), "-x", "-p", "-f", archive, "-C", unpacked).CombinedOutput()
 	require.NoError(t, err, "tar -x: %s", out)
 	return archive, filepath.Join(unpacked, "mach")
 }
@@ -54,7 +55,7 @@ func TestRealClientsArchive(t *testing.T) {
 		{"find", nil, []string{"sh", "-c", `cd "$0" && find sys -printf '%p %y %#m %l\n' | sort`, root}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			requireClient(t, tc.args[0])
+			testkit.RequireTool(t, tc.args[0])
 			want := gpIndex.ReplaceAllString(inSysroot(t, filepath.Join(root, "sys"), root, tc.env, tc.args...), "")
 			got := gpIndex.ReplaceAllString(inSysroot(t, mnt, root, tc.env, tc.args...), "")
 			if got != want {

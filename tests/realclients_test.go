@@ -34,22 +34,6 @@ import (
 	"github.com/kernfsim/kernfsim/sysfs"
 )
 
-// requireClient returns the path of a client tool. A missing tool skips
-// the test, but fails it when CI is set: CI installs them all.
-func requireClient(t *testing.T, name string) string {
-	t.Helper()
-	path, err := exec.LookPath(name)
-	switch {
-	case err == nil:
-		return path
-	case os.Getenv("CI") != "":
-		t.Fatalf("%s is missing (CI installs util-linux and hwloc): %v", name, err)
-	default:
-		t.Skipf("%s is missing: %v", name, err)
-	}
-	return ""
-}
-
 // newSysroot makes ROOT for --sysroot and HWLOC_FSROOT: ROOT/proc/cpuinfo
 // holding cpuinfo, and an empty ROOT/sys for inSysroot to bind a sysfs on.
 func newSysroot(t *testing.T, cpuinfo []byte) string {
@@ -70,7 +54,7 @@ func inSysroot(t *testing.T, sys, root string, env []string, args ...string) str
 	defer cancel()
 	const script = `mount --bind "$1" "$2/sys" && shift 2 && exec "$@"`
 	argv := append([]string{"-m", "--propagation", "private", "sh", "-c", script, "sh", sys, root}, args...)
-	cmd := exec.CommandContext(ctx, requireClient(t, "unshare"), argv...)
+	cmd := exec.CommandContext(ctx, testkit.RequireTool(t, "unshare"), argv...)
 	cmd.Env = append(append(os.Environ(), "LC_ALL=C"), env...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
@@ -146,7 +130,7 @@ func compareClients(t *testing.T, mirror, root string) {
 		{"lstopo", []string{"HWLOC_FSROOT=" + root}, []string{"lstopo", "--of", "xml", "-"}, func(s string) string { return gpIndex.ReplaceAllString(s, "") }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			requireClient(t, tc.args[0])
+			testkit.RequireTool(t, tc.args[0])
 			// Up to three tries, each reading /sys then the mirror: a live
 			// /sys may change between the two, and lsblk 2.38 prints
 			// uninitialised bytes for a missing queue/scheduler now and
@@ -264,12 +248,12 @@ func TestRealClientsSynthetic448(t *testing.T) {
 	}
 	root := newSysroot(t, []byte(r.stdout))
 	t.Run("lscpu", func(t *testing.T) {
-		requireClient(t, "lscpu")
+		testkit.RequireTool(t, "lscpu")
 		checkLscpuSummary(t, inSysroot(t, mnt, root, nil, "lscpu", "--sysroot", root))
 		checkLscpuCPUs(t, inSysroot(t, mnt, root, nil, "lscpu", "--sysroot", root, "--parse=CPU,CORE,SOCKET,NODE"))
 	})
 	t.Run("hwloc", func(t *testing.T) {
-		requireClient(t, "lstopo")
+		testkit.RequireTool(t, "lstopo")
 		xmlOut := inSysroot(t, mnt, root, []string{"HWLOC_FSROOT=" + root}, "lstopo", "--of", "xml", "-")
 		checkHwloc(t, xmlOut)
 	})

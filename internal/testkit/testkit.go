@@ -16,6 +16,7 @@ import (
 	"errors"
 	"io/fs"
 	"os"
+	"os/exec"
 	"sync"
 	"syscall"
 	"testing"
@@ -75,6 +76,23 @@ func RequireFUSE(t testing.TB) {
 	default:
 		t.Skipf("no FUSE here (stat /dev/fuse: %v, euid %d)", err, os.Geteuid())
 	}
+}
+
+// RequireTool returns the path of a command a test runs. A missing one
+// skips the test, but fails it when the CI environment variable is set:
+// .ci/run installs every tool the tests run.
+func RequireTool(t testing.TB, name string) string {
+	t.Helper()
+	path, err := exec.LookPath(name)
+	switch {
+	case err == nil:
+		return path
+	case os.Getenv("CI") != "":
+		t.Fatalf("%s is missing (.ci/run installs it): %v", name, err)
+	default:
+		t.Skipf("%s is missing: %v", name, err)
+	}
+	return ""
 }
 
 // SyncBuffer is a bytes.Buffer safe for one writer and concurrent
