@@ -83,3 +83,33 @@ func TestFillStat(t *testing.T) {
 		require.Equal(t, want, got, "ino %d", st.Ino)
 	}
 }
+
+// BenchmarkServeGetattr is GETATTR of cpu0/topology/core_id as a
+// transport calls it, without FUSE: what a path walk under
+// default_permissions (--permissions kernel) adds per directory, which
+// BenchmarkServeOp's chain does not send.
+func BenchmarkServeGetattr(b *testing.B) {
+	for _, lock := range []string{"rcu", "rwsem"} {
+		b.Run("lock="+lock, func(b *testing.B) {
+			tr, _ := newServedTree(b, lock)
+			s := NewServer(tr, Options{})
+			b.Cleanup(s.Close)
+			h := fuse.InHeader{NodeId: fuse.FUSE_ROOT_ID}
+			var entry fuse.EntryOut
+			for _, name := range []string{"devices", "system", "cpu", "cpu0", "topology", "core_id"} {
+				if st := s.Lookup(nil, &h, name, &entry); st != fuse.OK {
+					b.Fatalf("LOOKUP %s: %v", name, st)
+				}
+				h.NodeId = entry.NodeId
+			}
+			in := fuse.GetAttrIn{InHeader: h}
+			var out fuse.AttrOut
+			b.ReportAllocs()
+			for b.Loop() {
+				if st := s.GetAttr(nil, &in, &out); st != fuse.OK {
+					b.Fatalf("GETATTR: %v", st)
+				}
+			}
+		})
+	}
+}
