@@ -1,7 +1,6 @@
 package fusefs
 
 import (
-	"context"
 	"io"
 	"sync"
 	"syscall"
@@ -26,7 +25,7 @@ func (s *Server) Open(_ <-chan struct{}, in *fuse.OpenIn, out *fuse.OpenOut) fus
 	if err != nil {
 		return status(err)
 	}
-	out.Fh = s.handles.add(f).fh
+	out.Fh = s.handles.add(f)
 	out.OpenFlags = fuse.FOPEN_DIRECT_IO | fuse.FOPEN_NOFLUSH
 	return fuse.OK
 }
@@ -56,7 +55,7 @@ func (s *Server) Read(cancel <-chan struct{}, in *fuse.ReadIn, buf []byte) (fuse
 	if h == nil {
 		return nil, fuse.EBADF
 	}
-	n, err := h.read(cancel, buf[:min(len(buf), int(in.Size))], int64(in.Offset))
+	n, err := h.read(in.Fh, cancel, buf[:min(len(buf), int(in.Size))], int64(in.Offset))
 	if err != nil && err != io.EOF {
 		return nil, status(err)
 	}
@@ -91,17 +90,15 @@ func (s *Server) Write(_ <-chan struct{}, in *fuse.WriteIn, data []byte) (uint32
 	if h == nil {
 		return 0, fuse.EBADF
 	}
-	n, err := h.write(data)
+	n, err := h.write(in.Fh, data)
 	return uint32(n), status(err)
 }
 
 // Release is RELEASE.
 func (s *Server) Release(_ <-chan struct{}, in *fuse.ReleaseIn) {
 	s.stats.count(opRelease)
-	if h := s.handles.remove(in.Fh); h != nil {
-		h.mu.Lock()
-		h.f.Release()
-		h.mu.Unlock()
+	if f := s.handles.remove(in.Fh); f != nil {
+		f.Release()
 	}
 }
 
@@ -170,20 +167,4 @@ func typeBits(k kernfsim.Kind) uint32 {
 		return syscall.S_IFLNK
 	}
 	return syscall.S_IFREG
-}
-
-// read is one READ of the handle's file under h.mu. The unlock is
-// deferred: a Show that panics (answered EIO by the transport) must not
-// leave the handle locked, or its RELEASE would hang a queue.
-func (h *handle) read(cancel <-chan struct{}, p []byte, off int64) (int, error) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.f.ReadInterruptible(cancel, p, off)
-}
-
-// write is one WRITE under h.mu, unlocked as read is.
-func (h *handle) write(data []byte) (int, error) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.f.Write(context.Background(), data)
 }

@@ -201,7 +201,13 @@ func withGroups(h *fuse.InHeader, check func(kernfsim.Cred) error) error {
 }
 
 // permission is Tree.Permission for the caller of h, with its
-// supplementary groups where they decide.
+// supplementary groups where they decide. Every LOOKUP asks it, so the
+// usual answer, a grant by uid and gid alone, is had with one call; only
+// a refusal goes through withGroups, which asks again and reads the
+// groups if they decide.
 func (s *Server) permission(h *fuse.InHeader, n *kernfsim.Node, mask kernfsim.Access) error {
+	if s.tree.Permission(n, mask, cred(h)) == nil {
+		return nil
+	}
 	return withGroups(h, func(c kernfsim.Cred) error { return s.tree.Permission(n, mask, c) })
 }

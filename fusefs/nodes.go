@@ -1,6 +1,7 @@
 package fusefs
 
 import (
+	"math"
 	"sync/atomic"
 
 	"github.com/kernfsim/kernfsim/kernfsim"
@@ -8,7 +9,9 @@ import (
 
 // dead marks an entry whose lookup count reached zero and that has left
 // (or is leaving) the table; a LOOKUP that finds it installs a new entry.
-const dead = -1
+// Any negative count is dead: a LOOKUP adds before it looks, so the adds
+// of LOOKUPs that found the entry dead leave it negative.
+const dead = math.MinInt64 / 2
 
 // entry is a node the kernel knows by nodeid (its inode number, never
 // reused). lookups counts the positive LOOKUP replies not yet forgotten.
@@ -35,20 +38,19 @@ func (nt *nodeTable) get(nodeid uint64) *kernfsim.Node {
 
 // ref records one more positive LOOKUP reply for n (the kernel will send a
 // FORGET for it). It races safely with forget: an entry whose count went
-// to zero is dead and replaced, never revived.
+// to zero is dead and replaced, never revived. A live entry takes one
+// atomic add, which, unlike a compare-and-swap, never fails and retries
+// when LOOKUPs on other CPUs count the same node (TestNodeTableRefForget).
 func (nt *nodeTable) ref(n *kernfsim.Node) {
 	id := n.Ino()
 	for {
 		e := nt.t.Get(id)
-		if e == nil || e.lookups.Load() == dead {
-			fresh := &entry{node: n}
-			fresh.lookups.Store(1)
-			if nt.t.CompareAndSwap(id, e, fresh) {
-				return
-			}
-			continue
+		if e != nil && e.lookups.Add(1) > 0 {
+			return
 		}
-		if v := e.lookups.Load(); v != dead && e.lookups.CompareAndSwap(v, v+1) {
+		fresh := &entry{node: n}
+		fresh.lookups.Store(1)
+		if nt.t.CompareAndSwap(id, e, fresh) {
 			return
 		}
 	}
@@ -62,8 +64,8 @@ func (nt *nodeTable) forget(nodeid, n uint64) {
 	}
 	for {
 		v := e.lookups.Load()
-		if v == dead {
-			return
+		if v < 0 {
+			return // dead
 		}
 		next := v - int64(n)
 		if next <= 0 {

@@ -38,7 +38,7 @@ func (s *Server) Lookup(_ <-chan struct{}, h *fuse.InHeader, name string, out *f
 	out.NodeId, out.Generation = n.Ino(), 1
 	out.SetEntryTimeout(s.opts.EntryTimeout)
 	out.SetAttrTimeout(s.opts.AttrTimeout)
-	fillStat(&out.Attr, st)
+	fillStat(&out.Attr, &st)
 	return fuse.OK
 }
 
@@ -56,7 +56,8 @@ func (s *Server) GetAttr(_ <-chan struct{}, in *fuse.GetAttrIn, out *fuse.AttrOu
 	if n == nil {
 		return fuse.Status(syscall.ESTALE)
 	}
-	fillStat(&out.Attr, s.tree.Getattr(n))
+	st := s.tree.Getattr(n)
+	fillStat(&out.Attr, &st)
 	out.SetTimeout(s.opts.AttrTimeout)
 	return fuse.OK
 }
@@ -80,7 +81,8 @@ func (s *Server) SetAttr(_ <-chan struct{}, in *fuse.SetAttrIn, out *fuse.AttrOu
 	if err := s.setattr(&in.InHeader, n, args); err != nil {
 		return status(err)
 	}
-	fillStat(&out.Attr, s.tree.Getattr(n))
+	st := s.tree.Getattr(n)
+	fillStat(&out.Attr, &st)
 	out.SetTimeout(s.opts.AttrTimeout)
 	return fuse.OK
 }
@@ -144,6 +146,9 @@ func fileMode(m uint32) fs.FileMode {
 // unixMode is fileMode's inverse.
 func unixMode(mode fs.FileMode) uint32 {
 	m := uint32(mode & fs.ModePerm)
+	if mode&kernfsim.ModeSpecial == 0 {
+		return m
+	}
 	for _, b := range specialBits {
 		if mode&b.mode != 0 {
 			m |= b.unix
@@ -157,12 +162,20 @@ var specialBits = [...]struct {
 	mode fs.FileMode
 }{{syscall.S_ISUID, fs.ModeSetuid}, {syscall.S_ISGID, fs.ModeSetgid}, {syscall.S_ISVTX, fs.ModeSticky}}
 
-// fillStat is fillAttr with the setuid, setgid and sticky bits, which
-// fillAttr (server.go) does not convert. TODO: fold into fillAttr once
-// server.go is free to change.
-func fillStat(out *fuse.Attr, st kernfsim.Stat) {
-	fillAttr(out, st)
-	out.Mode = out.Mode&syscall.S_IFMT | unixMode(st.Mode)
+// fillStat converts a kernfsim stat to the FUSE attributes a reply
+// carries, with the setuid, setgid and sticky bits (fillAttr, the
+// comparison server's, has none). It writes the reply in one pass and
+// converts each time once (atime is mtime): every LOOKUP and GETATTR
+// reply goes through it.
+func fillStat(out *fuse.Attr, st *kernfsim.Stat) {
+	msec, mnsec := uint64(st.Mtime.Unix()), uint32(st.Mtime.Nanosecond())
+	*out = fuse.Attr{
+		Ino: st.Ino, Size: uint64(st.Size), Nlink: st.Nlink,
+		Mode:  typeBits(st.Kind) | unixMode(st.Mode),
+		Owner: fuse.Owner{Uid: st.Uid, Gid: st.Gid}, Blksize: kernfsim.PageSize,
+		Atime: msec, Atimensec: mnsec, Mtime: msec, Mtimensec: mnsec,
+		Ctime: uint64(st.Ctime.Unix()), Ctimensec: uint32(st.Ctime.Nanosecond()),
+	}
 }
 
 // Access is ACCESS (sent only without default_permissions).

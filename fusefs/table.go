@@ -53,10 +53,16 @@ func (t *table[T]) slot(key uint64) *atomic.Pointer[T] {
 	return nil
 }
 
-// Get returns the value for key, or nil.
+// Get returns the value for key, or nil. It is written out, not through
+// slot, so that it fits the compiler's inlining budget: every request
+// resolves a nodeid or a handle through it.
 func (t *table[T]) Get(key uint64) *T {
-	if s := t.slot(key); s != nil {
-		return s.Load()
+	cs := t.chunks.Load()
+	if cs == nil || key>>chunkBits >= uint64(len(*cs)) {
+		return nil
+	}
+	if c := (*cs)[key>>chunkBits]; c != nil {
+		return c.slots[key&(chunkSize-1)].Load()
 	}
 	return nil
 }

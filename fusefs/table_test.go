@@ -3,6 +3,8 @@ package fusefs
 import (
 	"sync"
 	"testing"
+
+	"github.com/kernfsim/kernfsim/kernfsim"
 )
 
 // TestTableReleasesEmptiedChunks fills a releasing table with keys that
@@ -58,5 +60,46 @@ func TestTableWithoutReleaseKeepsChunks(t *testing.T) {
 	}
 	if got := tb.Chunks(); got != 2 {
 		t.Fatalf("chunks: got %d, want 2", got)
+	}
+}
+
+// TestNodeTableRefForget races LOOKUP references with FORGETs on a few
+// nodes: a node stays resolvable while its looker holds a reference
+// (a forget that emptied another's entry must not take a live one with
+// it), and once every reference is forgotten the table is back to the
+// pinned root.
+func TestNodeTableRefForget(t *testing.T) {
+	tr, _ := newServedTree(t, "rcu")
+	var nodes []*kernfsim.Node
+	for _, name := range []string{"devices", "kernel"} {
+		n, err := tr.Lookup(tr.Root(), name)
+		if err != nil {
+			t.Skipf("no %s in the served tree: %v", name, err)
+		}
+		nodes = append(nodes, n)
+	}
+	var nt nodeTable
+	nt.t.release = true
+	nt.pin(tr.Root())
+	var wg sync.WaitGroup
+	for w := range 8 {
+		wg.Go(func() {
+			for i := range 20000 {
+				n := nodes[(w+i/64)%len(nodes)]
+				held := 1 + i%2
+				for range held {
+					nt.ref(n)
+				}
+				if got := nt.get(n.Ino()); got != n {
+					t.Errorf("node %d unresolvable while %d lookups are held", n.Ino(), held)
+					return
+				}
+				nt.forget(n.Ino(), uint64(held))
+			}
+		})
+	}
+	wg.Wait()
+	if got := nt.len(); got != 1 {
+		t.Errorf("table after every lookup was forgotten: got %d entries, want 1 (the root)", got)
 	}
 }
