@@ -92,7 +92,7 @@ func BenchmarkServeGetattr(b *testing.B) {
 	for _, lock := range []string{"rcu", "rwsem"} {
 		b.Run("lock="+lock, func(b *testing.B) {
 			tr, _ := newServedTree(b, lock)
-			s := NewServer(tr, Options{})
+			s := New(tr, Options{})
 			b.Cleanup(s.Close)
 			h := fuse.InHeader{NodeId: fuse.FUSE_ROOT_ID}
 			var entry fuse.EntryOut
