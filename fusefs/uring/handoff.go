@@ -3,8 +3,10 @@ package uring
 import (
 	"errors"
 	"runtime"
+	"slices"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // Handoff: no handler can stall its queue.
@@ -163,8 +165,12 @@ func (q *queue) serveLeading(w *worker) {
 	}
 }
 
+// parkIdle is how long a parked thread waits to be needed before it ends:
+// the threads a burst of blocked handlers added go again once it is over.
+const parkIdle = time.Second
+
 // park waits, off the ring, until the queue needs w's thread to lead
-// (true) or ends (false).
+// (true), or ends (false): the queue ends, or parkIdle passes unneeded.
 func (q *queue) park(w *worker) bool {
 	q.mu.Lock()
 	if q.closed {
@@ -173,11 +179,42 @@ func (q *queue) park(w *worker) bool {
 	}
 	q.spare = append(q.spare, w)
 	q.mu.Unlock()
-	if !<-w.wake {
-		return false
+	idle := time.NewTimer(parkIdle)
+	defer idle.Stop()
+	select {
+	case lead := <-w.wake:
+		if !lead {
+			return false
+		}
+	case <-idle.C:
+		q.mu.Lock()
+		if i := slices.Index(q.spare, w); i >= 0 {
+			q.spare = slices.Delete(q.spare, i, i+1)
+			q.dropWorkerLocked(w)
+			q.mu.Unlock()
+			return false
+		}
+		q.mu.Unlock()
+		// A takeover or the queue's end took w off spare meanwhile, and
+		// its call is on the way.
+		if !<-w.wake {
+			return false
+		}
 	}
 	q.becomeLeader(w)
 	return true
+}
+
+// dropWorkerLocked takes w off the watchdog's list of the queue's threads.
+// Preconditions: q.mu is held.
+func (q *queue) dropWorkerLocked(w *worker) {
+	var rest []*worker
+	for _, x := range *q.workers.Load() {
+		if x != w {
+			rest = append(rest, x)
+		}
+	}
+	q.workers.Store(&rest)
 }
 
 // becomeLeader makes w's thread the queue's leader after a takeover.

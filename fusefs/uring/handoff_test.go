@@ -89,7 +89,14 @@ func TestHandlerWaitsForAnother(t *testing.T) {
 				if kind == uring.URing && taken == 0 {
 					t.Errorf("served over io_uring with no lead taken: the lookups did not meet on one queue")
 				}
-				t.Logf("leads taken %d, entries grown %d", taken, grown)
+				t.Logf("leads taken %d, entries grown %d, threads %d", taken, grown, m.srv.Threads())
+				// The threads the takeovers added end once parked unneeded.
+				testkit.WaitFor(t, opWait, 10*time.Millisecond, func() error {
+					if n := m.srv.Threads(); n > m.srv.Rings() {
+						return fmt.Errorf("%d threads serve %d rings a while after the lookups", n, m.srv.Rings())
+					}
+					return nil
+				})
 			})
 		}
 	}

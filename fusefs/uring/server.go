@@ -516,3 +516,19 @@ func (s *Server) Handoffs() (taken, grown uint64) {
 	}
 	return s.rings.handoffs()
 }
+
+// Threads is the number of threads serving the rings: one per ring, and
+// one more per handler blocked past a watch period, until it has been
+// parked unneeded for a second (handoff.go). 0 on /dev/fuse.
+func (s *Server) Threads() int {
+	if s.rings == nil || !s.onURing {
+		return 0
+	}
+	n := 0
+	for _, q := range s.rings.queues {
+		if ws := q.workers.Load(); ws != nil {
+			n += len(*ws)
+		}
+	}
+	return n
+}
