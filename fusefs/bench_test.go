@@ -57,7 +57,8 @@ func (n *fsNode) OnAdd(ctx context.Context) {
 }
 
 func (n *fsNode) Getattr(_ context.Context, _ gofs.FileHandle, out *fuse.AttrOut) syscall.Errno {
-	fillAttr(&out.Attr, n.tr.Getattr(n.kn))
+	st := n.tr.Getattr(n.kn)
+	fillStat(&out.Attr, &st)
 	return 0
 }
 

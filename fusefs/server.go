@@ -47,7 +47,6 @@ package fusefs
 
 import (
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/hanwen/go-fuse/v2/fuse"
@@ -222,22 +221,4 @@ func (s *Server) node(nodeid uint64) *kernfsim.Node {
 // supplementary groups unread (withGroups reads them where they decide).
 func cred(h *fuse.InHeader) kernfsim.Cred {
 	return kernfsim.Cred{Uid: h.Uid, Gid: h.Gid, GroupsUnread: true}
-}
-
-// fillAttr converts a kernfsim stat to FUSE attributes.
-func fillAttr(out *fuse.Attr, st kernfsim.Stat) {
-	mode := uint32(st.Mode)
-	switch st.Kind {
-	case kernfsim.KindDir:
-		mode |= syscall.S_IFDIR
-	case kernfsim.KindSymlink:
-		mode |= syscall.S_IFLNK
-	default:
-		mode |= syscall.S_IFREG
-	}
-	*out = fuse.Attr{
-		Ino: st.Ino, Size: uint64(st.Size), Mode: mode, Nlink: st.Nlink,
-		Owner: fuse.Owner{Uid: st.Uid, Gid: st.Gid}, Blksize: kernfsim.PageSize,
-	}
-	out.SetTimes(&st.Mtime, &st.Mtime, &st.Ctime)
 }
