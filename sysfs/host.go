@@ -208,6 +208,28 @@ type hostDir struct {
 	node    *kernfsim.Node // set by build before its entries are added
 	entries []*hostEntry
 	notes   dirNotes // what its scan reports, merged in walk order
+	// arena and files hold its entries, so that scanning a directory
+	// allocates them a few at a time, not one by one.
+	arena []hostEntry
+	files []attrFile
+}
+
+// newEntry is a new entry of d named name.
+func (d *hostDir) newEntry(name string) *hostEntry {
+	if len(d.arena) == cap(d.arena) {
+		d.arena = make([]hostEntry, 0, min(max(2*cap(d.arena), 8), 256))
+	}
+	d.arena = append(d.arena, hostEntry{name: name})
+	return &d.arena[len(d.arena)-1]
+}
+
+// newFile is a new attrFile of d.
+func (d *hostDir) newFile() *attrFile {
+	if len(d.files) == cap(d.files) {
+		d.files = make([]attrFile, 0, min(max(2*cap(d.files), 8), 256))
+	}
+	d.files = d.files[:len(d.files)+1]
+	return &d.files[len(d.files)-1]
 }
 
 // dirNotes is what scanning one directory adds to the report; directories
@@ -244,18 +266,28 @@ type hostEntry struct {
 	errno     syscall.Errno
 	timedOut  bool
 	changed   bool
+	notRead   bool // found without a read bit by its reader (attrFile.stat)
+	vanished  bool // gone before its reader could stat it (attrFile.stat)
 }
 
 // attrFile is an attribute to read: its name in its open directory, and
 // what the listing said it is. It holds a reference on dir, which the
 // read releases.
 type attrFile struct {
-	dir   *dirFD
-	name  string
-	rel   string // below the mirrored dir
-	id    fileID
-	sysfs bool // on sysfs: opened as it is (mirror.sysfs)
+	dir    *dirFD
+	name   string
+	parent string // its directory, below the mirrored dir
+	id     fileID
+	sysfs  bool // on sysfs: opened as it is (mirror.sysfs)
+	// stat is whether the reader stats it: on sysfs a regular file the
+	// listing named is opened first and its mode taken from the open fd
+	// (an fstat, cheaper than the path walk of an fstatat); id is then
+	// unset.
+	stat bool
 }
+
+// rel is f's path below the mirrored dir.
+func (f *attrFile) rel() string { return joinSynthPath(f.parent, f.name) }
 
 func newMirror(t *kernfsim.Tree, dir string, root int, st unix.Stat_t, opts MirrorOptions, rep *MirrorReport) *mirror {
 	var sfs unix.Statfs_t
@@ -340,14 +372,15 @@ func (m *mirror) scanDir(d *hostDir) {
 		return
 	}
 	defer dir.release()
-	names, err := listNames(dir.fd)
+	ents, err := listEntries(dir.fd)
 	if err != nil {
 		d.notes.skip(d.rel, SkipUnreadable+" ("+kernfsim.ErrnoName(kernfsim.Errno(err))+")")
 		return
 	}
-	slices.Sort(names)
-	for _, name := range names {
-		if e := m.scanEntry(d, name, dir); e != nil {
+	slices.SortFunc(ents, func(a, b dirent) int { return strings.Compare(a.name, b.name) })
+	d.entries = make([]*hostEntry, 0, len(ents))
+	for _, ent := range ents {
+		if e := m.scanEntry(d, ent, dir); e != nil {
 			d.entries = append(d.entries, e)
 		}
 	}
@@ -373,20 +406,30 @@ func (m *mirror) openDir(d *hostDir) *dirFD {
 }
 
 // scanEntry stats one entry and returns what to add for it, or nil if it
-// is skipped (and reported).
-func (m *mirror) scanEntry(d *hostDir, name string, dir *dirFD) *hostEntry {
-	rel := joinSynthPath(d.rel, name)
+// is skipped (and reported). On sysfs a regular file is left for its
+// reader to stat (attrFile.stat), unless the no-read list names it.
+func (m *mirror) scanEntry(d *hostDir, ent dirent, dir *dirFD) *hostEntry {
+	name := ent.name
 	n := &d.notes
 	if kernfsim.ValidateName(name) != 0 {
-		n.skip(rel, SkipInvalidName)
+		n.skip(joinSynthPath(d.rel, name), SkipInvalidName)
 		return nil
 	}
+	if m.sysfs && ent.typ == unix.DT_REG && !m.noRead(d.rel, name) {
+		dir.acquire()
+		e := d.newEntry(name)
+		e.spec.Kind = kernfsim.KindAttr
+		e.file = d.newFile()
+		*e.file = attrFile{dir: dir, name: name, parent: d.rel, sysfs: true, stat: true}
+		return e
+	}
+	rel := joinSynthPath(d.rel, name)
 	var st unix.Stat_t
 	if err := unix.Fstatat(dir.fd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
 		n.skip(rel, SkipVanished)
 		return nil
 	}
-	e := &hostEntry{name: name}
+	e := d.newEntry(name)
 	switch st.Mode & unix.S_IFMT {
 	case unix.S_IFDIR:
 		e.spec = kernfsim.NodeSpec{Kind: kernfsim.KindDir}
@@ -397,10 +440,10 @@ func (m *mirror) scanEntry(d *hostDir, name string, dir *dirFD) *hostEntry {
 		}
 	case unix.S_IFREG:
 		e.spec = kernfsim.NodeSpec{Kind: kernfsim.KindAttr}
-		m.scanAttr(n, e, rel, st.Mode)
-		if e.file != nil {
+		if m.scanAttr(n, e, rel, st.Mode) {
 			dir.acquire()
-			e.file.dir, e.file.name, e.file.id, e.file.sysfs = dir, name, idOf(&st), m.sysfs
+			e.file = d.newFile()
+			*e.file = attrFile{dir: dir, name: name, parent: d.rel, id: idOf(&st), sysfs: m.sysfs}
 		}
 	case unix.S_IFLNK:
 		target, changed, err := readSymlink(dir, name, idOf(&st), m.sysfs)
@@ -421,25 +464,46 @@ func (m *mirror) scanEntry(d *hostDir, name string, dir *dirFD) *hostEntry {
 	return e
 }
 
-// scanAttr decides how an attribute is filled: read by a reader if it has
-// a read bit and is not on the no-read list, otherwise added without
-// contents.
-func (m *mirror) scanAttr(n *dirNotes, e *hostEntry, rel string, mode uint32) {
+// scanAttr decides how an attribute is filled: read by a reader (true) if
+// it has a read bit and is not on the no-read list, otherwise added
+// without contents.
+func (m *mirror) scanAttr(n *dirNotes, e *hostEntry, rel string, mode uint32) bool {
 	writable := mode&0o222 != 0
 	e.writable = writable
 	switch {
-	case mode&0o444 == 0 && writable:
-		n.notRead++
-		e.spec.Source = writeOnly{}
 	case mode&0o444 == 0:
 		n.notRead++
-		e.spec.Source = kernfsim.Static("")
+		e.spec.Source = unreadable(writable)
 	case matchTail(m.opts.NoRead, rel):
 		n.noRead = append(n.noRead, rel)
 		e.spec.Source = hostRead{errno: syscall.EIO}.source(writable)
 	default:
-		e.file = &attrFile{rel: rel}
+		return true
 	}
+	return false
+}
+
+// noRead reports whether the no-read list names the entry name of the
+// directory parent; most names are told apart by the patterns' last
+// component alone, without making the path.
+func (m *mirror) noRead(parent, name string) bool {
+	for _, p := range m.opts.NoRead {
+		last := p[strings.LastIndexByte(p, '/')+1:]
+		if ok, _ := path.Match(last, name); ok {
+			return matchTail(m.opts.NoRead, joinSynthPath(parent, name))
+		}
+	}
+	return false
+}
+
+// unreadable is the source of an attribute without a read bit, added
+// without reading it (opening it for reading fails EACCES in the tree, as
+// on the host).
+func unreadable(writable bool) kernfsim.Source {
+	if writable {
+		return writeOnly{}
+	}
+	return kernfsim.Static("")
 }
 
 // matchTail reports whether a pattern matches the last components of rel,
@@ -501,6 +565,12 @@ func (m *mirror) build(dirs []*hostDir, root unix.Stat_t) error {
 
 // addDir adds d's entries under d.node and counts them.
 func (m *mirror) addDir(d *hostDir) error {
+	d.entries = slices.DeleteFunc(d.entries, func(e *hostEntry) bool {
+		if e.vanished {
+			m.rep.Skipped = append(m.rep.Skipped, MirrorSkip{Path: e.file.rel(), Reason: SkipVanished})
+		}
+		return e.vanished
+	})
 	batch := make([]kernfsim.BatchEntry, len(d.entries))
 	for i, e := range d.entries {
 		e.spec.Attr = m.shared(e.key)
@@ -521,7 +591,7 @@ func (m *mirror) addDir(d *hostDir) error {
 
 // count adds e to the report.
 func (m *mirror) count(e *hostEntry) {
-	rel := func() string { return e.file.rel }
+	rel := e.file.rel
 	switch e.spec.Kind {
 	case kernfsim.KindDir:
 		m.rep.Dirs++
@@ -530,6 +600,8 @@ func (m *mirror) count(e *hostEntry) {
 	case kernfsim.KindAttr:
 		m.rep.Attrs++
 		switch {
+		case e.notRead:
+			m.rep.NotRead++
 		case e.changed:
 			m.rep.Changed = append(m.rep.Changed, rel())
 		case e.timedOut:
@@ -567,7 +639,29 @@ type hostRead struct {
 	data      string
 	truncated bool
 	errno     syscall.Errno
-	changed   bool // the file was not the one listed: nothing was read
+	changed   bool     // the file was not the one listed: nothing was read
+	stat      attrStat // what the reader found, for an attrFile.stat
+}
+
+// attrStat is the mode and owner a reader found for an attrFile.stat.
+type attrStat struct {
+	key      attrKey
+	notRead  bool // no read bit: added unread, as scanAttr does
+	vanished bool // gone: left out, as scanEntry does
+}
+
+// statAttr stats f by name, for an attrFile.stat whose open failed or
+// whose read the watchdog gave up on.
+func statAttr(f *attrFile) attrStat {
+	var st unix.Stat_t
+	if err := unix.Fstatat(f.dir.fd, f.name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		return attrStat{vanished: true}
+	}
+	return statOf(&st)
+}
+
+func statOf(st *unix.Stat_t) attrStat {
+	return attrStat{key: keyOf(*st), notRead: st.Mode&0o444 == 0}
 }
 
 // jobSize is how many attributes a reader takes at a time: enough that
@@ -640,7 +734,11 @@ func (m *mirror) watch(slots []*readSlot, stop <-chan struct{}) {
 				continue
 			}
 			e.timedOut = true
-			m.fill(e, hostRead{errno: syscall.ETIMEDOUT})
+			r := hostRead{errno: syscall.ETIMEDOUT}
+			if e.file.stat { // its reader holds e.file.dir until its read returns
+				r.stat = statAttr(e.file)
+			}
+			m.fill(e, r)
 			rest := (*s.job.Load())[s.next.Load():]
 			slots[i] = &readSlot{}
 			m.wg.Add(1) // before the Done below: the count stays above zero
@@ -652,6 +750,19 @@ func (m *mirror) watch(slots []*readSlot, stop <-chan struct{}) {
 
 // fill sets e from what reading it gave.
 func (m *mirror) fill(e *hostEntry, r hostRead) {
+	if e.file.stat {
+		if r.stat.vanished {
+			e.vanished = true
+			return
+		}
+		e.key, e.writable = r.stat.key, r.stat.key.mode&0o222 != 0
+		if r.stat.notRead {
+			e.notRead = true
+			e.timedOut = false
+			e.spec.Source = unreadable(e.writable)
+			return
+		}
+	}
 	if r.changed {
 		r = hostRead{errno: syscall.EIO}
 		e.changed = true
@@ -679,23 +790,18 @@ var readBufs = sync.Pool{New: func() any { b := make([]byte, kernfsim.PageSize+1
 // readHostFile reads up to max bytes of f, and one more to tell whether
 // there was more, if f is still the regular file listed (openRegular).
 // On sysfs it opens f as it is, and a read shorter than asked is the
-// end: kernfs gives an attribute's whole contents in one read.
+// end: kernfs gives an attribute's whole contents in one read. For an
+// attrFile.stat it also takes f's mode and owner, from the open fd, or
+// by name where the open failed; one without a read bit is not read.
 func readHostFile(f *attrFile, max int) hostRead {
-	var fd int
-	var changed bool
-	var err error
-	if f.sysfs {
-		fd, err = retry(func() (int, error) {
-			return unix.Openat(f.dir.fd, f.name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
-		})
-	} else {
-		fd, changed, err = openRegular(f.dir.fd, f.name, f.id)
-	}
-	if changed {
-		return hostRead{changed: true}
+	var r hostRead
+	fd, err := openHostFile(f, &r)
+	if r.changed || r.stat.notRead || r.stat.vanished {
+		return r
 	}
 	if err != nil {
-		return hostRead{errno: kernfsim.Errno(err)}
+		r.errno = kernfsim.Errno(err)
+		return r
 	}
 	defer unix.Close(fd)
 	bp := readBufs.Get().(*[]byte)
@@ -708,16 +814,53 @@ func readHostFile(f *attrFile, max int) hostRead {
 		case err == unix.EINTR:
 			continue
 		case err != nil:
-			return hostRead{errno: kernfsim.Errno(err)}
+			r.errno = kernfsim.Errno(err)
+			return r
 		case k == 0:
-			return hostRead{data: string(buf[:n])}
+			r.data = string(buf[:n])
+			return r
 		}
 		n += k
 		if f.sysfs && n < len(buf) {
-			return hostRead{data: string(buf[:n])}
+			r.data = string(buf[:n])
+			return r
 		}
 	}
-	return hostRead{data: string(buf[:max]), truncated: true}
+	r.data, r.truncated = string(buf[:max]), true
+	return r
+}
+
+// openHostFile opens f for reading, setting r.changed if it is not the
+// file listed, and r.stat for an attrFile.stat; the fd is open only if
+// err is nil and r says nothing is to be skipped.
+func openHostFile(f *attrFile, r *hostRead) (int, error) {
+	if !f.sysfs {
+		fd, changed, err := openRegular(f.dir.fd, f.name, f.id)
+		r.changed = changed
+		return fd, err
+	}
+	fd, err := retry(func() (int, error) {
+		return unix.Openat(f.dir.fd, f.name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	})
+	if !f.stat {
+		return fd, err
+	}
+	var st unix.Stat_t
+	switch {
+	case err != nil:
+		r.stat = statAttr(f)
+		return -1, err
+	case unix.Fstat(fd, &st) != nil:
+		r.stat = statAttr(f)
+	default:
+		r.stat = statOf(&st)
+		r.changed = st.Mode&unix.S_IFMT != unix.S_IFREG
+	}
+	if r.changed || r.stat.notRead || r.stat.vanished {
+		unix.Close(fd)
+		return -1, nil
+	}
+	return fd, nil
 }
 
 // String sums r up in a few lines, as the mount command prints it: the

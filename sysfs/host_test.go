@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
 
 	"github.com/kernfsim/kernfsim/internal/testkit"
 	"github.com/kernfsim/kernfsim/internal/testkit/testtree"
@@ -387,4 +388,61 @@ func ExampleMirrorHost() {
 	// Output:
 	// 4 directories, 1 attributes, 1 symlinks
 	// bus/cpu/online: 0-3
+}
+
+// TestMirrorHostSysfsModes mirrors real sysfs directories, where the
+// mirror takes an attribute's mode from the fd its reader opened rather
+// than from the listing, and checks every entry against the host's lstat:
+// kind, mode, owner, symlink target, and the attributes without a read
+// bit (a bus's uevent and drivers_probe) counted unread and unreadable.
+func TestMirrorHostSysfsModes(t *testing.T) {
+	for _, dir := range []string{"/sys/bus/cpu", "/sys/devices/virtual/net/lo"} {
+		if _, err := os.Stat(dir); err != nil {
+			t.Skipf("no sysfs here: %v", err)
+		}
+		tr, rep := mirrorTest(t, "rcu", dir, MirrorOptions{})
+		w := kernfsim.NewWalker(tr, kernfsim.WalkerOptions{})
+		var notRead int
+		err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+			if err != nil || p == dir {
+				return err
+			}
+			rel := strings.TrimPrefix(p, dir+"/")
+			var st unix.Stat_t
+			require.NoError(t, unix.Lstat(p, &st))
+			n, err := w.Lresolve(kernfsim.RootCred, rel)
+			if err != nil {
+				t.Errorf("%s: not mirrored: %v", rel, err)
+				return nil
+			}
+			got := tr.Getattr(n)
+			want := fs.FileMode(st.Mode) & fs.ModePerm
+			switch st.Mode & unix.S_IFMT {
+			case unix.S_IFLNK:
+				want = 0o777
+				target, _ := os.Readlink(p)
+				if n.Kind() != kernfsim.KindSymlink || n.Target() != target {
+					t.Errorf("%s: got %v -> %q, want symlink -> %q", rel, n.Kind(), n.Target(), target)
+				}
+			case unix.S_IFREG:
+				if n.Kind() != kernfsim.KindAttr {
+					t.Errorf("%s: got %v, want an attribute", rel, n.Kind())
+				}
+				if st.Mode&0o444 == 0 {
+					notRead++
+					if _, e := readMirrored(t, tr, rel); e != syscall.EACCES {
+						t.Errorf("%s: reading a file without a read bit gave errno %v, want EACCES", rel, e)
+					}
+				}
+			}
+			if got.Mode != want || got.Uid != st.Uid || got.Gid != st.Gid {
+				t.Errorf("%s: got mode %04o owner %d:%d, want %04o %d:%d", rel, got.Mode, got.Uid, got.Gid, want, st.Uid, st.Gid)
+			}
+			return nil
+		})
+		require.NoError(t, err)
+		if rep.NotRead != notRead {
+			t.Errorf("%s: report counts %d attributes unread, the host has %d without a read bit", dir, rep.NotRead, notRead)
+		}
+	}
 }

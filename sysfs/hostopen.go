@@ -1,6 +1,8 @@
 package sysfs
 
 import (
+	"bytes"
+	"encoding/binary"
 	"fmt"
 	"strings"
 	"sync/atomic"
@@ -211,25 +213,6 @@ func (d *dirFD) release() {
 	}
 }
 
-// listNames is the names in the open directory fd, "." and ".." left out.
-func listNames(fd int) ([]string, error) {
-	buf := make([]byte, 16<<10)
-	var names []string
-	for {
-		n, err := unix.Getdents(fd, buf)
-		if err == unix.EINTR {
-			continue
-		}
-		if err != nil {
-			return nil, err
-		}
-		if n <= 0 {
-			return names, nil
-		}
-		_, _, names = unix.ParseDirent(buf[:n], -1, names)
-	}
-}
-
 // readSymlink reads the target of the symlink name in dir, if it is
 // still the one listed; on sysfs, where nothing can be swapped, by name.
 func readSymlink(dir *dirFD, name string, want fileID, sysfs bool) (target string, changed bool, err error) {
@@ -251,4 +234,58 @@ func readSymlink(dir *dirFD, name string, want fileID, sysfs bool) (target strin
 			return string(buf[:n]), false, nil
 		}
 	}
+}
+
+// dirent is one entry of a directory listing: its name, and its type as
+// getdents gives it (unix.DT_REG and so on; DT_UNKNOWN where the
+// filesystem does not say).
+type dirent struct {
+	name string
+	typ  uint8
+}
+
+// listEntries is the entries of the open directory fd, "." and ".." left
+// out.
+func listEntries(fd int) ([]dirent, error) {
+	buf := make([]byte, 16<<10)
+	var ents []dirent
+	for {
+		n, err := unix.Getdents(fd, buf)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		if n <= 0 {
+			return ents, nil
+		}
+		ents = parseDirents(buf[:n], ents)
+	}
+}
+
+// parseDirents appends the linux_dirent64 records in b to ents: a 64-bit
+// inode, a 64-bit offset, a 16-bit record length, a type byte, then the
+// name, NUL-terminated.
+func parseDirents(b []byte, ents []dirent) []dirent {
+	const nameOff = 19
+	for len(b) >= nameOff {
+		reclen := int(binary.NativeEndian.Uint16(b[16:18]))
+		if reclen < nameOff || reclen > len(b) {
+			return ents
+		}
+		rec := b[:reclen]
+		b = b[reclen:]
+		if binary.NativeEndian.Uint64(rec[0:8]) == 0 { // a deleted entry
+			continue
+		}
+		name := rec[nameOff:]
+		if i := bytes.IndexByte(name, 0); i >= 0 {
+			name = name[:i]
+		}
+		if s := string(name); s != "." && s != ".." {
+			ents = append(ents, dirent{name: s, typ: rec[18]})
+		}
+	}
+	return ents
 }
