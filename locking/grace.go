@@ -191,7 +191,13 @@ func NewGrace(cfg GraceConfig) *Grace {
 // sections. See BenchmarkGraceRead and
 // docs/notes/2026-12-01-walker-scaling.md.
 func (g *Grace) ReadLock() ReadToken {
-	t := pshard.Of(g.mask)<<1 | g.phase.Load()&1
+	return g.ReadLockOn(pshard.P())
+}
+
+// ReadLockOn is ReadLock for a caller that already asked for its P's
+// number (pshard.P), to count the section elsewhere too.
+func (g *Grace) ReadLockOn(p uint32) ReadToken {
+	t := pshard.Shard(p, g.mask)<<1 | g.phase.Load()&1
 	g.ctr[t].n.Add(1)
 	return ReadToken(t)
 }

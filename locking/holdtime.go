@@ -161,7 +161,12 @@ const _ = uint(unsafe.Sizeof(readShards{}) - 4096)
 // enter counts an acquisition on the calling P's shard and returns inner,
 // timed from now if the acquisition is sampled.
 func (r *readShards) enter(h holdSampler, inner ReadToken) ReadToken {
-	if !h.take(r[pshard.Of(numReadShards-1)].acq.Add(1)) {
+	return r.enterOn(pshard.P(), h, inner)
+}
+
+// enterOn is enter for the P number p (pshard.P).
+func (r *readShards) enterOn(p uint32, h holdSampler, inner ReadToken) ReadToken {
+	if !h.take(r[pshard.Shard(p, numReadShards-1)].acq.Add(1)) {
 		return inner
 	}
 	return timedToken(inner, clock())

@@ -4,6 +4,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/kernfsim/kernfsim/internal/pshard"
 )
 
 // lockStats counts acquisitions of one lock. It sits right after the lock
@@ -296,11 +298,12 @@ func (r *RCU) Traits() Traits { return mustTraits("rcu") }
 // RLock enters a read-side critical section (Grace.ReadLock), counted on
 // the calling P's own line.
 func (r *RCU) RLock() ReadToken {
-	t := r.grace.ReadLock()
+	p := pshard.P() // one ask for both counters
+	t := r.grace.ReadLockOn(p)
 	if !r.count {
 		return t
 	}
-	return r.reads.enter(r.hold, t)
+	return r.reads.enterOn(p, r.hold, t)
 }
 
 // RUnlock leaves the read-side critical section t came from.

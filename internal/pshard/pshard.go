@@ -19,10 +19,21 @@ import _ "unsafe" // go:linkname runtime.procPin
 // transfer, never correctness. Where GOMAXPROCS exceeds mask+1, Ps share
 // shards modulo mask+1.
 func Of(mask uint32) uint32 {
+	return shard(int(P()), mask)
+}
+
+// P returns the calling goroutine's P number, for a caller that picks
+// shards of several counters with different masks (Shard) on one call:
+// locking's read side counts a section in the grace-period counter and in
+// the lock counters, and asking once saves a procPin and procUnpin.
+func P() uint32 {
 	p := procPin()
 	procUnpin()
-	return shard(p, mask)
+	return uint32(p)
 }
+
+// Shard is Of for the P number p that P returned.
+func Shard(p, mask uint32) uint32 { return shard(int(p), mask) }
 
 // shard is the shard of P number p: p modulo mask+1. Distinct Ps below
 // mask+1 get distinct shards.
