@@ -2,6 +2,7 @@ package sysfs
 
 import (
 	"io/fs"
+	"slices"
 	"strings"
 
 	"github.com/kernfsim/kernfsim/kernfsim"
@@ -65,11 +66,16 @@ func param(mode fs.FileMode, s string) attr { return attr{mode, kernfsim.NewValu
 
 // builder adds specs to a tree, one AddBatch per directory, sharing one
 // *Attr per mode and one string per symlink target it has made before.
+// A directory's batch is written in a scratch batch of its depth, reused
+// for every directory at that depth, so a batch costs no allocation once
+// the first directory at its depth has grown it.
 type builder struct {
 	t       *kernfsim.Tree
 	attrs   map[fs.FileMode]*kernfsim.Attr
 	targets map[relKey]string
-	dirs    int // directories added
+	dirs    int         // directories added
+	levels  []*dirBatch // scratch batches by depth; levels[depth] is in use
+	depth   int         // the depth of the directory being filled
 }
 
 func newBuilder(t *kernfsim.Tree) *builder {
@@ -100,21 +106,45 @@ func (d dir) add(b *builder, parent *kernfsim.Node, path, name string) error {
 // addChildren adds d's entries, generated ones included, to n in one
 // batch, then fills the subdirectories among them.
 func (d dir) addChildren(b *builder, n *kernfsim.Node, path string) error {
-	batch := dirBatch{entries: make([]kernfsim.BatchEntry, 0, d.size())}
+	bt := b.enter(d.size())
+	defer b.leave(bt)
 	for _, e := range d {
-		batch.collect(b, path, e.name, e.spec)
+		bt.collect(b, path, e.name, e.spec)
 	}
-	nodes, err := b.t.AddBatch(n, batch.entries)
+	nodes, err := b.t.AppendBatch(bt.nodes[:0], n, bt.entries)
+	bt.nodes = nodes
 	if err != nil {
 		return err
 	}
-	for _, sub := range batch.subs {
-		if err := sub.d.addChildren(b, nodes[sub.n], joinSynthPath(path, batch.entries[sub.n].Name)); err != nil {
+	for _, sub := range bt.subs {
+		if err := sub.d.addChildren(b, nodes[sub.n], joinSynthPath(path, bt.entries[sub.n].Name)); err != nil {
 			return err
 		}
 	}
-	b.dirs += batch.dirs
+	b.dirs += bt.dirs
 	return nil
+}
+
+// enter gives the scratch batch of the next depth, empty, with room for
+// size entries.
+func (b *builder) enter(size int) *dirBatch {
+	b.depth++
+	if b.depth > len(b.levels) {
+		b.levels = append(b.levels, new(dirBatch))
+	}
+	bt := b.levels[b.depth-1]
+	bt.entries = slices.Grow(bt.entries, size)
+	return bt
+}
+
+// leave empties bt, the batch of the depth being left, dropping what it
+// points to.
+func (b *builder) leave(bt *dirBatch) {
+	clear(bt.entries)
+	clear(bt.nodes)
+	clear(bt.subs)
+	bt.entries, bt.nodes, bt.subs, bt.dirs = bt.entries[:0], bt.nodes[:0], bt.subs[:0], 0
+	b.depth--
 }
 
 // size is how many nodes d makes in its own directory.
@@ -134,8 +164,9 @@ func (d dir) size() int {
 // among them.
 type dirBatch struct {
 	entries []kernfsim.BatchEntry
-	subs    []subdir // the directories with children
-	dirs    int      // directories
+	nodes   []*kernfsim.Node // the nodes entries made
+	subs    []subdir         // the directories with children
+	dirs    int              // directories
 }
 
 // subdir is entry n of a batch, a directory with children d.
