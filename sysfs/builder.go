@@ -10,7 +10,9 @@ import (
 
 // The synthetic tree is written declaratively, as gVisor's sysfs is: nested dir
 // literals of named entries, with each(n, fn) for n generated children,
-// and one recursive builder. For example:
+// and one recursive builder. Where n is a big machine's count (memory
+// blocks), eachDir and eachLink generate children that cost no spec of
+// their own. For example:
 //
 //	dir{
 //		{"kernel_max", ro("8191")},
@@ -44,13 +46,36 @@ type attr struct {
 // its directory, as sysfs does.
 type link string
 
-// gen generates n children; each returns it as an entry of a dir.
+// gen generates n children, in one of three forms: each's, where at(i)
+// is the i-th child's name and spec; eachDir's, directories named name(i)
+// whose entries fill appends; eachLink's, symlinks named name(i) to
+// linkDir/name(i).
 type gen struct {
-	n  int
-	at func(i int) (string, spec)
+	n       int
+	at      func(i int) (string, spec)
+	name    func(i int) string
+	fill    func(i int, d dir) dir
+	linkDir string
 }
 
-func each(n int, at func(i int) (string, spec)) ent { return ent{spec: &gen{n, at}} }
+func each(n int, at func(i int) (string, spec)) ent { return ent{spec: &gen{n: n, at: at}} }
+
+// eachDir generates n directories: the i-th named name(i), its entries
+// those fill(i, d) appends to d. fill is called when the directory is
+// filled, after the batch that adds all n, into a scratch dir reused for
+// every one, so 90,500 memory blocks do not each make a dir literal and
+// keep it until then.
+func eachDir(n int, name func(i int) string, fill func(i int, d dir) dir) ent {
+	return ent{spec: &gen{n: n, name: name, fill: fill}}
+}
+
+// eachLink generates n symlinks: the i-th named name(i), linking to
+// linkDir/name(i) (a path from the root), as bus/memory/devices/memoryN
+// links to devices/system/memory/memoryN. Each target is its own string,
+// made once: no other link has it, so the builder does not remember it.
+func eachLink(n int, linkDir string, name func(i int) string) ent {
+	return ent{spec: &gen{n: n, name: name, linkDir: linkDir}}
+}
 
 func ro(s string) attr { return attr{0o444, kernfsim.Static(s + "\n")} }
 
@@ -117,7 +142,15 @@ func (d dir) addChildren(b *builder, n *kernfsim.Node, path string) error {
 		return err
 	}
 	for _, sub := range bt.subs {
-		if err := sub.d.addChildren(b, nodes[sub.n], joinSynthPath(path, bt.entries[sub.n].Name)); err != nil {
+		d := sub.d
+		if sub.g != nil {
+			bt.fill = sub.g.fill(sub.i, bt.fill[:0])
+			d = bt.fill
+		}
+		if len(d) == 0 {
+			continue
+		}
+		if err := d.addChildren(b, nodes[sub.n], joinSynthPath(path, bt.entries[sub.n].Name)); err != nil {
 			return err
 		}
 	}
@@ -143,7 +176,8 @@ func (b *builder) leave(bt *dirBatch) {
 	clear(bt.entries)
 	clear(bt.nodes)
 	clear(bt.subs)
-	bt.entries, bt.nodes, bt.subs, bt.dirs = bt.entries[:0], bt.nodes[:0], bt.subs[:0], 0
+	clear(bt.fill)
+	bt.entries, bt.nodes, bt.subs, bt.fill, bt.dirs = bt.entries[:0], bt.nodes[:0], bt.subs[:0], bt.fill[:0], 0
 	b.depth--
 }
 
@@ -166,13 +200,17 @@ type dirBatch struct {
 	entries []kernfsim.BatchEntry
 	nodes   []*kernfsim.Node // the nodes entries made
 	subs    []subdir         // the directories with children
+	fill    dir              // the entries of the eachDir directory being filled
 	dirs    int              // directories
 }
 
-// subdir is entry n of a batch, a directory with children d.
+// subdir is entry n of a batch, a directory with children d, or the i-th
+// directory of the eachDir g.
 type subdir struct {
 	n int
 	d dir
+	g *gen
+	i int
 }
 
 // collect adds the node s makes as name (or, for a gen, the nodes it
@@ -181,16 +219,13 @@ func (bt *dirBatch) collect(b *builder, path, name string, s spec) {
 	var ns kernfsim.NodeSpec
 	switch s := s.(type) {
 	case *gen:
-		for i := range s.n {
-			name, sp := s.at(i)
-			bt.collect(b, path, name, sp)
-		}
+		bt.collectGen(b, path, s)
 		return
 	case dir:
 		ns = kernfsim.NodeSpec{Kind: kernfsim.KindDir, Mode: 0o755}
 		bt.dirs++
 		if len(s) > 0 {
-			bt.subs = append(bt.subs, subdir{len(bt.entries), s})
+			bt.subs = append(bt.subs, subdir{n: len(bt.entries), d: s})
 		}
 	case attr:
 		ns = kernfsim.NodeSpec{Kind: kernfsim.KindAttr, Mode: s.mode, Source: s.src}
@@ -198,6 +233,33 @@ func (bt *dirBatch) collect(b *builder, path, name string, s spec) {
 		ns = kernfsim.NodeSpec{Kind: kernfsim.KindSymlink, Mode: 0o777, Target: b.relTarget(path, string(s))}
 	}
 	bt.entries = append(bt.entries, kernfsim.BatchEntry{Name: name, Spec: b.shared(ns)})
+}
+
+// collectGen adds the nodes g generates to the batch of the directory at
+// path.
+func (bt *dirBatch) collectGen(b *builder, path string, g *gen) {
+	switch {
+	case g.fill != nil:
+		spec := b.shared(kernfsim.NodeSpec{Kind: kernfsim.KindDir, Mode: 0o755})
+		for i := range g.n {
+			bt.subs = append(bt.subs, subdir{n: len(bt.entries), g: g, i: i})
+			bt.entries = append(bt.entries, kernfsim.BatchEntry{Name: g.name(i), Spec: spec})
+		}
+		bt.dirs += g.n
+	case g.name != nil:
+		spec := b.shared(kernfsim.NodeSpec{Kind: kernfsim.KindSymlink, Mode: 0o777})
+		up := relTarget(path, g.linkDir+"/") // the targets' directory, relative to path, ending in "/" unless path is it
+		for i := range g.n {
+			name := g.name(i)
+			spec.Target = up + name
+			bt.entries = append(bt.entries, kernfsim.BatchEntry{Name: name, Spec: spec})
+		}
+	default:
+		for i := range g.n {
+			name, sp := g.at(i)
+			bt.collect(b, path, name, sp)
+		}
+	}
 }
 
 func (a attr) add(b *builder, parent *kernfsim.Node, path, name string) error {
