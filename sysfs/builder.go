@@ -241,6 +241,7 @@ func (bt *dirBatch) collectGen(b *builder, path string, g *gen) {
 	switch {
 	case g.fill != nil:
 		spec := b.shared(kernfsim.NodeSpec{Kind: kernfsim.KindDir, Mode: 0o755})
+		bt.subs = slices.Grow(bt.subs, g.n)
 		for i := range g.n {
 			bt.subs = append(bt.subs, subdir{n: len(bt.entries), g: g, i: i})
 			bt.entries = append(bt.entries, kernfsim.BatchEntry{Name: g.name(i), Spec: spec})
