@@ -99,7 +99,7 @@ type builder struct {
 	attrs   map[fs.FileMode]*kernfsim.Attr
 	targets map[relKey]string
 	dirs    int         // directories added
-	levels  []*dirBatch // scratch batches by depth; levels[depth] is in use
+	levels  []*dirBatch // scratch batches by depth; levels[:depth] are in use
 	depth   int         // the depth of the directory being filled
 }
 
