@@ -1,8 +1,10 @@
 package kernfsim
 
 import (
+	"cmp"
 	"hash/maphash"
 	"math"
+	"math/bits"
 	"slices"
 )
 
@@ -46,15 +48,44 @@ func (e entry) less(o entry) bool {
 	return e.hash < o.hash || e.hash == o.hash && e.node.ino < o.node.ino
 }
 
-// cmpKey orders a against b by (hash, ino): -1, 0 or 1.
+// cmpKey orders a against b by (hash, ino): -1, 0 or 1. Only entries of
+// one hash, which are rare, look at their nodes.
 func cmpKey(a, b entry) int {
-	switch {
-	case a.less(b):
-		return -1
-	case b.less(a):
+	if a.hash != b.hash {
+		if a.hash < b.hash {
+			return -1
+		}
 		return 1
 	}
-	return 0
+	return cmp.Compare(a.node.ino, b.node.ino)
+}
+
+// sortEntries sorts es, whose inode numbers rise with their position (a
+// batch's, as its slab gives them), by (hash, ino): by hash alone, keeping
+// the order of equal hashes. A small batch (most directories) is sorted by
+// insertion; a big one by its hashes' top bits first (they are uniform),
+// which leaves few entries out of place for the insertion sort after.
+func sortEntries(es []entry) []entry {
+	if len(es) > smallSort {
+		es = bucketSort(es)
+	}
+	insertionSort(es)
+	return es
+}
+
+// smallSort is the most entries sortEntries sorts by insertion alone.
+const smallSort = 48
+
+// insertionSort sorts es by hash, stably.
+func insertionSort(es []entry) {
+	for i := 1; i < len(es); i++ {
+		e := es[i]
+		j := i
+		for ; j > 0 && es[j-1].hash > e.hash; j-- {
+			es[j] = es[j-1]
+		}
+		es[j] = e
+	}
 }
 
 // current reports whether e is its node's entry in dir now, and the
@@ -347,4 +378,24 @@ func (c *child) each(after uint64, fn func(entry) bool) bool {
 		}
 	}
 	return c.right.each(after, fn)
+}
+
+// bucketSort returns es stably sorted by the top bits of their hashes,
+// about one bucket an entry, in a new slice.
+func bucketSort(es []entry) []entry {
+	shift := 63 - bits.Len(uint(len(es)))
+	counts := make([]int32, 1<<(63-shift)+1)
+	for _, e := range es {
+		counts[e.hash>>shift+1]++
+	}
+	for i := 1; i < len(counts); i++ {
+		counts[i] += counts[i-1]
+	}
+	out := make([]entry, len(es))
+	for _, e := range es {
+		b := e.hash >> shift
+		out[counts[b]] = e
+		counts[b]++
+	}
+	return out
 }

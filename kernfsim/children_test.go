@@ -3,6 +3,7 @@ package kernfsim
 import (
 	"cmp"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"strconv"
@@ -168,6 +169,37 @@ func TestHotPathAllocs(t *testing.T) {
 		} {
 			if got := testing.AllocsPerRun(100, fn); got != 0 {
 				t.Errorf("lock=%s %s: %v allocations a call, want 0", lock, name, got)
+			}
+		}
+	}
+}
+
+// TestSortEntries checks that sortEntries, given a batch's entries (inode
+// numbers rising with position), orders them by (hash, ino) as cmpKey
+// does, at sizes on both sides of smallSort, with uniform hashes, with
+// hashes drawn from a few values (many ties), and with hashes at the ends
+// of nameHash's range.
+func TestSortEntries(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 5))
+	draws := map[string]func() uint64{
+		"uniform": func() uint64 { return rng.Uint64() >> 1 },
+		"ties":    func() uint64 { return uint64(FirstOffset + rng.IntN(5)) },
+		"ends": func() uint64 {
+			return []uint64{FirstOffset, math.MaxInt64 - 1, math.MaxInt64 / 2}[rng.IntN(3)]
+		},
+	}
+	for name, draw := range draws {
+		for _, n := range []int{0, 1, 2, 7, smallSort, smallSort + 1, 200, 5000} {
+			nodes := make([]Node, n)
+			es := make([]entry, n)
+			for i := range es {
+				nodes[i].ino = uint64(i + 1)
+				es[i] = entry{hash: draw(), node: &nodes[i]}
+			}
+			want := slices.SortedFunc(slices.Values(es), cmpKey)
+			got := sortEntries(es)
+			if !slices.Equal(got, want) {
+				t.Errorf("%s, %d entries: sortEntries differs from sorting by (hash, ino)", name, n)
 			}
 		}
 	}

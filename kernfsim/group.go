@@ -3,7 +3,6 @@ package kernfsim
 import (
 	"context"
 	"io/fs"
-	"slices"
 	"syscall"
 )
 
@@ -79,13 +78,12 @@ func (t *Tree) buildPlacement(ps []Placement, i int) (*Node, error) {
 			return fail(path, syscall.EEXIST)
 		}
 	}
-	s := newSlab(func(yield func(NodeSpec) bool) {
-		yield(p.Spec)
-		for _, en := range p.Children {
-			yield(en.Spec)
-		}
-	})
-	n := s.node(t, p.Spec, t.attrFor(p.Spec), p.Parent, p.Name)
+	size := sizeOf(p.Spec.Kind)
+	for _, en := range p.Children {
+		size.add(en.Spec.Kind)
+	}
+	s := t.newSlab(size)
+	n := s.node(p.Spec, t.attrFor(p.Spec), p.Parent, p.Name)
 	es := make([]entry, 0, len(p.Children))
 	for _, en := range p.Children {
 		h := nameHash(en.Name)
@@ -97,12 +95,11 @@ func (t *Tree) buildPlacement(ps []Placement, i int) (*Node, error) {
 				return fail(path+"/"+en.Name, syscall.EEXIST)
 			}
 		}
-		c := s.node(t, en.Spec, t.attrFor(en.Spec), n, en.Name)
+		c := s.node(en.Spec, t.attrFor(en.Spec), n, en.Name)
 		es = append(es, entry{hash: h, node: c})
 	}
 	if d := n.dir(); d != nil {
-		slices.SortFunc(es, cmpKey)
-		d.children.Store(newIndex(es))
+		d.children.Store(newIndex(sortEntries(es)))
 	}
 	return n, nil
 }

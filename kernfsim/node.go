@@ -190,34 +190,44 @@ type slab struct {
 	nodes []Node
 	dirs  []dirData
 	links []symlink
+	ino   uint64 // the next node's inode number
 }
 
-// newSlab makes room for nodes of the kinds of specs.
-func newSlab(specs func(yield func(NodeSpec) bool)) *slab {
-	var n, dirs, links int
-	for sp := range specs {
-		n++
-		switch sp.Kind {
-		case KindDir:
-			dirs++
-		case KindSymlink:
-			links++
-		}
+// newSlab makes room for c's nodes, and takes their inode numbers, one
+// range, from t.
+func (t *Tree) newSlab(c slabSize) *slab {
+	first := t.nextIno.Add(uint64(c.nodes)) - uint64(c.nodes) + 1
+	return &slab{nodes: make([]Node, c.nodes), dirs: make([]dirData, c.dirs), links: make([]symlink, c.links), ino: first}
+}
+
+// slabSize counts the nodes of a slab, and its directories and symlinks.
+type slabSize struct{ nodes, dirs, links int }
+
+// add counts a node of kind k.
+func (c *slabSize) add(k Kind) {
+	c.nodes++
+	switch k {
+	case KindDir:
+		c.dirs++
+	case KindSymlink:
+		c.links++
 	}
-	return &slab{nodes: make([]Node, n), dirs: make([]dirData, dirs), links: make([]symlink, links)}
 }
 
-// oneSpec is the specs of a slab of one node.
-func oneSpec(spec NodeSpec) func(yield func(NodeSpec) bool) {
-	return func(yield func(NodeSpec) bool) { yield(spec) }
+// sizeOf is the size of a slab of one node of kind k.
+func sizeOf(k Kind) slabSize {
+	var c slabSize
+	c.add(k)
+	return c
 }
 
-// node makes the next node of s: spec named name in parent, with a new
-// inode number and attributes a. It is not linked anywhere yet.
-func (s *slab) node(t *Tree, spec NodeSpec, a *Attr, parent *Node, name string) *Node {
+// node makes the next node of s: spec named name in parent, with the next
+// inode number of s and attributes a. It is not linked anywhere yet.
+func (s *slab) node(spec NodeSpec, a *Attr, parent *Node, name string) *Node {
 	n := &s.nodes[0]
 	s.nodes = s.nodes[1:]
-	n.kind, n.ino = spec.Kind, t.nextIno.Add(1)
+	n.kind, n.ino = spec.Kind, s.ino
+	s.ino++
 	switch spec.Kind {
 	case KindDir:
 		n.ext, s.dirs = &s.dirs[0], s.dirs[1:]

@@ -74,7 +74,7 @@ func New(s locking.Strategy, opts Options) *Tree {
 		mode = 0o755
 	}
 	root := NodeSpec{Kind: KindDir}
-	t.root = newSlab(oneSpec(root)).node(t, root, &Attr{Mode: mode, Mtime: t.now(), Ctime: t.now()}, nil, "")
+	t.root = t.newSlab(sizeOf(root.Kind)).node(root, &Attr{Mode: mode, Mtime: t.now(), Ctime: t.now()}, nil, "")
 	t.nodes.Store(1)
 	return t
 }

@@ -447,7 +447,16 @@ func checkAddBatch(t *testing.T, tr *Tree) {
 	testkit.WantErrno(t, err, syscall.EEXIST)
 	_, err = tr.AddBatch(mem, batch("memory5", "bad/name"))
 	testkit.WantErrno(t, err, syscall.EINVAL)
-	testkit.Must(tr.AddBatch(mem, batch("memory6")))(t) // merged into a non-empty directory
+	prefix := []*Node{mem}
+	appended, err := tr.AppendBatch(prefix, mem, batch("memory7", "memory1"))
+	testkit.WantErrno(t, err, syscall.EEXIST)
+	if len(appended) != 1 || appended[0] != mem {
+		t.Fatalf("AppendBatch failing gave %d nodes, want the 1 it was given", len(appended))
+	}
+	appended = testkit.Must(tr.AppendBatch(prefix, mem, batch("memory6")))(t) // merged into a non-empty directory
+	if len(appended) != 2 || appended[0] != mem || appended[1].Name() != "memory6" {
+		t.Fatalf("AppendBatch gave %d nodes, want the 1 it was given and memory6", len(appended))
+	}
 	var names []string
 	require.NoError(t, tr.Readdir(mem, 0, func(e Dirent) bool { names = append(names, e.Name); return true }))
 	slices.Sort(names)

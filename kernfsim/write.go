@@ -5,7 +5,6 @@ import (
 	"io/fs"
 	"math"
 	"slices"
-	"strings"
 	"syscall"
 )
 
@@ -35,10 +34,22 @@ func ValidateName(name string) syscall.Errno {
 		return syscall.EINVAL
 	case len(name) > MaxNameLen:
 		return syscall.ENAMETOOLONG
-	case strings.IndexFunc(name, func(r rune) bool { return r == '/' || r < 0x20 || r == 0x7f }) >= 0:
+	case !plainName(name):
 		return syscall.EINVAL
 	}
 	return 0
+}
+
+// plainName reports whether name has no '/' and no control character
+// (below 0x20, or DEL). It looks at bytes: every byte of a multi-byte
+// UTF-8 sequence is 0x80 or more, so it agrees with a check of runes.
+func plainName(name string) bool {
+	for i := 0; i < len(name); i++ {
+		if c := name[i]; c == '/' || c < 0x20 || c == 0x7f {
+			return false
+		}
+	}
+	return true
 }
 
 func (t *Tree) attrFor(spec NodeSpec) *Attr {
@@ -74,7 +85,7 @@ func (t *Tree) Add(parent *Node, name string, spec NodeSpec) (*Node, error) {
 	if e := checkSpec(spec); e != 0 {
 		return fail(e)
 	}
-	n := newSlab(oneSpec(spec)).node(t, spec, t.attrFor(spec), parent, name)
+	n := t.newSlab(sizeOf(spec.Kind)).node(spec, t.attrFor(spec), parent, name)
 	if err := t.strategy.Lock(); err != nil {
 		return fail(err)
 	}
@@ -101,24 +112,36 @@ type BatchEntry struct {
 // allocations instead of n path copies; builders use it for every
 // directory.
 func (t *Tree) AddBatch(parent *Node, entries []BatchEntry) ([]*Node, error) {
+	nodes, err := t.AppendBatch(make([]*Node, 0, len(entries)), parent, entries)
+	if err != nil {
+		return nil, err
+	}
+	return nodes, nil
+}
+
+// AppendBatch is AddBatch appending the new nodes, in entries' order, to
+// nodes, so that a builder adding many directories reuses one slice. On
+// error it returns nodes as given.
+func (t *Tree) AppendBatch(nodes []*Node, parent *Node, entries []BatchEntry) ([]*Node, error) {
+	start := len(nodes)
 	fail := func(name string, e error) ([]*Node, error) {
-		return nil, &fs.PathError{Op: "add", Path: joinPath(parent, name), Err: e}
+		return nodes[:start], &fs.PathError{Op: "add", Path: joinPath(parent, name), Err: e}
 	}
 	bad, badErr := firstInvalid(entries)
 	ok := entries[:bad]
-	s := newSlab(func(yield func(NodeSpec) bool) {
-		for _, en := range ok {
-			yield(en.Spec)
-		}
-	})
-	nodes := make([]*Node, len(ok))
+	var size slabSize
+	for _, en := range ok {
+		size.add(en.Spec.Kind)
+	}
+	s := t.newSlab(size)
 	es := make([]entry, len(ok))
 	for i, en := range ok {
-		nodes[i] = s.node(t, en.Spec, t.attrFor(en.Spec), parent, en.Name)
-		es[i] = entry{hash: nameHash(en.Name), node: nodes[i]}
+		n := s.node(en.Spec, t.attrFor(en.Spec), parent, en.Name)
+		nodes = append(nodes, n)
+		es[i] = entry{hash: nameHash(en.Name), node: n}
 	}
-	slices.SortFunc(es, cmpKey)
-	if d := firstRepeat(es, nodes); d < bad {
+	es = sortEntries(es)
+	if d := firstRepeat(es, nodes[start:]); d < bad {
 		return fail(entries[d].Name, syscall.EEXIST)
 	}
 	if badErr != 0 {
@@ -132,7 +155,7 @@ func (t *Tree) AddBatch(parent *Node, entries []BatchEntry) ([]*Node, error) {
 	if e != 0 {
 		return fail(name, e)
 	}
-	for i, n := range nodes {
+	for i, n := range nodes[start:] {
 		t.notify(Event{Op: OpAdd, Node: n, Parent: parent, Name: entries[i].Name})
 	}
 	return nodes, nil

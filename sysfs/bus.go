@@ -6,7 +6,7 @@ func (s *synth) busDir() dir {
 	disks := each(s.Disks, func(i int) (string, spec) { return s.pciLink(s.Netdevs + i) })
 	return dir{
 		{"cpu", bus(each(s.CPUs, s.cpuLink), dir{{"processor", driver(each(s.CPUs, s.cpuLink), "")}})},
-		{"memory", bus(each(s.MemBlocks, s.memLink), dir{})},
+		{"memory", bus(eachLink(s.MemBlocks, memoryPath, s.memName), dir{})},
 		{"node", bus(each(s.NUMANodes, s.nodeLink), dir{})},
 		{"pci", bus(each(s.Netdevs+s.Disks, s.pciLink), dir{
 			{nicPCI.driver, driver(nics, nicPCI.driver)},

@@ -13,6 +13,9 @@ import (
 	"github.com/kernfsim/kernfsim/kernfsim"
 )
 
+// memoryPath is where the memory blocks are.
+const memoryPath = "devices/system/memory"
+
 // memoryDir is devices/system/memory.
 func (s *synth) memoryDir() dir {
 	return dir{
@@ -21,21 +24,26 @@ func (s *synth) memoryDir() dir {
 		{"hard_offline_page", wo()},
 		{"probe", attr{0o200, memProbe{s}}},
 		{"soft_offline_page", wo()},
-		each(s.MemBlocks, s.memoryBlock),
+		eachDir(s.MemBlocks, s.memName, s.memoryBlock),
 	}
 }
 
-// memoryBlock is devices/system/memory/memoryN. Its attributes share one
-// memBlock, so a block costs no allocation beyond its nodes.
-func (s *synth) memoryBlock(i int) (string, spec) {
-	return s.memNames[i], s.memoryBlockDir(&s.blocks[i], s.blockNode(i))
+// memName is memory block i's name, "memoryN", made once for the block's
+// directory and the two links to it.
+func (s *synth) memName(i int) string { return s.memNames[i] }
+
+// memoryBlock appends the entries of devices/system/memory/memoryN to d.
+// Its attributes share one memBlock, so a block costs no allocation beyond
+// its nodes and its three sources' specs.
+func (s *synth) memoryBlock(i int, d dir) dir {
+	return s.memoryBlockDir(d, &s.blocks[i], s.blockNode(i))
 }
 
-// memoryBlockDir is the directory of block b on NUMA node node. What
-// blocks share is one spec made once (memShared), as a spec made per
-// block costs an allocation per block.
-func (s *synth) memoryBlockDir(b *memBlock, node int) dir {
-	return dir{
+// memoryBlockDir appends the entries of the directory of block b on NUMA
+// node node to d. What blocks share is one spec made once (memShared), as
+// a spec made per block costs an allocation per block.
+func (s *synth) memoryBlockDir(d dir, b *memBlock, node int) dir {
+	return append(d, dir{
 		{"online", rw(memOnline{b})},
 		{"phys_device", memShared.zero},
 		{"phys_index", roSrc(memPhysIndex{b})},
@@ -44,7 +52,7 @@ func (s *synth) memoryBlockDir(b *memBlock, node int) dir {
 		{"subsystem", memShared.bus},
 		{"valid_zones", memShared.zone(s.zone(int(b.index)))},
 		{s.nodeNames[node], s.nodeLinks[node]},
-	}
+	}...)
 }
 
 // memSpecs are the specs every memory block has the same.
@@ -69,10 +77,6 @@ func (m memSpecs) zone(src kernfsim.Source) spec {
 	return m.normal
 }
 
-func (s *synth) memLink(i int) (string, spec) {
-	return s.memNames[i], link("devices/system/memory/" + s.memNames[i])
-}
-
 // memProbe is devices/system/memory/probe (CONFIG_ARCH_MEMORY_PROBE):
 // writing a block-aligned physical address in hex hot-adds that block,
 // offline, as a big machine's firmware does while udev coldplugs.
@@ -93,7 +97,7 @@ func (p memProbe) Store(ctx context.Context, data []byte) error {
 		node = min(p.s.blockNode(idx), p.s.NUMANodes-1)
 	}
 	b := &memBlock{index: uint32(idx)}
-	return p.s.memoryBlockDir(b, node).add(newBuilder(p.s.tree), self.Parent(), "devices/system/memory", "memory"+strconv.Itoa(idx))
+	return p.s.memoryBlockDir(nil, b, node).add(newBuilder(p.s.tree), self.Parent(), memoryPath, "memory"+strconv.Itoa(idx))
 }
 
 // memBlock is a memory block's state, shared by its attributes.

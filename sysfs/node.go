@@ -43,7 +43,7 @@ func (s *synth) numaNode(n int) (string, spec) {
 		{"numastat", roSrc(numastat)},
 		{"subsystem", link("bus/node")},
 		each(len(cpus), func(j int) (string, spec) { return s.cpuLink(cpus[j]) }),
-		each(end-first, func(j int) (string, spec) { return s.memLink(first + j) }),
+		eachLink(end-first, memoryPath, func(j int) string { return s.memNames[first+j] }),
 	}
 }
 

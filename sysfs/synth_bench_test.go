@@ -72,7 +72,12 @@ func benchBuild(b *testing.B, lock string, wantNodes int64, build func(*kernfsim
 
 // heapAlloc is the live heap and the count of allocations so far.
 func heapAlloc() (uint64, uint64) {
+	ms := memStats()
+	return ms.HeapAlloc, ms.Mallocs
+}
+
+func memStats() runtime.MemStats {
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
-	return ms.HeapAlloc, ms.Mallocs
+	return ms
 }
