@@ -69,13 +69,13 @@ func TestTreeMemoryLimit(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		code, out, errOut := runArgs(ctx, args...)
 		cancel()
-		want := "invalid value 20000 for --mem-blocks: the tree would take about 46 MiB, more than half (24 MiB) of the 48 MiB of memory available; at most --mem-blocks 9531 fits"
+		want := "invalid value 20000 for --mem-blocks: the tree would take about 35 MiB, more than half (24 MiB) of the 48 MiB of memory available; at most --mem-blocks 12895 fits"
 		if code != cli.ExitUsage || out != "" || !strings.Contains(errOut, want) {
 			t.Errorf("%q: exit %d, stdout %d bytes, stderr %q: want exit 2 and %q", args, code, len(out), errOut, want)
 		}
 	}
-	if code, _, errOut := runArgs(context.Background(), "tree", "--mem-blocks", "9531"); code != cli.ExitOK {
-		t.Errorf("--mem-blocks 9531, said to fit: exit %d, stderr %q", code, errOut)
+	if code, _, errOut := runArgs(context.Background(), "tree", "--mem-blocks", "12895"); code != cli.ExitOK {
+		t.Errorf("--mem-blocks 12895, said to fit: exit %d, stderr %q", code, errOut)
 	}
 }
 

@@ -43,7 +43,7 @@ func TestSimTreeMemoryLimit(t *testing.T) {
 		{"teardown", "--sim", "--mem-blocks", "20000", "--count", "1"},
 	} {
 		code, out, errOut := runArgs(context.Background(), args...)
-		want := "invalid value 20000 for --mem-blocks: the tree would take about 46 MiB, more than half (24 MiB) of the 48 MiB of memory available; at most --mem-blocks 9531 fits"
+		want := "invalid value 20000 for --mem-blocks: the tree would take about 35 MiB, more than half (24 MiB) of the 48 MiB of memory available; at most --mem-blocks 12895 fits"
 		if code != cli.ExitUsage || !strings.Contains(errOut, want) {
 			t.Errorf("%q: exit %d, stderr %q (stdout %d bytes): want exit 2 and %q", args, code, errOut, len(out), want)
 		}

@@ -14,7 +14,7 @@ import (
 // takes. A build's peak RSS is more, so the tree must fit in half the
 // memory available.
 const (
-	memBlockBytes = 2300
+	memBlockBytes = 1700
 	cpuBytes      = 16 << 10
 	deviceBytes   = 12 << 10
 	cgroupBytes   = 20 << 10

@@ -65,7 +65,7 @@ func TestCheckMemory(t *testing.T) {
 		{0, big, nil}, // unknown: nothing refused
 		{16 << 30, big, nil},
 		{1 << 30, def, nil},
-		{1 << 30, big, []string{"invalid value 1048576 for --mem-blocks", "about 2.2 GiB", "half (512 MiB) of the 1.0 GiB", "at most --mem-blocks 232011"}},
+		{1 << 30, big, []string{"invalid value 1048576 for --mem-blocks", "about 1.7 GiB", "half (512 MiB) of the 1.0 GiB", "at most --mem-blocks 313898"}},
 		{200 << 20, huge, []string{"--cpus 8192", "--netdevs 4", "even with --mem-blocks 0"}},
 	} {
 		MemAvailable = func() int64 { return c.avail }
