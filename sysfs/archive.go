@@ -4,7 +4,6 @@ import (
 	"archive/tar"
 	"bufio"
 	"bytes"
-	"compress/bzip2"
 	"compress/gzip"
 	"errors"
 	"fmt"
@@ -12,6 +11,7 @@ import (
 	"io/fs"
 	"os"
 	"path"
+	"runtime"
 	"strings"
 	"time"
 
@@ -229,6 +229,9 @@ func readArchive(file string, r io.Reader, opts ArchiveOptions, compression *str
 	if dr == nil {
 		return nil, a.fail(nil, "compressed with "+c+", which kernfsim does not read", "decompress it, or recompress it with xz, bzip2 or gzip")
 	}
+	if c, ok := dr.(io.Closer); ok {
+		defer c.Close()
+	}
 	s := &stream{r: dr, max: opts.MaxSize}
 	if err := a.readEntries(tar.NewReader(s), s); err != nil {
 		return nil, err
@@ -245,18 +248,27 @@ var (
 )
 
 // decompress tells the compression by its magic bytes and returns the
-// uncompressed stream; nil for a compression it does not read.
+// uncompressed stream; nil for a compression it does not read. It
+// decompresses on goroutines of its own, bzip2 on GOMAXPROCS of them
+// (see parBzip2), ahead of its reader; the stream is an io.Closer then,
+// to stop them.
 func decompress(br *bufio.Reader) (io.Reader, string, error) {
 	head, _ := br.Peek(len(magicXz))
 	switch {
 	case bytes.HasPrefix(head, magicGzip):
 		z, err := gzip.NewReader(br)
-		return z, "gzip", err
+		if err != nil {
+			return nil, "gzip", err
+		}
+		return newReadAhead(z), "gzip", nil
 	case bytes.HasPrefix(head, magicBzip2):
-		return bzip2.NewReader(br), "bzip2", nil
+		return newBzip2Reader(br, runtime.GOMAXPROCS(0)), "bzip2", nil
 	case bytes.HasPrefix(head, magicXz):
 		z, err := xz.NewReader(br)
-		return z, "xz", err
+		if err != nil {
+			return nil, "xz", err
+		}
+		return newReadAhead(z), "xz", nil
 	case bytes.HasPrefix(head, magicZstd):
 		return nil, "zstd", nil
 	}
