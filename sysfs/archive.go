@@ -233,7 +233,7 @@ func readArchive(file string, r io.Reader, opts ArchiveOptions, compression *str
 		defer c.Close()
 	}
 	s := &stream{r: dr, max: opts.MaxSize}
-	if err := a.readEntries(tar.NewReader(s), s); err != nil {
+	if err := a.readEntries(newTarReader(s), s); err != nil {
 		return nil, err
 	}
 	return a, a.checkEnd(s)
@@ -313,7 +313,7 @@ func lastNonZero(p []byte) int {
 var errTooBig = errors.New("size limit reached")
 
 // readEntries reads every header and the contents kept of attributes.
-func (a *archive) readEntries(tr *tar.Reader, s *stream) error {
+func (a *archive) readEntries(tr *tarReader, s *stream) error {
 	var last string
 	for {
 		h, err := tr.Next()
@@ -362,7 +362,7 @@ func afterEntry(last string) string {
 
 // readData keeps the first MaxFileSize bytes of an attribute; the tar
 // reader skips the rest.
-func (a *archive) readData(tr *tar.Reader, e *archEntry) error {
+func (a *archive) readData(tr *tarReader, e *archEntry) error {
 	buf := make([]byte, min(e.size, int64(a.opts.MaxFileSize)))
 	if _, err := io.ReadFull(tr, buf); err != nil {
 		return err
