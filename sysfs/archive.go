@@ -206,7 +206,12 @@ type archive struct {
 	file    string
 	opts    ArchiveOptions
 	entries map[string]*archEntry
-	order   []string // paths in archive order
+	order   []*archEntry // in archive order, one per path
+
+	// place's last directory, and its path below the root: tar writes a
+	// directory's entries together.
+	lastDir    *archDir
+	lastParent string
 }
 
 func (a *archive) fail(e *archEntry, problem, fix string) error {
@@ -390,7 +395,7 @@ func (a *archive) lastName() string {
 	if len(a.order) == 0 {
 		return ""
 	}
-	return a.entries[a.order[len(a.order)-1]].name
+	return a.order[len(a.order)-1].name
 }
 
 // entry checks a header and makes its entry; nil for headers that are
@@ -445,7 +450,7 @@ func (a *archive) add(e *archEntry) error {
 		if old.kind != kernfsim.KindDir || e.kind != kernfsim.KindDir {
 			return a.fail(e, "appears twice in the archive", "keep one copy (tar --delete removes all copies of a name; make the archive again)")
 		}
-		a.entries[e.path] = e
+		*old = *e // the entry order and the map hold
 		return nil
 	}
 	if e.hard {
@@ -454,7 +459,7 @@ func (a *archive) add(e *archEntry) error {
 		}
 	}
 	a.entries[e.path] = e
-	a.order = append(a.order, e.path)
+	a.order = append(a.order, e)
 	return nil
 }
 

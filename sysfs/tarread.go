@@ -3,6 +3,7 @@ package sysfs
 import (
 	"archive/tar"
 	"bytes"
+	"encoding/binary"
 	"io"
 	"os"
 	"strings"
@@ -150,14 +151,18 @@ func (t *tarReader) parse() bool {
 }
 
 // checksum is the unsigned sum of b's bytes, its checksum field counted
-// as spaces.
+// as spaces. It adds eight bytes at a time, in four 16-bit lanes (at
+// most 64 * 510 each: no carry between them).
 func checksum(b *[512]byte) int64 {
-	var s int64
-	for i, c := range b {
-		if i >= 148 && i < 156 {
-			c = ' '
-		}
-		s += int64(c)
+	const lanes = 0x00ff00ff00ff00ff
+	var acc uint64
+	for i := 0; i < len(b); i += 8 {
+		w := binary.LittleEndian.Uint64(b[i:])
+		acc += w&lanes + w>>8&lanes
+	}
+	s := int64(acc&0xffff + acc>>16&0xffff + acc>>32&0xffff + acc>>48)
+	for _, c := range b[148:156] {
+		s += ' ' - int64(c)
 	}
 	return s
 }

@@ -115,3 +115,25 @@ func FuzzTarReader(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, data []byte) { requireSameTar(t, data) })
 }
+
+// TestTarChecksum: checksum is the plain sum, its field as spaces.
+func TestTarChecksum(t *testing.T) {
+	var b [512]byte
+	for seed := range 4 {
+		var want int64
+		for i := range b {
+			b[i] = byte(i*131 + seed*255)
+			if seed == 3 {
+				b[i] = 0xff
+			}
+			if i >= 148 && i < 156 {
+				want += ' '
+			} else {
+				want += int64(b[i])
+			}
+		}
+		if got := checksum(&b); got != want {
+			t.Errorf("seed %d: got %d, want %d", seed, got, want)
+		}
+	}
+}
