@@ -207,6 +207,7 @@ type archive struct {
 	opts    ArchiveOptions
 	entries map[string]*archEntry
 	order   []*archEntry // in archive order, one per path
+	scratch []byte       // readData's buffer
 
 	// place's last directory, and its path below the root: tar writes a
 	// directory's entries together.
@@ -368,7 +369,11 @@ func afterEntry(last string) string {
 // readData keeps the first MaxFileSize bytes of an attribute; the tar
 // reader skips the rest.
 func (a *archive) readData(tr *tarReader, e *archEntry) error {
-	buf := make([]byte, min(e.size, int64(a.opts.MaxFileSize)))
+	n := min(e.size, int64(a.opts.MaxFileSize))
+	if int64(cap(a.scratch)) < n {
+		a.scratch = make([]byte, a.opts.MaxFileSize)
+	}
+	buf := a.scratch[:n]
 	if _, err := io.ReadFull(tr, buf); err != nil {
 		return err
 	}

@@ -86,6 +86,9 @@ func (t *tarReader) next() (*tar.Header, error) {
 // discard reads n bytes past, as archive/tar skips what was not read of
 // an entry.
 func discard(r io.Reader, n int64) error {
+	if n == 0 {
+		return nil // as io.CopyN's, without its allocation
+	}
 	k, err := io.CopyN(io.Discard, r, n)
 	if err == io.EOF && k < n {
 		err = io.ErrUnexpectedEOF
