@@ -23,7 +23,13 @@ const (
 
 // bzMaxParallel is the most compressed bytes parBzip2 holds: a longer
 // file is decoded sequentially (a sysfs archive compresses to far less).
-const bzMaxParallel = 64 << 20
+// bzMaxWorkers bounds its goroutines, and with them its memory: each
+// holds a decoder (3.6 MB at level 9) and each block in flight up to
+// chunksAway chunks of output (8 MB), so at most about 150 MB.
+const (
+	bzMaxParallel = 64 << 20
+	bzMaxWorkers  = 8
+)
 
 // parBzip2 decodes a bzip2 file with compress/bzip2 on several
 // goroutines, one block at a time each: a scan finds the blocks' starts,
@@ -58,10 +64,12 @@ type parBzip2 struct {
 	closeOnce sync.Once
 }
 
-// newBzip2Reader decodes the bzip2 file r on workers goroutines; with one
-// worker, or a file over bzMaxParallel bytes, it is compress/bzip2's
-// reader with one goroutine reading ahead. Close stops the goroutines.
+// newBzip2Reader decodes the bzip2 file r on workers goroutines (at most
+// bzMaxWorkers); with one worker, or a file over bzMaxParallel bytes, it
+// is compress/bzip2's reader with one goroutine reading ahead. Close
+// stops the goroutines.
 func newBzip2Reader(r io.Reader, workers int) io.ReadCloser {
+	workers = min(workers, bzMaxWorkers)
 	var buf bytes.Buffer
 	_, err := buf.ReadFrom(io.LimitReader(r, bzMaxParallel+1))
 	if workers < 2 || err != nil || buf.Len() > bzMaxParallel {
@@ -81,14 +89,15 @@ func newBzip2Reader(r io.Reader, workers int) io.ReadCloser {
 // errorAfter is r, or a reader of err if reading r failed.
 func errorAfter(r io.Reader, err error) io.Reader {
 	if err != nil {
-		return iotestErrReader{err}
+		return errReader{err}
 	}
 	return r
 }
 
-type iotestErrReader struct{ err error }
+// errReader fails every read with err.
+type errReader struct{ err error }
 
-func (e iotestErrReader) Read([]byte) (int, error) { return 0, e.err }
+func (e errReader) Read([]byte) (int, error) { return 0, e.err }
 
 // bzBlock is one block of the file to decode, at bits [from, to).
 type bzBlock struct {
