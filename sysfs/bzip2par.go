@@ -23,20 +23,27 @@ const (
 
 // bzMaxParallel is the most compressed bytes parBzip2 holds: a longer
 // file is decoded sequentially (a sysfs archive compresses to far less).
-// bzMaxWorkers bounds its goroutines, and with them its memory: each
-// holds a decoder (3.6 MB at level 9) and each block in flight up to
-// chunksAway chunks of output (8 MB), so at most about 150 MB.
+// bzMaxHeld is the most output of a block it holds until the block's
+// CRC is checked: a block that decodes to more (a tar block of a sysfs
+// decodes to about 5 MB) is decoded sequentially, as after a false
+// magic. bzMaxWorkers bounds its goroutines, and with them its memory:
+// each holds a decoder (3.6 MB at level 9), and at most workers+1
+// blocks' output is held (those sent to the reader, and the one it
+// reads), each at most bzMaxHeld.
 const (
 	bzMaxParallel = 64 << 20
 	bzMaxWorkers  = 8
 )
 
+var bzMaxHeld = 16 << 20 // a variable for TestBzip2ParallelHeld
+
 // parBzip2 decodes a bzip2 file with compress/bzip2 on several
 // goroutines, one block at a time each: a scan finds the blocks' starts,
 // and each block is decoded as a stream of its own ("BZh", the block
 // moved to a byte boundary, the end-of-stream magic and, for one block,
-// the block's CRC as the combined CRC). The output is read in order, as
-// the blocks are decoded, a few blocks ahead at most.
+// the block's CRC as the combined CRC). A block's output is given once
+// compress/bzip2 has checked the block's CRC, in order, a few blocks
+// ahead at most.
 //
 // Its output and its errors are compress/bzip2's on the whole file, byte
 // for byte (TestBzip2Parallel and FuzzBzip2Parallel): compress/bzip2
@@ -45,21 +52,25 @@ const (
 // block's compressed bits; the block before it then fails to decode,
 // and so does any other damage: from there on, parBzip2 decodes the
 // file sequentially with compress/bzip2, past the bytes already given
-// (TestBzip2ParallelFalseMagic). A block that decodes at all ends where
-// the next magic starts, so the blocks given before are the file's own.
+// (TestBzip2ParallelFalseMagic). A block that decodes at all, its CRC
+// checked, ends where the next magic starts (had it read past, into
+// the end-of-stream magic put after it, too few bits would be left for
+// that magic and the CRC): the blocks given before are the file's own.
+// A block is given only once checked, since a cut one may decode to
+// other bytes before its CRC fails.
 type parBzip2 struct {
 	data  []byte // the whole compressed file
-	order chan *chunkStream
+	order chan *heldBlock
 	done  chan struct{}
 	wg    sync.WaitGroup
 	pool  *chunkPool
 
-	cur       *chunkStream // the block being read; nil between blocks
-	buf       []byte       // the chunk being read, to recycle
-	chunk     []byte       // what is left of it
-	given     int64        // bytes given so far
-	seq       io.Reader    // the sequential decoder, once fallen back
-	err       error        // the error once given, given again
+	cur       *heldBlock // the block being read; nil between blocks
+	buf       []byte     // the chunk being read, to recycle
+	chunk     []byte     // what is left of it
+	given     int64      // bytes given so far
+	seq       io.Reader  // the sequential decoder, once fallen back
+	err       error      // the error once given, given again
 	fellBack  bool
 	closeOnce sync.Once
 }
@@ -76,7 +87,7 @@ func newBzip2Reader(r io.Reader, workers int) io.ReadCloser {
 		rest := io.MultiReader(bytes.NewReader(buf.Bytes()), errorAfter(r, err))
 		return newReadAhead(bzip2.NewReader(rest))
 	}
-	z := &parBzip2{data: buf.Bytes(), order: make(chan *chunkStream, workers+1), done: make(chan struct{}), pool: newChunkPool()}
+	z := &parBzip2{data: buf.Bytes(), order: make(chan *heldBlock, workers), done: make(chan struct{}), pool: newChunkPool()}
 	work := make(chan bzBlock)
 	z.wg.Add(1 + workers)
 	go z.scan(work)
@@ -104,8 +115,20 @@ type bzBlock struct {
 	level    byte
 	from, to int64
 	crc      uint32
-	out      *chunkStream
+	out      *heldBlock
 }
+
+// heldBlock is a block's output, whole, once decoded.
+type heldBlock struct {
+	ready  chan struct{} // closed once decoded, or failed
+	chunks [][]byte      // its output, if err is nil
+	err    error
+}
+
+func newHeldBlock() *heldBlock { return &heldBlock{ready: make(chan struct{})} }
+
+// errBzHeld marks a block whose output is over bzMaxHeld.
+var errBzHeld = errors.New("bzip2: a block decodes to more than parBzip2 holds")
 
 // errBzFallback marks where the scan found the file is not as it
 // expected: the sequential decoder takes over there.
@@ -121,9 +144,9 @@ func (z *parBzip2) scan(work chan<- bzBlock) {
 	for pos := int64(0); pos < int64(len(z.data)); {
 		next, ok := z.scanStream(pos, work)
 		if !ok {
-			s := &chunkStream{out: make(chan []byte), err: errBzFallback}
-			close(s.out)
-			z.send(z.order, s)
+			h := &heldBlock{ready: make(chan struct{}), err: errBzFallback}
+			close(h.ready)
+			z.send(z.order, h)
 			return
 		}
 		pos = next
@@ -144,7 +167,7 @@ func (z *parBzip2) scanStream(pos int64, work chan<- bzBlock) (int64, bool) {
 		if next < 0 {
 			return 0, false
 		}
-		blk := bzBlock{level: level, from: b, to: next, crc: uint32(bitsAt(d, b+48, 32)), out: newChunkStream()}
+		blk := bzBlock{level: level, from: b, to: next, crc: uint32(bitsAt(d, b+48, 32)), out: newHeldBlock()}
 		combined = bits.RotateLeft32(combined, 1) ^ blk.crc
 		if !z.send(z.order, blk.out) || !z.sendWork(work, blk) {
 			return 0, false
@@ -157,9 +180,9 @@ func (z *parBzip2) scanStream(pos int64, work chan<- bzBlock) (int64, bool) {
 	return (b + 80 + 7) / 8, true
 }
 
-func (z *parBzip2) send(ch chan<- *chunkStream, s *chunkStream) bool {
+func (z *parBzip2) send(ch chan<- *heldBlock, h *heldBlock) bool {
 	select {
-	case ch <- s:
+	case ch <- h:
 		return true
 	case <-z.done:
 		return false
@@ -179,8 +202,35 @@ func (z *parBzip2) sendWork(ch chan<- bzBlock, b bzBlock) bool {
 func (z *parBzip2) decode(work <-chan bzBlock) {
 	defer z.wg.Done()
 	for b := range work {
-		stream := oneBlockStream(z.data, b)
-		b.out.produce(bzip2.NewReader(bytes.NewReader(stream)), z.pool, z.done)
+		z.decodeBlock(b)
+	}
+}
+
+// decodeBlock decodes b into b.out, whole, or sets its error.
+func (z *parBzip2) decodeBlock(b bzBlock) {
+	h := b.out
+	defer close(h.ready)
+	r := bzip2.NewReader(bytes.NewReader(oneBlockStream(z.data, b)))
+	for held := 0; ; {
+		select {
+		case <-z.done:
+			h.err = errBzFallback
+			return
+		default:
+		}
+		buf := z.pool.get()
+		n, err := fill(r, buf)
+		h.chunks = append(h.chunks, buf[:n])
+		if held += n; held > bzMaxHeld && err == nil {
+			err = errBzHeld
+		}
+		switch {
+		case err == io.EOF:
+			return
+		case err != nil:
+			h.err = err
+			return
+		}
 	}
 }
 
@@ -294,22 +344,23 @@ func (z *parBzip2) next() error {
 		z.buf = nil
 	}
 	if z.cur == nil {
-		s, ok := <-z.order
+		h, ok := <-z.order
 		if !ok {
 			return io.EOF
 		}
-		z.cur = s
+		<-h.ready
+		if h.err != nil {
+			return z.fallBack()
+		}
+		z.cur = h
 	}
-	c, ok := <-z.cur.out
-	if ok {
-		z.buf, z.chunk = c, c
+	if len(z.cur.chunks) == 0 {
+		z.cur = nil
 		return nil
 	}
-	err := z.cur.err
-	z.cur = nil
-	if err != nil {
-		return z.fallBack()
-	}
+	c := z.cur.chunks[0]
+	z.cur.chunks = z.cur.chunks[1:]
+	z.buf, z.chunk = c[:cap(c)], c
 	return nil
 }
 

@@ -199,6 +199,18 @@ func TestBzip2ParallelFalseMagic(t *testing.T) {
 	}
 }
 
+// TestBzip2ParallelHeld: a block that decodes to more than parBzip2
+// holds is decoded sequentially, with the same bytes.
+func TestBzip2ParallelHeld(t *testing.T) {
+	raw := sysfsLike(600<<10, 8)
+	data := bzip2With(t, raw, "-9") // one block, decoded in three chunks
+	old := bzMaxHeld
+	bzMaxHeld = 64 << 10
+	t.Cleanup(func() { bzMaxHeld = old })
+	got := requireSame(t, data, true)
+	require.Equal(t, raw, got.out)
+}
+
 // TestBzip2ParallelClose: Close ends the goroutines of a decoder read
 // only in part (the test's timeout fails it if they do not end).
 func TestBzip2ParallelClose(t *testing.T) {
