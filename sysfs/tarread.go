@@ -13,9 +13,11 @@ import (
 // work for the headers a sysfs archive is made of: a POSIX or GNU header
 // of a regular file, directory, symlink or hard link, its numbers in
 // octal. It parses those itself, without the fields LoadArchive does not
-// use (times, owner names, format); at the first other header (PAX, GNU
-// long names, sparse files, base-256 numbers, V7, anything it doubts) it
-// hands that header and the rest of the archive to archive/tar. Its
+// use (times, owner names, format). Any other header (PAX, GNU long
+// names, base-256 numbers, V7, anything it doubts) it has archive/tar
+// read, with the extended headers before the entry, and reads on from
+// the entry's data; after a sparse file or a global PAX header, whose
+// data archive/tar reads its own way, archive/tar reads the rest. Its
 // headers' names, types, modes, owners, sizes and link targets, the data
 // and the errors are archive/tar's (FuzzTarReader compares them on any
 // input).
@@ -77,10 +79,43 @@ func (t *tarReader) next() (*tar.Header, error) {
 		return nil, tar.ErrHeader
 	}
 	if !t.parse() {
-		t.tr = tar.NewReader(io.MultiReader(bytes.NewReader(bytes.Clone(t.blk[:])), t.r))
-		return t.tr.Next()
+		return t.delegate()
 	}
 	return &t.hdr, nil
+}
+
+// delegate has archive/tar read the entry whose first header is t.blk.
+// Its data is next in the stream, read as parse's entries are, unless
+// archive/tar reads it its own way: then archive/tar reads the rest.
+func (t *tarReader) delegate() (*tar.Header, error) {
+	tr := tar.NewReader(io.MultiReader(bytes.NewReader(bytes.Clone(t.blk[:])), t.r))
+	h, err := tr.Next()
+	if err != nil || !resumable(h) {
+		t.tr = tr
+		return h, err
+	}
+	size := h.Size
+	switch h.Typeflag {
+	case tar.TypeLink, tar.TypeSymlink, tar.TypeChar, tar.TypeBlock, tar.TypeDir, tar.TypeFifo:
+		size = 0 // archive/tar's header-only types
+	}
+	t.remain, t.pad = size, -size&511
+	return h, nil
+}
+
+// resumable is whether h's data is plain, its size bytes then padding:
+// not a sparse file's, nor a global PAX header's (whose padding
+// archive/tar skips at its next header, without saying its size).
+func resumable(h *tar.Header) bool {
+	if h.Typeflag == tar.TypeGNUSparse || h.Typeflag == tar.TypeXGlobalHeader {
+		return false
+	}
+	for k := range h.PAXRecords {
+		if strings.HasPrefix(k, "GNU.sparse.") {
+			return false
+		}
+	}
+	return true
 }
 
 // discard reads n bytes past, as archive/tar skips what was not read of

@@ -57,8 +57,9 @@ func requireSameTar(t testing.TB, data []byte) {
 }
 
 // gnuTar is an archive the tar command makes of a directory holding
-// names longer than 100 bytes (GNU long names), links, and the rest.
-func gnuTar(t testing.TB, format string) []byte {
+// names longer than 100 bytes (GNU long names), links, a file with a
+// hole (a sparse entry if sparse), and the rest.
+func gnuTar(t testing.TB, format string, sparse bool) []byte {
 	t.Helper()
 	tool := testkit.RequireTool(t, "tar")
 	dir := t.TempDir()
@@ -68,10 +69,20 @@ func gnuTar(t testing.TB, format string) []byte {
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "sys", "big"), bytes.Repeat([]byte("x"), 3000), 0o644))
 	require.NoError(t, os.Symlink("big", filepath.Join(dir, "sys", "link")))
 	require.NoError(t, os.Link(filepath.Join(dir, "sys", "big"), filepath.Join(dir, "sys", "hard")))
+	holed, err := os.Create(filepath.Join(dir, "sys", "sparse"))
+	require.NoError(t, err)
+	_, err = holed.WriteAt([]byte("end\n"), 64<<10) // a hole, then data: a sparse entry with -S
+	require.NoError(t, err)
+	require.NoError(t, holed.Close())
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "sys", "zafter"), []byte("after the sparse file\n"), 0o444))
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	var buf bytes.Buffer
-	cmd := exec.CommandContext(ctx, tool, "-C", dir, "--format", format, "-c", "sys")
+	args := []string{"-C", dir, "--format", format, "-c", "sys"}
+	if sparse {
+		args = append(args, "-S")
+	}
+	cmd := exec.CommandContext(ctx, tool, args...)
 	cmd.Stdout = &buf
 	require.NoError(t, cmd.Run())
 	return buf.Bytes()
@@ -94,8 +105,9 @@ func tarSeeds(t testing.TB) [][]byte {
 	bad[124] = '9' // a size not in octal
 	seeds = append(seeds, bad)
 	for _, f := range []string{"gnu", "oldgnu", "ustar", "posix"} {
-		seeds = append(seeds, gnuTar(t, f))
+		seeds = append(seeds, gnuTar(t, f, false))
 	}
+	seeds = append(seeds, gnuTar(t, "gnu", true), gnuTar(t, "posix", true))
 	return seeds
 }
 
