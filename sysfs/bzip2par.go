@@ -80,10 +80,13 @@ type parBzip2 struct {
 // is compress/bzip2's reader with one goroutine reading ahead. Close
 // stops the goroutines.
 func newBzip2Reader(r io.Reader, workers int) io.ReadCloser {
+	if workers < 2 {
+		return newReadAhead(bzip2.NewReader(r))
+	}
 	workers = min(workers, bzMaxWorkers)
 	var buf bytes.Buffer
 	_, err := buf.ReadFrom(io.LimitReader(r, bzMaxParallel+1))
-	if workers < 2 || err != nil || buf.Len() > bzMaxParallel {
+	if err != nil || buf.Len() > bzMaxParallel {
 		rest := io.MultiReader(bytes.NewReader(buf.Bytes()), errorAfter(r, err))
 		return newReadAhead(bzip2.NewReader(rest))
 	}
