@@ -4,7 +4,6 @@ import (
 	"archive/tar"
 	"bufio"
 	"bytes"
-	"compress/bzip2"
 	"compress/gzip"
 	"errors"
 	"fmt"
@@ -12,6 +11,7 @@ import (
 	"io/fs"
 	"os"
 	"path"
+	"runtime"
 	"strings"
 	"time"
 
@@ -206,7 +206,13 @@ type archive struct {
 	file    string
 	opts    ArchiveOptions
 	entries map[string]*archEntry
-	order   []string // paths in archive order
+	order   []*archEntry // in archive order, one per path
+	scratch []byte       // readData's buffer
+
+	// place's last directory, and its path below the root: tar writes a
+	// directory's entries together.
+	lastDir    *archDir
+	lastParent string
 }
 
 func (a *archive) fail(e *archEntry, problem, fix string) error {
@@ -229,8 +235,11 @@ func readArchive(file string, r io.Reader, opts ArchiveOptions, compression *str
 	if dr == nil {
 		return nil, a.fail(nil, "compressed with "+c+", which kernfsim does not read", "decompress it, or recompress it with xz, bzip2 or gzip")
 	}
+	if c, ok := dr.(io.Closer); ok {
+		defer c.Close()
+	}
 	s := &stream{r: dr, max: opts.MaxSize}
-	if err := a.readEntries(tar.NewReader(s), s); err != nil {
+	if err := a.readEntries(newTarReader(s), s); err != nil {
 		return nil, err
 	}
 	return a, a.checkEnd(s)
@@ -245,18 +254,27 @@ var (
 )
 
 // decompress tells the compression by its magic bytes and returns the
-// uncompressed stream; nil for a compression it does not read.
+// uncompressed stream; nil for a compression it does not read. It
+// decompresses on goroutines of its own, bzip2 on GOMAXPROCS of them
+// (see parBzip2), ahead of its reader; the stream is an io.Closer then,
+// to stop them.
 func decompress(br *bufio.Reader) (io.Reader, string, error) {
 	head, _ := br.Peek(len(magicXz))
 	switch {
 	case bytes.HasPrefix(head, magicGzip):
 		z, err := gzip.NewReader(br)
-		return z, "gzip", err
+		if err != nil {
+			return nil, "gzip", err
+		}
+		return newReadAhead(z), "gzip", nil
 	case bytes.HasPrefix(head, magicBzip2):
-		return bzip2.NewReader(br), "bzip2", nil
+		return newBzip2Reader(br, runtime.GOMAXPROCS(0)), "bzip2", nil
 	case bytes.HasPrefix(head, magicXz):
 		z, err := xz.NewReader(br)
-		return z, "xz", err
+		if err != nil {
+			return nil, "xz", err
+		}
+		return newReadAhead(z), "xz", nil
 	case bytes.HasPrefix(head, magicZstd):
 		return nil, "zstd", nil
 	}
@@ -301,7 +319,7 @@ func lastNonZero(p []byte) int {
 var errTooBig = errors.New("size limit reached")
 
 // readEntries reads every header and the contents kept of attributes.
-func (a *archive) readEntries(tr *tar.Reader, s *stream) error {
+func (a *archive) readEntries(tr *tarReader, s *stream) error {
 	var last string
 	for {
 		h, err := tr.Next()
@@ -350,8 +368,12 @@ func afterEntry(last string) string {
 
 // readData keeps the first MaxFileSize bytes of an attribute; the tar
 // reader skips the rest.
-func (a *archive) readData(tr *tar.Reader, e *archEntry) error {
-	buf := make([]byte, min(e.size, int64(a.opts.MaxFileSize)))
+func (a *archive) readData(tr *tarReader, e *archEntry) error {
+	n := min(e.size, int64(a.opts.MaxFileSize))
+	if int64(cap(a.scratch)) < n {
+		a.scratch = make([]byte, a.opts.MaxFileSize)
+	}
+	buf := a.scratch[:n]
 	if _, err := io.ReadFull(tr, buf); err != nil {
 		return err
 	}
@@ -378,7 +400,7 @@ func (a *archive) lastName() string {
 	if len(a.order) == 0 {
 		return ""
 	}
-	return a.entries[a.order[len(a.order)-1]].name
+	return a.order[len(a.order)-1].name
 }
 
 // entry checks a header and makes its entry; nil for headers that are
@@ -433,7 +455,7 @@ func (a *archive) add(e *archEntry) error {
 		if old.kind != kernfsim.KindDir || e.kind != kernfsim.KindDir {
 			return a.fail(e, "appears twice in the archive", "keep one copy (tar --delete removes all copies of a name; make the archive again)")
 		}
-		a.entries[e.path] = e
+		*old = *e // the entry order and the map hold
 		return nil
 	}
 	if e.hard {
@@ -442,7 +464,7 @@ func (a *archive) add(e *archEntry) error {
 		}
 	}
 	a.entries[e.path] = e
-	a.order = append(a.order, e.path)
+	a.order = append(a.order, e)
 	return nil
 }
 

@@ -43,8 +43,8 @@ func (a *archive) findRoot() (string, error) {
 func (a *archive) tops() []string {
 	seen := map[string]bool{}
 	var tops []string
-	for _, p := range a.order {
-		top, _, _ := strings.Cut(p, "/")
+	for _, e := range a.order {
+		top, _, _ := strings.Cut(e.path, "/")
 		if top != "." && !seen[top] {
 			seen[top] = true
 			tops = append(tops, top)
@@ -60,8 +60,8 @@ func (a *archive) isDir(p string) bool {
 	if e := a.entries[p]; e != nil {
 		return e.kind == kernfsim.KindDir
 	}
-	for _, q := range a.order {
-		if strings.HasPrefix(q, p+"/") {
+	for _, e := range a.order {
+		if strings.HasPrefix(e.path, p+"/") {
 			return true
 		}
 	}
@@ -85,8 +85,8 @@ func (a *archive) build(t *kernfsim.Tree, rep *ArchiveReport) error {
 	}
 	rep.Root = root
 	top := &archDir{entries: map[string]*archEntry{}, subs: map[string]*archDir{}}
-	for _, p := range a.order {
-		rel, ok := below(root, p)
+	for _, e := range a.order {
+		rel, ok := below(root, e.path)
 		if !ok {
 			rep.Outside++
 			continue
@@ -94,7 +94,7 @@ func (a *archive) build(t *kernfsim.Tree, rep *ArchiveReport) error {
 		if rel == "" {
 			continue // the root's own entry: its mode and owner, set below
 		}
-		if err := a.place(top, rel, a.entries[p]); err != nil {
+		if err := a.place(top, rel, e); err != nil {
 			return err
 		}
 	}
@@ -116,15 +116,27 @@ func below(root, p string) (string, bool) {
 // place checks e, at rel below the root, and files it in its directory,
 // making the directories above it as needed.
 func (a *archive) place(top *archDir, rel string, e *archEntry) error {
-	if err := a.check(rel, e); err != nil {
+	parent, name := "", rel
+	if i := strings.LastIndexByte(rel, '/'); i >= 0 {
+		parent, name = rel[:i], rel[i+1:]
+	}
+	known := a.lastDir != nil && parent == a.lastParent // its names checked, its directories made
+	checked := rel
+	if known {
+		checked = name
+	}
+	if err := a.check(checked, rel, e); err != nil {
 		return err
 	}
-	d, name := top, rel
-	for dir, rest, ok := strings.Cut(rel, "/"); ok; dir, rest, ok = strings.Cut(rest, "/") {
-		if d = d.sub(dir); d == nil {
-			return a.fail(e, "is below an entry that is not a directory", fixRemake)
+	d := a.lastDir
+	if !known {
+		d = top
+		for dir, rest, ok := strings.Cut(rel, "/"); ok; dir, rest, ok = strings.Cut(rest, "/") {
+			if d = d.sub(dir); d == nil {
+				return a.fail(e, "is below an entry that is not a directory", fixRemake)
+			}
 		}
-		name = rest
+		a.lastDir, a.lastParent = d, parent
 	}
 	if e.kind == kernfsim.KindDir {
 		d.sub(name)
@@ -153,9 +165,10 @@ func (d *archDir) sub(name string) *archDir {
 }
 
 // check refuses what a sysfs cannot hold below the root: a name kernfsim
-// cannot hold, an absurd size, a symlink out of the tree.
-func (a *archive) check(rel string, e *archEntry) error {
-	for name := range strings.SplitSeq(rel, "/") {
+// cannot hold (among names, the part of rel not checked before), an
+// absurd size, a symlink out of the tree.
+func (a *archive) check(names, rel string, e *archEntry) error {
+	for name := range strings.SplitSeq(names, "/") {
 		if errno := kernfsim.ValidateName(name); errno != 0 {
 			return a.fail(e, fmt.Sprintf("has a name a sysfs cannot hold (%s)", kernfsim.ErrnoName(errno)), "rename or remove it")
 		}
