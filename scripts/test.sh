@@ -36,7 +36,7 @@ KERNFSIM_SOAK=60s go test -count=1 "${guard[@]}" -run '^TestSoak$' ./tests/
 # deadline itself as a failure ("context deadline exceeded", no failing
 # input) when a worker is mid-call as it passes, which a loaded machine
 # makes likely (go.dev/issue/75804, fixed in Go 1.27).
-for target in kernfsim:FuzzValidateName:500000 sysfs:FuzzControlFiles:2000 sysfs:FuzzWalk:400000 sysfs:FuzzArchive:20000 \
+for target in kernfsim:FuzzValidateName:500000 sysfs:FuzzControlFiles:2000 sysfs:FuzzWalk:400000 sysfs:FuzzArchive:20000 sysfs:FuzzTarReader:50000 sysfs:FuzzBzip2Parallel:2000 \
 	cmd/kernfsim:FuzzArgs:40000 cmd/loadgen:FuzzArgs:20000; do
 	IFS=: read -r pkg name count <<<"$target"
 	go test -run '^$' -fuzz "^$name\$" -fuzztime "${count}x" -fuzzminimizetime 200x "./$pkg/"
