@@ -484,13 +484,17 @@ func (m *mirror) scanAttr(n *dirNotes, e *hostEntry, rel string, mode uint32) bo
 }
 
 // noRead reports whether the no-read list names the entry name of the
-// directory parent; most names are told apart by the patterns' last
-// component alone, without making the path.
-func (m *mirror) noRead(parent, name string) bool {
-	for _, p := range m.opts.NoRead {
+// directory parent.
+func (m *mirror) noRead(parent, name string) bool { return onNoRead(m.opts.NoRead, parent, name) }
+
+// onNoRead reports whether a pattern matches the entry name of the
+// directory parent (matchTail); most names are told apart by the
+// patterns' last component alone, without making the path.
+func onNoRead(patterns []string, parent, name string) bool {
+	for _, p := range patterns {
 		last := p[strings.LastIndexByte(p, '/')+1:]
 		if ok, _ := path.Match(last, name); ok {
-			return matchTail(m.opts.NoRead, joinSynthPath(parent, name))
+			return matchTail(patterns, joinSynthPath(parent, name))
 		}
 	}
 	return false
