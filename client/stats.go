@@ -23,12 +23,16 @@ type Stats struct {
 	// Served is whether the server lines were there: a tree not (yet)
 	// served over FUSE has none.
 	Served                         bool
-	Nodeids, OpenFiles, Goroutines uint64            // server.*
-	PollsAfterPrime                uint64            // server.polls_after_prime: any is a defect
-	Transport                      string            // server.transport: devfuse or uring
-	Queues, QueueDepth             uint64            // transport.queues, transport.depth (io_uring)
-	DeferTaskRun                   bool              // transport.defer_taskrun: the rings defer their task work (io_uring)
-	Requests                       map[string]uint64 // requests.OPCODE
+	Nodeids, OpenFiles, Goroutines uint64 // server.*
+	PollsAfterPrime                uint64 // server.polls_after_prime: any is a defect
+	Transport                      string // server.transport: devfuse or uring
+	Queues, QueueDepth             uint64 // transport.queues, transport.depth (io_uring)
+	DeferTaskRun                   bool   // transport.defer_taskrun: the rings defer their task work (io_uring)
+	// transport.handoffs: leads taken from a handler still running after
+	// a watch period; transport.entries_grown: entries registered beyond
+	// the depth; transport.threads: the queues' threads (io_uring).
+	Handoffs, EntriesGrown, TransportThreads uint64
+	Requests                                 map[string]uint64 // requests.OPCODE
 	// notify.*: kernel cache notifications (fusefs.NotifyStats)
 	NotifyQueued, NotifyCoalesced, NotifySent, NotifyPending, NotifyOverflows, NotifyUnwaited uint64
 	Nodes                                                                                     uint64 // tree.nodes
@@ -62,6 +66,7 @@ type Stats struct {
 func (s *Stats) fields() map[string]any {
 	return map[string]any{
 		"transport.queues": &s.Queues, "transport.depth": &s.QueueDepth, "transport.defer_taskrun": &s.DeferTaskRun,
+		"transport.handoffs": &s.Handoffs, "transport.entries_grown": &s.EntriesGrown, "transport.threads": &s.TransportThreads,
 		"server.nodeids": &s.Nodeids, "server.open_files": &s.OpenFiles, "server.goroutines": &s.Goroutines,
 		"server.polls_after_prime": &s.PollsAfterPrime,
 		"notify.queued":            &s.NotifyQueued, "notify.coalesced": &s.NotifyCoalesced, "notify.sent": &s.NotifySent,

@@ -130,6 +130,10 @@ func (f *StatsFile) Show(_ context.Context, buf *bytes.Buffer) error {
 				line("transport.queues", ti.srv.Queues())
 				line("transport.depth", ti.srv.Depth())
 				line("transport.defer_taskrun", boolDigit(ti.srv.DeferTaskRun()))
+				taken, grown := ti.srv.Handoffs()
+				line("transport.handoffs", taken)
+				line("transport.entries_grown", grown)
+				line("transport.threads", ti.srv.Threads())
 				for q, n := range ti.srv.Served() {
 					line(fmt.Sprintf("transport.queue%d.requests", q), n)
 				}

@@ -96,6 +96,9 @@ func TestStatsShowTransport(t *testing.T) {
 		if tp == uring.URing && (st.Queues != uint64(cpus) || st.QueueDepth != uring.DefaultDepth || !strings.Contains(string(b), "transport.queue0.requests ")) {
 			t.Fatalf("stats over io_uring: %d queues of depth %d (want %d of %d), per-queue counts in\n%s", st.Queues, st.QueueDepth, cpus, uring.DefaultDepth, b)
 		}
+		if tp == uring.URing && (st.TransportThreads == 0 || !strings.Contains(string(b), "transport.handoffs ") || !strings.Contains(string(b), "transport.entries_grown ")) {
+			t.Fatalf("stats over io_uring: no threads (%d), or no handoff and growth counts, in\n%s", st.TransportThreads, b)
+		}
 	})
 }
 
