@@ -27,7 +27,7 @@ const (
 // CRC is checked: a block that decodes to more (a tar block of a sysfs
 // decodes to about 5 MB) is decoded sequentially, as after a false
 // magic. bzMaxWorkers bounds its goroutines, and with them its memory:
-// each holds a decoder (3.6 MB at level 9), and at most workers+1
+// each holds a decoder (its size: docs/performance.md), and at most workers+1
 // blocks' output is held (those sent to the reader, and the one it
 // reads), each at most bzMaxHeld.
 const (
