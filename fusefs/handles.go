@@ -28,10 +28,14 @@ type handleState struct {
 	// (the slot came off a free list, so no reader can reach it), then
 	// protected by mu; remove clears it under mu.
 	f *kernfsim.File
-	// fh is the handle (slot | generation<<32) while open, 0 while the
-	// slot is free. Accessed atomically; READ and WRITE check it again
-	// under mu, so a stale handle never reaches a newer open's file.
+	// fh is the handle (slot | gen<<32) while open, 0 while the slot is
+	// free. Accessed atomically; READ and WRITE check it again under mu,
+	// so a stale handle never reaches a newer open's file.
 	fh atomic.Uint64
+	// gen counts the slot's opens: written only by add, which owns the
+	// slot (it came off a free list), so an OPEN writes no line but its
+	// slot's and its free list's.
+	gen uint32
 }
 
 const handleLine = 64
@@ -53,8 +57,8 @@ type freeList struct {
 }
 
 // handleTable maps a file handle to its open file. A handle is a slot in
-// a slab plus a generation, so a stale handle is never mistaken for a
-// newer open of the same slot. The slabs are found through a lock-free
+// a slab plus the slot's generation, so a stale handle is never mistaken
+// for a newer open of the same slot. The slabs are found through a lock-free
 // table (two atomic loads and two indexes, no hashing); slots are reused
 // through sharded free lists, so the table stays as large as the peak of
 // open files, and an OPEN, READ or RELEASE allocates nothing once the
@@ -63,7 +67,6 @@ type handleTable struct {
 	slabs table[handleSlab] // never released: slots are reused
 	free  [handleShards]freeList
 	next  atomic.Uint32 // next never-used slot (slot 0 is never used)
-	gen   atomic.Uint32 // generation counter
 	count atomic.Int64  // open handles
 }
 
@@ -82,11 +85,8 @@ func (ht *handleTable) slot(slot uint32) *handle {
 func (ht *handleTable) add(f *kernfsim.File) uint64 {
 	slot := ht.allocSlot()
 	h := ht.slot(slot)
-	gen := ht.gen.Add(1)
-	if gen == 0 {
-		gen = ht.gen.Add(1) // fh 0 means a free slot
-	}
-	fh := uint64(slot) | uint64(gen)<<32
+	h.gen++
+	fh := uint64(slot) | uint64(h.gen)<<32 // never 0: slot 0 is never used
 	h.f = f
 	h.fh.Store(fh)
 	ht.count.Add(1)
