@@ -237,7 +237,6 @@ func (d *hostDir) newFile() *attrFile {
 type dirNotes struct {
 	skipped         []MirrorSkip
 	changed, noRead []string
-	notRead         int
 }
 
 func (n *dirNotes) skip(rel, reason string) {
@@ -249,7 +248,6 @@ func (m *mirror) merge(n *dirNotes) {
 	m.rep.Skipped = append(m.rep.Skipped, n.skipped...)
 	m.rep.Changed = append(m.rep.Changed, n.changed...)
 	m.rep.NoRead = append(m.rep.NoRead, n.noRead...)
-	m.rep.NotRead += n.notRead
 }
 
 // hostEntry is one scanned entry. For an attribute with a file, one
@@ -266,7 +264,7 @@ type hostEntry struct {
 	errno     syscall.Errno
 	timedOut  bool
 	changed   bool
-	notRead   bool // found without a read bit by its reader (attrFile.stat)
+	notRead   bool // no read bit: added unread (scanAttr, or its reader for an attrFile.stat)
 	vanished  bool // gone before its reader could stat it (attrFile.stat)
 }
 
@@ -415,7 +413,7 @@ func (m *mirror) scanEntry(d *hostDir, ent dirent, dir *dirFD) *hostEntry {
 		n.skip(joinSynthPath(d.rel, name), SkipInvalidName)
 		return nil
 	}
-	if m.sysfs && ent.typ == unix.DT_REG && !m.noRead(d.rel, name) {
+	if m.sysfs && ent.typ == unix.DT_REG && !onNoRead(m.opts.NoRead, d.rel, name) {
 		dir.acquire()
 		e := d.newEntry(name)
 		e.spec.Kind = kernfsim.KindAttr
@@ -472,7 +470,7 @@ func (m *mirror) scanAttr(n *dirNotes, e *hostEntry, rel string, mode uint32) bo
 	e.writable = writable
 	switch {
 	case mode&0o444 == 0:
-		n.notRead++
+		e.notRead = true
 		e.spec.Source = unreadable(writable)
 	case matchTail(m.opts.NoRead, rel):
 		n.noRead = append(n.noRead, rel)
@@ -482,10 +480,6 @@ func (m *mirror) scanAttr(n *dirNotes, e *hostEntry, rel string, mode uint32) bo
 	}
 	return false
 }
-
-// noRead reports whether the no-read list names the entry name of the
-// directory parent.
-func (m *mirror) noRead(parent, name string) bool { return onNoRead(m.opts.NoRead, parent, name) }
 
 // onNoRead reports whether a pattern matches the entry name of the
 // directory parent (matchTail); most names are told apart by the
@@ -595,7 +589,6 @@ func (m *mirror) addDir(d *hostDir) error {
 
 // count adds e to the report.
 func (m *mirror) count(e *hostEntry) {
-	rel := e.file.rel
 	switch e.spec.Kind {
 	case kernfsim.KindDir:
 		m.rep.Dirs++
@@ -607,13 +600,13 @@ func (m *mirror) count(e *hostEntry) {
 		case e.notRead:
 			m.rep.NotRead++
 		case e.changed:
-			m.rep.Changed = append(m.rep.Changed, rel())
+			m.rep.Changed = append(m.rep.Changed, e.file.rel())
 		case e.timedOut:
-			m.rep.TimedOut = append(m.rep.TimedOut, rel())
+			m.rep.TimedOut = append(m.rep.TimedOut, e.file.rel())
 		case e.errno != 0:
 			m.rep.ReadErrors[e.errno]++
 		case e.truncated:
-			m.rep.Truncated = append(m.rep.Truncated, rel())
+			m.rep.Truncated = append(m.rep.Truncated, e.file.rel())
 		}
 		if s, ok := e.spec.Source.(kernfsim.Static); ok {
 			m.rep.Bytes += int64(len(s))
@@ -761,8 +754,7 @@ func (m *mirror) fill(e *hostEntry, r hostRead) {
 		}
 		e.key, e.writable = r.stat.key, r.stat.key.mode&0o222 != 0
 		if r.stat.notRead {
-			e.notRead = true
-			e.timedOut = false
+			e.notRead = true // counted as such, timed out or not
 			e.spec.Source = unreadable(e.writable)
 			return
 		}
