@@ -28,6 +28,12 @@ func BenchmarkMirrorHost(b *testing.B) {
 		}
 		entries += tr.Nodes()
 	}
+	reportPerEntry(b, entries, start, cpu0)
+}
+
+// reportPerEntry reports the time and the CPU time since start and cpu0
+// per entry, and the entries per iteration.
+func reportPerEntry(b *testing.B, entries int64, start time.Time, cpu0 time.Duration) {
 	elapsed, cpu := time.Since(start), cpuTime(b)-cpu0
 	b.ReportMetric(float64(elapsed.Nanoseconds())/float64(entries), "ns/entry")
 	b.ReportMetric(float64(cpu.Nanoseconds())/float64(entries), "cpu-ns/entry")

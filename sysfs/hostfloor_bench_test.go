@@ -34,10 +34,7 @@ func BenchmarkMirrorHostFloor(b *testing.B) {
 		}
 		entries += floorWalk(root, "", buf)
 	}
-	elapsed, cpu := time.Since(start), cpuTime(b)-cpu0
-	b.ReportMetric(float64(elapsed.Nanoseconds())/float64(entries), "ns/entry")
-	b.ReportMetric(float64(cpu.Nanoseconds())/float64(entries), "cpu-ns/entry")
-	b.ReportMetric(float64(entries)/float64(b.N), "entries")
+	reportPerEntry(b, entries, start, cpu0)
 }
 
 // floorWalk visits the open directory dir (rel below /sys) and
