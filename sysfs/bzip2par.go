@@ -69,9 +69,8 @@ type parBzip2 struct {
 	buf       []byte     // the chunk being read, to recycle
 	chunk     []byte     // what is left of it
 	given     int64      // bytes given so far
-	seq       io.Reader  // the sequential decoder, once fallen back
+	seq       io.Reader  // the sequential decoder, once fallen back (nil before)
 	err       error      // the error once given, given again
-	fellBack  bool
 	closeOnce sync.Once
 }
 
@@ -149,7 +148,7 @@ func (z *parBzip2) scan(work chan<- bzBlock) {
 		if !ok {
 			h := &heldBlock{ready: make(chan struct{}), err: errBzFallback}
 			close(h.ready)
-			z.send(z.order, h)
+			sendUnlessDone(z.order, h, z.done)
 			return
 		}
 		pos = next
@@ -172,7 +171,7 @@ func (z *parBzip2) scanStream(pos int64, work chan<- bzBlock) (int64, bool) {
 		}
 		blk := bzBlock{level: level, from: b, to: next, crc: uint32(bitsAt(d, b+48, 32)), out: newHeldBlock()}
 		combined = bits.RotateLeft32(combined, 1) ^ blk.crc
-		if !z.send(z.order, blk.out) || !z.sendWork(work, blk) {
+		if !sendUnlessDone(z.order, blk.out, z.done) || !sendUnlessDone(work, blk, z.done) {
 			return 0, false
 		}
 		b = next
@@ -183,20 +182,12 @@ func (z *parBzip2) scanStream(pos int64, work chan<- bzBlock) (int64, bool) {
 	return (b + 80 + 7) / 8, true
 }
 
-func (z *parBzip2) send(ch chan<- *heldBlock, h *heldBlock) bool {
+// sendUnlessDone sends v on ch, unless done is closed first (false).
+func sendUnlessDone[T any](ch chan<- T, v T, done <-chan struct{}) bool {
 	select {
-	case ch <- h:
+	case ch <- v:
 		return true
-	case <-z.done:
-		return false
-	}
-}
-
-func (z *parBzip2) sendWork(ch chan<- bzBlock, b bzBlock) bool {
-	select {
-	case ch <- b:
-		return true
-	case <-z.done:
+	case <-done:
 		return false
 	}
 }
@@ -371,7 +362,6 @@ func (z *parBzip2) next() error {
 // already given.
 func (z *parBzip2) fallBack() error {
 	z.stop()
-	z.fellBack = true
 	z.seq = bzip2.NewReader(bytes.NewReader(z.data))
 	if _, err := io.CopyN(io.Discard, z.seq, z.given); err != nil {
 		return err // cannot be: the blocks given are the file's own
