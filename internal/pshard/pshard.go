@@ -19,7 +19,7 @@ import _ "unsafe" // go:linkname runtime.procPin
 // transfer, never correctness. Where GOMAXPROCS exceeds mask+1, Ps share
 // shards modulo mask+1.
 func Of(mask uint32) uint32 {
-	return shard(int(P()), mask)
+	return Shard(P(), mask)
 }
 
 // P returns the calling goroutine's P number, for a caller that picks
@@ -32,14 +32,9 @@ func P() uint32 {
 	return uint32(p)
 }
 
-// Shard is Of for the P number p that P returned.
-func Shard(p, mask uint32) uint32 { return shard(int(p), mask) }
-
-// shard is the shard of P number p: p modulo mask+1. Distinct Ps below
-// mask+1 get distinct shards.
-func shard(p int, mask uint32) uint32 {
-	return uint32(p) & mask
-}
+// Shard is the shard of P number p (as P returns it) in [0, mask]: p
+// modulo mask+1. Distinct Ps below mask+1 get distinct shards.
+func Shard(p, mask uint32) uint32 { return p & mask }
 
 // procPin disables preemption and returns the current P's number; procUnpin
 // undoes it. They are the runtime's own, also used by sync.Pool; the

@@ -23,7 +23,7 @@ func TestShard(t *testing.T) {
 	for _, mask := range testMasks {
 		seen := make(map[uint32]int)
 		for p := range testPs() {
-			got := shard(p, mask)
+			got := Shard(uint32(p), mask)
 			if want := uint32(uint64(p) % (uint64(mask) + 1)); got != want {
 				t.Errorf("shard(%d, %#x): got %d, want %d", p, mask, got, want)
 			}
@@ -70,7 +70,7 @@ func checkOfPinned(t *testing.T) {
 		t.Errorf("P number %d: want in [0, GOMAXPROCS %d)", p, procs)
 	}
 	for i, mask := range testMasks {
-		if want := shard(p, mask); got[i] != want || got[i] > mask {
+		if want := Shard(uint32(p), mask); got[i] != want || got[i] > mask {
 			t.Errorf("Of(%#x) on P %d: got %d, want %d", mask, p, got[i], want)
 		}
 	}
