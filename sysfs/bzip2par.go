@@ -63,15 +63,13 @@ type parBzip2 struct {
 	order chan *heldBlock
 	done  chan struct{}
 	wg    sync.WaitGroup
-	pool  *chunkPool
 
-	cur       *heldBlock // the block being read; nil between blocks
-	buf       []byte     // the chunk being read, to recycle
-	chunk     []byte     // what is left of it
-	given     int64      // bytes given so far
-	seq       io.Reader  // the sequential decoder, once fallen back (nil before)
-	err       error      // the error once given, given again
-	closeOnce sync.Once
+	chunkCursor            // in the block being read
+	cur         *heldBlock // the block being read; nil between blocks
+	given       int64      // bytes given so far
+	seq         io.Reader  // the sequential decoder, once fallen back (nil before)
+	err         error      // the error once given, given again
+	closeOnce   sync.Once
 }
 
 // newBzip2Reader decodes the bzip2 file r on workers goroutines (at most
@@ -89,7 +87,7 @@ func newBzip2Reader(r io.Reader, workers int) io.ReadCloser {
 		rest := io.MultiReader(bytes.NewReader(buf.Bytes()), errorAfter(r, err))
 		return newReadAhead(bzip2.NewReader(rest))
 	}
-	z := &parBzip2{data: buf.Bytes(), order: make(chan *heldBlock, workers), done: make(chan struct{}), pool: newChunkPool()}
+	z := &parBzip2{data: buf.Bytes(), order: make(chan *heldBlock, workers), done: make(chan struct{}), chunkCursor: chunkCursor{pool: newChunkPool()}}
 	work := make(chan bzBlock)
 	z.wg.Add(1 + workers)
 	go z.scan(work)
@@ -325,18 +323,14 @@ func (z *parBzip2) Read(p []byte) (int, error) {
 		}
 		z.err = z.next()
 	}
-	n := copy(p, z.chunk)
-	z.chunk = z.chunk[n:]
+	n := z.copyOut(p)
 	z.given += int64(n)
 	return n, nil
 }
 
 // next makes the next chunk current; io.EOF after the last.
 func (z *parBzip2) next() error {
-	if z.buf != nil {
-		z.pool.put(z.buf)
-		z.buf = nil
-	}
+	z.recycle()
 	if z.cur == nil {
 		h, ok := <-z.order
 		if !ok {
@@ -354,7 +348,7 @@ func (z *parBzip2) next() error {
 	}
 	c := z.cur.chunks[0]
 	z.cur.chunks = z.cur.chunks[1:]
-	z.buf, z.chunk = c[:cap(c)], c
+	z.take(c)
 	return nil
 }
 

@@ -74,20 +74,48 @@ func newChunkPool() *chunkPool {
 func (p *chunkPool) get() []byte  { return p.p.Get().(*[chunkSize]byte)[:] }
 func (p *chunkPool) put(b []byte) { p.p.Put((*[chunkSize]byte)(b[:chunkSize])) }
 
+// chunkCursor is a reader's place in pooled chunks: the chunk it reads
+// and what is left of it.
+type chunkCursor struct {
+	pool  *chunkPool
+	buf   []byte // the chunk being read, to recycle
+	chunk []byte // what is left of it
+}
+
+// take makes c, a chunk of the pool, the one being read, recycling the
+// one before.
+func (k *chunkCursor) take(c []byte) {
+	k.recycle()
+	k.buf, k.chunk = c, c
+}
+
+// recycle gives the chunk being read back to the pool.
+func (k *chunkCursor) recycle() {
+	if k.buf != nil {
+		k.pool.put(k.buf)
+		k.buf, k.chunk = nil, nil
+	}
+}
+
+// copyOut copies what is left of the chunk to p, as far as it goes.
+func (k *chunkCursor) copyOut(p []byte) int {
+	n := copy(p, k.chunk)
+	k.chunk = k.chunk[n:]
+	return n
+}
+
 // readAhead reads a stream on a goroutine of its own, a few chunks ahead
 // of its reader.
 type readAhead struct {
-	s     *chunkStream
-	pool  *chunkPool
-	done  chan struct{}
-	buf   []byte // the chunk being read, to recycle
-	chunk []byte // what is left of it
-	err   error
-	once  sync.Once
+	chunkCursor
+	s    *chunkStream
+	done chan struct{}
+	err  error
+	once sync.Once
 }
 
 func newReadAhead(r io.Reader) *readAhead {
-	a := &readAhead{s: newChunkStream(), pool: newChunkPool(), done: make(chan struct{})}
+	a := &readAhead{chunkCursor: chunkCursor{pool: newChunkPool()}, s: newChunkStream(), done: make(chan struct{})}
 	go a.s.produce(r, a.pool, a.done)
 	return a
 }
@@ -98,23 +126,18 @@ func (a *readAhead) Read(p []byte) (int, error) {
 		if a.err != nil {
 			return 0, a.err
 		}
-		if a.buf != nil {
-			a.pool.put(a.buf)
-			a.buf = nil
-		}
+		a.recycle()
 		c, ok := <-a.s.out
 		switch {
 		case ok:
-			a.buf, a.chunk = c, c
+			a.take(c)
 		case a.s.err != nil:
 			a.err = a.s.err
 		default:
 			a.err = io.EOF
 		}
 	}
-	n := copy(p, a.chunk)
-	a.chunk = a.chunk[n:]
-	return n, nil
+	return a.copyOut(p), nil
 }
 
 // Close stops the goroutine: at once if it waits for its reader, else
