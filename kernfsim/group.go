@@ -3,6 +3,7 @@ package kernfsim
 import (
 	"context"
 	"io/fs"
+	"slices"
 	"syscall"
 )
 
@@ -84,22 +85,27 @@ func (t *Tree) buildPlacement(ps []Placement, i int) (*Node, error) {
 	}
 	s := t.newSlab(size)
 	n := s.node(p.Spec, t.attrFor(p.Spec), p.Parent, p.Name)
-	es := make([]entry, 0, len(p.Children))
-	for _, en := range p.Children {
-		h := nameHash(en.Name)
-		if e := ValidateName(en.Name); e != 0 || checkSpec(en.Spec) != 0 || en.Spec.Kind == KindDir {
-			return fail(path+"/"+en.Name, syscall.EINVAL)
-		}
-		for _, o := range es {
-			if o.hash == h && o.node.id0.name == en.Name {
-				return fail(path+"/"+en.Name, syscall.EEXIST)
-			}
-		}
-		c := s.node(en.Spec, t.attrFor(en.Spec), n, en.Name)
-		es = append(es, entry{hash: h, node: c})
+	bad := slices.IndexFunc(p.Children, func(en BatchEntry) bool {
+		return ValidateName(en.Name) != 0 || checkSpec(en.Spec) != 0 || en.Spec.Kind == KindDir
+	})
+	if bad < 0 {
+		bad = len(p.Children)
+	}
+	kids := make([]*Node, bad)
+	es := make([]entry, bad)
+	for i, en := range p.Children[:bad] {
+		kids[i] = s.node(en.Spec, t.attrFor(en.Spec), n, en.Name)
+		es[i] = entry{hash: nameHash(en.Name), node: kids[i]}
+	}
+	es = sortEntries(es)
+	if d := firstRepeat(es, kids); d < bad {
+		return fail(path+"/"+p.Children[d].Name, syscall.EEXIST)
+	}
+	if bad < len(p.Children) {
+		return fail(path+"/"+p.Children[bad].Name, syscall.EINVAL)
 	}
 	if d := n.dir(); d != nil {
-		d.children.Store(newIndex(sortEntries(es)))
+		d.children.Store(newIndex(es))
 	}
 	return n, nil
 }

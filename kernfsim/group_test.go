@@ -25,6 +25,8 @@ func TestAddGroupAllOrNothing(t *testing.T) {
 			{"second name taken", []Placement{{Parent: a, Name: "taken", Spec: NodeSpec{Kind: KindDir}, Children: kids}, {Parent: b, Name: "taken", Spec: NodeSpec{Kind: KindSymlink, Target: "../a/taken"}}}, syscall.EEXIST},
 			{"name repeated", []Placement{{Parent: a, Name: "n", Spec: NodeSpec{Kind: KindDir}}, {Parent: a, Name: "n", Spec: NodeSpec{Kind: KindDir}}}, syscall.EEXIST},
 			{"cap reached", []Placement{{Parent: b, Name: "n", Spec: NodeSpec{Kind: KindDir}, MaxSubdirs: 1}}, syscall.ENOSPC},
+			{"child named twice", []Placement{{Parent: a, Name: "n", Spec: NodeSpec{Kind: KindDir}, Children: append(kids, kids[0])}}, syscall.EEXIST},
+			{"child of a bad kind", []Placement{{Parent: a, Name: "n", Spec: NodeSpec{Kind: KindDir}, Children: append(kids, BatchEntry{"d", NodeSpec{Kind: KindDir}})}}, syscall.EINVAL},
 			{"children of an attribute", []Placement{{Parent: a, Name: "n", Spec: NodeSpec{Kind: KindAttr, Source: Static("")}, Children: kids}}, syscall.EINVAL},
 		} {
 			_, err := tr.AddGroup(c.ps)
